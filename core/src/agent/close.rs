@@ -1,0 +1,66 @@
+//! `session/close`: an orchestrated lifecycle operation, not a registry delete.
+//!
+//! The steps, in order:
+//! 1. Mark the session closing: new prompts are rejected (`-32600`) from now on.
+//! 2. Cancel in-flight work as `session/cancel` would: the prompt's drain interrupts the turn.
+//! 3. Unblock pending permission requests: they are abandoned and their gates answered deny.
+//! 4. Wait until the in-flight prompt has actually returned (it answers `cancelled`).
+//! 5. Call the session's optional [`SessionCloser::shutdown`](crate::host::SessionCloser),
+//!    bounded by the close grace period.
+//! 6. Remove the session from the live registry — only now.
+//!
+//! Durable history is never touched: deleting is [`delete`](super::delete)'s job alone. When the
+//! client disconnects, every live session goes through the same steps.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::session::{SessionEntry, resolve_session};
+use super::{AgentInner, Reply, decode, encode};
+use crate::acp::{CloseSessionRequest, CloseSessionResponse};
+use crate::error::{Error, ErrorExt};
+
+/// `session/close`.
+pub(crate) fn close_session_request(agent: &Arc<AgentInner>, params: Value) -> Reply {
+    let agent = agent.clone();
+    Box::pin(async move {
+        let request: CloseSessionRequest = decode(params)?;
+        let entry = resolve_session(&agent, &request.session_id)?;
+        close(&agent, &entry).await?;
+        encode(&CloseSessionResponse::new())
+    })
+}
+
+/// Runs the close steps for one session.
+pub(crate) async fn close(agent: &AgentInner, entry: &Arc<SessionEntry>) -> Result<(), Error> {
+    // Steps 1-3: closing rejects prompts, cancels the in-flight one and fires `entry.closed`,
+    // which abandons pending permission requests (their gates are answered deny).
+    let Some(prompt_returned) = entry.mark_closing() else {
+        return Err(Error::invalid_request_msg(format!("session {} is already closing", entry.id)));
+    };
+    // Step 4.
+    prompt_returned.cancelled().await;
+    // Step 5.
+    if let Some(closer) = entry.live.closer() {
+        match tokio::time::timeout(agent.options.close_grace, closer.shutdown()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(session = %entry.id, error = %e.message, "shutdown failed"),
+            Err(_) => tracing::warn!(session = %entry.id, "shutdown did not finish within the close grace period"),
+        }
+    }
+    // Step 6.
+    agent.registry.remove(&entry.id);
+    tracing::info!(session = %entry.id, "session closed");
+    Ok(())
+}
+
+/// Closes every live session (the client disconnected).
+pub(crate) async fn close_all(agent: &AgentInner) {
+    let sessions = agent.registry.all();
+    futures::future::join_all(sessions.iter().map(|entry| async move {
+        // A session already closing is being closed by its own request.
+        let _ = close(agent, entry).await;
+    }))
+    .await;
+}

@@ -1,0 +1,94 @@
+//! `/compact`: the one internal command the facade exposes through `session/prompt`.
+//!
+//! It exists only when compaction is configured ([`Options::compaction`](super::Options)), and is
+//! routed only when the prompt's text is exactly `/compact`; any other text (or `/compact` with
+//! compaction off) goes to the host unchanged. The session's *own* compactor performs it. The
+//! outcome is matched by command id directly on `CompactWaiterResolved` (→ `end_turn`) or
+//! `CompactWaiterRejected` (→ an error with the reason).
+//!
+//! `available_commands_update` is sent lazily, on a session's first prompt, once — never at
+//! session establishment, because `session/resume` must send no update at all.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use futures::StreamExt;
+
+use super::AgentInner;
+use super::prompt::{Cancellation, interrupt, send_update};
+use super::session::SessionEntry;
+use crate::acp::{AvailableCommand, AvailableCommandsUpdate, ContentBlock, SessionUpdate, StopReason};
+use crate::error::{Error, ErrorExt};
+use crate::harness::EventKind;
+
+/// The command's name, as advertised.
+pub const COMPACT_COMMAND: &str = "compact";
+
+/// Whether `prompt` is exactly the `/compact` command.
+pub fn is_compact_command(prompt: &[ContentBlock]) -> bool {
+    let mut text = String::new();
+    for block in prompt {
+        match block {
+            ContentBlock::Text(t) => text.push_str(&t.text),
+            _ => return false,
+        }
+    }
+    text.trim() == "/compact"
+}
+
+/// Sends `available_commands_update` on a session's first prompt when compaction is configured.
+pub(crate) async fn ensure_advertised(agent: &AgentInner, entry: &SessionEntry) {
+    if !agent.options.compaction || entry.commands_advertised.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(vec![AvailableCommand::new(
+        COMPACT_COMMAND,
+        "Compact the conversation to free context",
+    )]));
+    if let Err(e) = send_update(agent, &entry.id, update).await {
+        tracing::debug!(error = %e.message, "could not advertise commands");
+    }
+}
+
+/// Runs `/compact` on the session's own compactor.
+pub(crate) async fn run(
+    agent: &Arc<AgentInner>,
+    entry: &Arc<SessionEntry>,
+    cancel: &mut Cancellation<'_>,
+) -> Result<StopReason, Error> {
+    let _ = agent;
+    let Some(compactor) = entry.live.compactor() else {
+        return Err(Error::invalid_request_msg(format!("session {} cannot be compacted", entry.id)));
+    };
+    let mut events = entry.live.subscribe_events()?;
+    let command = compactor.compact().await?;
+    loop {
+        let event = tokio::select! {
+            biased;
+            () = cancel.arrives(), if !cancel.noticed() => {
+                cancel.notice();
+                interrupt(entry).await;
+                continue;
+            }
+            () = cancel.expired() => return Ok(StopReason::Cancelled),
+            event = events.next() => event,
+        };
+        let Some(event) = event else {
+            return if cancel.requested() {
+                Ok(StopReason::Cancelled)
+            } else {
+                Err(Error::internal_msg("the session's event stream ended before compaction finished"))
+            };
+        };
+        if !event.is_caused_by(&command) {
+            continue;
+        }
+        match &event.kind {
+            EventKind::CompactWaiterResolved {} => return Ok(StopReason::EndTurn),
+            EventKind::CompactWaiterRejected { reason } => {
+                return Err(Error::internal_msg(format!("compaction failed: {reason}")));
+            }
+            _ => {}
+        }
+    }
+}

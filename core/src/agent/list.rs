@@ -1,0 +1,205 @@
+//! `session/list` with authenticated cursors, and `session_info_update` from catalog observations.
+//!
+//! Pagination runs over the catalog's entries sorted by session-id bytes (a stable order that does
+//! not depend on the catalog's), matching the request's `cwd` filter, in pages of at most
+//! `max_page_size`. A cursor names the last session id of the previous page and the filter it was
+//! made under, authenticated with HMAC-SHA256 under a key drawn from the OS CSPRNG once per
+//! [`Agent`](super::Agent): a malformed, forged, foreign (another agent's) or re-filtered cursor
+//! is `-32602`, never "start over".
+//!
+//! A session's cwd comes from the live registry first (validated at setup), else the catalog
+//! entry. An entry with no absolute cwd is omitted *after* pagination, so a page may be short, or
+//! even empty, while `nextCursor` is still set; clients follow `nextCursor` until it is absent.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::Sha256;
+
+use super::prompt::send_update;
+use super::{AgentInner, Reply, decode, encode};
+use crate::acp::{ListSessionsRequest, ListSessionsResponse, SessionInfo, SessionInfoUpdate, SessionUpdate};
+use crate::error::{Error, ErrorExt};
+use crate::host::SessionCatalogEntry;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The per-agent key that authenticates cursors.
+pub(crate) struct CursorKey([u8; 32]);
+
+/// Why a cursor was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidCursor {
+    /// Not of the cursor's shape.
+    #[error("malformed cursor")]
+    Malformed,
+    /// The authentication tag does not match: forged, altered, or from another agent.
+    #[error("cursor failed authentication")]
+    Forged,
+    /// Made under a different `cwd` filter.
+    #[error("cursor was made for a different cwd filter")]
+    OtherFilter,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CursorPayload {
+    /// The last session id of the previous page.
+    after: String,
+    /// The `cwd` filter the cursor was made under.
+    cwd: Option<PathBuf>,
+}
+
+impl CursorKey {
+    /// A fresh random key.
+    pub(crate) fn random() -> Self {
+        let mut key = [0u8; 32];
+        rand::fill(&mut key);
+        Self(key)
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        <HmacSha256 as KeyInit>::new_from_slice(&self.0).expect("HMAC accepts keys of any length")
+    }
+
+    /// Encodes a cursor resuming after `after` under the `cwd` filter.
+    pub(crate) fn encode(&self, after: &str, cwd: Option<&Path>) -> String {
+        let payload = serde_json::to_vec(&CursorPayload {
+            after: after.to_owned(),
+            cwd: cwd.map(Path::to_path_buf),
+        })
+        .unwrap_or_default();
+        let mut mac = self.mac();
+        mac.update(&payload);
+        let tag = mac.finalize().into_bytes();
+        format!("{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
+    }
+
+    /// Decodes and authenticates a cursor made under the `cwd` filter.
+    pub(crate) fn decode(&self, cursor: &str, cwd: Option<&Path>) -> Result<String, InvalidCursor> {
+        let (payload, tag) = cursor.split_once('.').ok_or(InvalidCursor::Malformed)?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| InvalidCursor::Malformed)?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| InvalidCursor::Malformed)?;
+        let mut mac = self.mac();
+        mac.update(&payload);
+        mac.verify_slice(&tag).map_err(|_| InvalidCursor::Forged)?;
+        let payload: CursorPayload = serde_json::from_slice(&payload).map_err(|_| InvalidCursor::Malformed)?;
+        if payload.cwd.as_deref() != cwd {
+            return Err(InvalidCursor::OtherFilter);
+        }
+        Ok(payload.after)
+    }
+}
+
+/// `session/list`.
+pub(crate) fn list_sessions(agent: &Arc<AgentInner>, params: Value) -> Reply {
+    let agent = agent.clone();
+    Box::pin(async move {
+        let request: ListSessionsRequest = decode(params)?;
+        let filter = request.cwd.clone();
+        if let Some(cwd) = &filter {
+            if !cwd.is_absolute() {
+                return Err(Error::invalid_params_msg("invalid params at `cwd`: it must be an absolute path"));
+            }
+        }
+        let after = match &request.cursor {
+            Some(cursor) => Some(
+                agent
+                    .cursor_key
+                    .decode(cursor, filter.as_deref())
+                    .map_err(|e| Error::invalid_params_msg(format!("invalid params at `cursor`: {e}")))?,
+            ),
+            None => None,
+        };
+        let catalog = agent
+            .options
+            .catalog
+            .clone()
+            .ok_or_else(|| Error::method_not_found_msg("session/list"))?;
+        let entries = catalog.list_sessions().await?;
+        let page = paginate(&agent, entries, filter.as_deref(), after.as_deref());
+        let mut response = ListSessionsResponse::new(page.sessions);
+        if let Some(last) = page.next_after {
+            response = response.next_cursor(agent.cursor_key.encode(&last, filter.as_deref()));
+        }
+        encode(&response)
+    })
+}
+
+struct Page {
+    sessions: Vec<SessionInfo>,
+    next_after: Option<String>,
+}
+
+fn paginate(agent: &AgentInner, mut entries: Vec<SessionCatalogEntry>, filter: Option<&Path>, after: Option<&str>) -> Page {
+    entries.sort_by(|a, b| a.session_id.0.as_bytes().cmp(b.session_id.0.as_bytes()));
+    entries.dedup_by(|a, b| a.session_id == b.session_id);
+    let resolved = entries.into_iter().map(|entry| {
+        let cwd = resolved_cwd(agent, &entry);
+        (entry, cwd)
+    });
+    let mut matching = resolved
+        .filter(|(_, cwd)| filter.is_none_or(|f| cwd.as_deref() == Some(f)))
+        .filter(|(entry, _)| after.is_none_or(|a| entry.session_id.0.as_bytes() > a.as_bytes()));
+    let page: Vec<_> = matching.by_ref().take(agent.options.max_page_size).collect();
+    let has_more = matching.next().is_some();
+    let next_after = if has_more {
+        page.last().map(|(entry, _)| entry.session_id.0.to_string())
+    } else {
+        None
+    };
+    let sessions = page
+        .into_iter()
+        .filter_map(|(entry, cwd)| {
+            let cwd = cwd?;
+            Some(
+                SessionInfo::new(entry.session_id, cwd)
+                    .title(entry.title)
+                    .updated_at(entry.updated_at),
+            )
+        })
+        .collect();
+    Page { sessions, next_after }
+}
+
+/// A session's cwd: the live registry's (validated at setup) first, then the catalog's if absolute.
+fn resolved_cwd(agent: &AgentInner, entry: &SessionCatalogEntry) -> Option<PathBuf> {
+    if let Some(live) = agent.registry.get(&entry.session_id) {
+        return Some(live.setup.cwd().to_path_buf());
+    }
+    entry.cwd.clone().filter(|cwd| cwd.is_absolute())
+}
+
+/// The product tells the facade a catalog entry changed. A `session_info_update` is sent only when
+/// the title or update time actually changed, and only for a session live on this connection.
+pub(crate) async fn observe_session_meta(agent: &AgentInner, entry: SessionCatalogEntry) {
+    let Some(session) = agent.registry.get(&entry.session_id) else {
+        return;
+    };
+    let update = {
+        let mut last = session.last_info.lock().unwrap_or_else(PoisonError::into_inner);
+        let title_changed = entry.title.is_some() && last.0 != entry.title;
+        let time_changed = entry.updated_at.is_some() && last.1 != entry.updated_at;
+        if !title_changed && !time_changed {
+            return;
+        }
+        let mut update = SessionInfoUpdate::new();
+        if title_changed {
+            update = update.title(entry.title.clone());
+            last.0.clone_from(&entry.title);
+        }
+        if time_changed {
+            update = update.updated_at(entry.updated_at.clone());
+            last.1.clone_from(&entry.updated_at);
+        }
+        update
+    };
+    if let Err(e) = send_update(agent, &session.id, SessionUpdate::SessionInfoUpdate(update)).await {
+        tracing::debug!(error = %e.message, "could not send session_info_update");
+    }
+}

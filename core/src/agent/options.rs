@@ -1,0 +1,184 @@
+//! What an [`Agent`](super::Agent) is built from: the host parts and the limits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::acp::{Implementation, PromptCapabilities};
+use crate::host::{Authenticator, SessionCatalog, SessionDeleter, SessionHost, SessionLoader, SessionResumer};
+
+/// The host parts and settings of an agent. Optional parts switch the matching ACP capability on.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// Name and version reported as `agentInfo`.
+    pub agent_info: Implementation,
+    /// Creates sessions (required).
+    pub host: Arc<dyn SessionHost>,
+    /// `session/load` and `loadSession`.
+    pub loader: Option<Arc<dyn SessionLoader>>,
+    /// `session/resume`.
+    pub resumer: Option<Arc<dyn SessionResumer>>,
+    /// `session/list`.
+    pub catalog: Option<Arc<dyn SessionCatalog>>,
+    /// `session/delete`.
+    pub deleter: Option<Arc<dyn SessionDeleter>>,
+    /// `authenticate`, `authMethods`, `logout`.
+    pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// Whether `/compact` is offered (each session's own [`Compactor`](crate::host::Compactor)
+    /// performs it).
+    pub compaction: bool,
+    /// Whether `session/close` is offered. On by default: closing needs no host part (a
+    /// session's [`SessionCloser`](crate::host::SessionCloser) is used when it has one).
+    pub close: bool,
+    /// Prompt content beyond text and resource links that the host accepts.
+    pub prompt_capabilities: PromptCapabilities,
+    /// Most live sessions at once; `session/new` beyond it fails. Default 1024.
+    pub max_sessions: usize,
+    /// Largest `session/list` page. Default 50.
+    pub max_page_size: usize,
+    /// How long `session/close` waits for a session's shutdown hook. Default 5 s.
+    pub close_grace: Duration,
+    /// How long a cancelled prompt waits for its turn to end before answering `cancelled` anyway.
+    /// Default 10 s.
+    pub cancel_grace: Duration,
+    /// Largest incoming message in bytes. Default 64 MiB.
+    pub max_message_size: usize,
+}
+
+impl Options {
+    /// Options with only the required host part and default settings.
+    pub fn new(host: Arc<dyn SessionHost>) -> Self {
+        Self {
+            agent_info: Implementation::new("acp-facade", env!("CARGO_PKG_VERSION")),
+            host,
+            loader: None,
+            resumer: None,
+            catalog: None,
+            deleter: None,
+            authenticator: None,
+            compaction: false,
+            close: true,
+            prompt_capabilities: PromptCapabilities::new(),
+            max_sessions: 1024,
+            max_page_size: 50,
+            close_grace: Duration::from_secs(5),
+            cancel_grace: Duration::from_secs(10),
+            max_message_size: crate::rpc::DEFAULT_MAX_MESSAGE_SIZE,
+        }
+    }
+
+    /// Sets `agentInfo`.
+    #[must_use]
+    pub fn agent_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.agent_info = Implementation::new(name, version);
+        self
+    }
+
+    /// Adds a loader.
+    #[must_use]
+    pub fn loader(mut self, loader: Arc<dyn SessionLoader>) -> Self {
+        self.loader = Some(loader);
+        self
+    }
+
+    /// Adds a resumer.
+    #[must_use]
+    pub fn resumer(mut self, resumer: Arc<dyn SessionResumer>) -> Self {
+        self.resumer = Some(resumer);
+        self
+    }
+
+    /// Adds a catalog.
+    #[must_use]
+    pub fn catalog(mut self, catalog: Arc<dyn SessionCatalog>) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// Adds a deleter.
+    #[must_use]
+    pub fn deleter(mut self, deleter: Arc<dyn SessionDeleter>) -> Self {
+        self.deleter = Some(deleter);
+        self
+    }
+
+    /// Adds an authenticator.
+    #[must_use]
+    pub fn authenticator(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
+        self.authenticator = Some(authenticator);
+        self
+    }
+
+    /// Turns `/compact` on or off.
+    #[must_use]
+    pub fn compaction(mut self, on: bool) -> Self {
+        self.compaction = on;
+        self
+    }
+
+    /// Turns `session/close` on or off.
+    #[must_use]
+    pub fn close(mut self, on: bool) -> Self {
+        self.close = on;
+        self
+    }
+
+    /// Declares which prompt content beyond text and links the host accepts.
+    #[must_use]
+    pub fn prompt_capabilities(mut self, capabilities: PromptCapabilities) -> Self {
+        self.prompt_capabilities = capabilities;
+        self
+    }
+
+    /// Sets the live-session limit.
+    #[must_use]
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Sets the largest `session/list` page (at least 1).
+    #[must_use]
+    pub fn max_page_size(mut self, max: usize) -> Self {
+        self.max_page_size = max.max(1);
+        self
+    }
+
+    /// Sets the close grace period.
+    #[must_use]
+    pub fn close_grace(mut self, grace: Duration) -> Self {
+        self.close_grace = grace;
+        self
+    }
+
+    /// Sets the cancel grace period.
+    #[must_use]
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
+        self
+    }
+
+    /// Sets the largest incoming message.
+    #[must_use]
+    pub fn max_message_size(mut self, max: usize) -> Self {
+        self.max_message_size = max;
+        self
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("agent_info", &self.agent_info)
+            .field("loader", &self.loader.is_some())
+            .field("resumer", &self.resumer.is_some())
+            .field("catalog", &self.catalog.is_some())
+            .field("deleter", &self.deleter.is_some())
+            .field("authenticator", &self.authenticator.is_some())
+            .field("compaction", &self.compaction)
+            .field("close", &self.close)
+            .field("max_sessions", &self.max_sessions)
+            .field("max_page_size", &self.max_page_size)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,76 @@
+//! The live translator: one `Public` harness event → at most one `session/update`.
+//!
+//! Visibility is checked here, by the translator itself, and not trusted to any filter upstream:
+//! an `Internal` event never becomes an update. `TurnStarted`, `StepDone` and `TurnDone` are not
+//! translated live (their content was already streamed); anything without a faithful ACP form is
+//! skipped, never guessed.
+
+use crate::acp::{
+    ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, UsageUpdate,
+};
+use crate::harness::{Event, EventKind, TokenChannel};
+
+/// The update for `event`, or `None` when it is internal or has no live form.
+pub fn translate(event: &Event) -> Option<SessionUpdate> {
+    if !event.is_public() {
+        return None;
+    }
+    match &event.kind {
+        EventKind::TokenDelta { text, channel } => {
+            let chunk = ContentChunk::new(ContentBlock::from(text.clone()));
+            Some(match channel {
+                TokenChannel::Message => SessionUpdate::AgentMessageChunk(chunk),
+                TokenChannel::Thought => SessionUpdate::AgentThoughtChunk(chunk),
+            })
+        }
+        EventKind::ToolCallStarted {
+            call_id,
+            name,
+            kind,
+            input,
+        } => Some(SessionUpdate::ToolCall(
+            ToolCall::new(call_id.as_str().to_owned(), name.clone())
+                .kind(*kind)
+                .status(ToolCallStatus::Pending)
+                .raw_input(input.clone()),
+        )),
+        EventKind::ToolCallProgress {
+            call_id,
+            status,
+            content,
+        } => {
+            let mut fields = ToolCallUpdateFields::new().status(*status);
+            if let Some(content) = content {
+                fields = fields.content(wrap(content));
+            }
+            Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.as_str().to_owned(), fields)))
+        }
+        EventKind::ToolCallCompleted {
+            call_id,
+            output,
+            is_error,
+        } => Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id.as_str().to_owned(),
+            completed_fields(output, *is_error),
+        ))),
+        EventKind::ContextMeasured { used, size } => Some(SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size))),
+        _ => None,
+    }
+}
+
+/// Tool output wrapped as tool-call content.
+pub(crate) fn wrap(content: &[ContentBlock]) -> Vec<ToolCallContent> {
+    content.iter().cloned().map(|block| ToolCallContent::from(block)).collect()
+}
+
+/// The fields of a finished tool call.
+pub(crate) fn completed_fields(output: &[ContentBlock], is_error: bool) -> ToolCallUpdateFields {
+    let status = if is_error {
+        ToolCallStatus::Failed
+    } else {
+        ToolCallStatus::Completed
+    };
+    let fields = ToolCallUpdateFields::new().status(status);
+    if output.is_empty() { fields } else { fields.content(wrap(output)) }
+}

@@ -1,0 +1,40 @@
+//! # acp-facade
+//!
+//! A complete [Agent Client Protocol](https://agentclientprotocol.com) (ACP) **agent** that product
+//! code drives through a handful of host interfaces. The product owns its agent runtime (model calls,
+//! tools, storage); acp-facade owns everything ACP: the JSON-RPC connection, capability
+//! advertisement, session identity, prompt-to-turn correlation, live streaming of runtime events as
+//! `session/update`, permission round trips, cancellation and close orchestration, history replay,
+//! authenticated pagination, config options and modes, and the `/compact` command.
+//!
+//! The protocol is pinned to ACP schema v1.20.0 (`protocolVersion` 1); wire types come from
+//! [`agent_client_protocol_schema`] (re-exported as [`acp`]).
+//!
+//! ## Layers
+//!
+//! - [`rpc`]: the JSON-RPC 2.0 peer (framing, dispatch, outgoing calls, `$/cancel_request`).
+//! - [`harness`]: the runtime model a host speaks: sessions, loops, turns and their events.
+//! - [`host`]: the traits a product implements.
+//! - [`agent`]: the facade that turns host events into ACP and ACP requests into host calls.
+//!
+//! ## Architecture invariants
+//!
+//! - The connection's writer task is the only writer to the transport (stdout when serving stdio).
+//! - Every request gets exactly one response, also when cancelled, when its handler panics, or when
+//!   the connection closes underneath it.
+//! - No `session/update` of a turn is written after that turn's `session/prompt` response.
+//! - Only `Public` harness events ever reach the client.
+
+#![deny(missing_docs)]
+
+pub mod agent;
+pub mod error;
+pub mod harness;
+pub mod host;
+pub mod rpc;
+
+/// The pinned ACP wire types (schema v1.20.0), re-exported for hosts.
+pub use agent_client_protocol_schema::v1 as acp;
+
+pub use agent::{Agent, Options};
+pub use error::{Error, ErrorCode};

@@ -1,0 +1,315 @@
+//! The serve loop: one reader, one ordered notification worker, one task per request, one writer.
+//!
+//! Concurrency contract (implemented by construction):
+//! - The reader never waits on a handler. It classifies each line, runs the handler's synchronous
+//!   [`Handler::accept`] step (cheap bookkeeping such as "this prompt is now in flight") and spawns
+//!   the returned future; responses to our own requests are routed straight to their waiters. A
+//!   handler that awaits the client (a permission request inside `session/prompt`) therefore never
+//!   occupies anything the reader needs to deliver the client's answer.
+//! - Notifications are applied one at a time, in arrival order, by a single worker task.
+//! - Every request gets exactly one response: its handler's result, `-32800` when it was cancelled
+//!   with `$/cancel_request` (unless the method answers cancellation itself, as `session/prompt`
+//!   does with a `cancelled` stop reason), `-32603` when its handler panicked, `-32600` for a
+//!   duplicate of a live id.
+//! - When the incoming stream ends, our pending requests are failed, the handler's
+//!   [`Handler::disconnected`] runs (the agent closes its sessions), in-flight requests finish and
+//!   are answered, and the writer flushes before [`serve`] returns.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::framing::{Frame, LineReader};
+use super::message::{Incoming, IncomingNotification, IncomingRequest, classify, response_line};
+use super::peer::{OUTGOING_QUEUE, Peer};
+use crate::acp::RequestId;
+use crate::error::{Error, ErrorExt};
+
+/// What a connection needs from the code serving it.
+pub trait Handler: Send + Sync + 'static {
+    /// Runs on the reader, in arrival order, for each request; returns the future that answers
+    /// it, which runs concurrently with everything else. Must not block.
+    fn accept(self: Arc<Self>, request: IncomingRequest, cx: RequestContext) -> BoxFuture<'static, Result<Value, Error>>;
+
+    /// Whether `method` answers `$/cancel_request` itself (by watching
+    /// [`RequestContext::cancelled`]) instead of being answered `-32800`.
+    fn answers_cancellation(&self, method: &str) -> bool {
+        let _ = method;
+        false
+    }
+
+    /// Applies one notification; notifications are applied one at a time, in arrival order.
+    fn notification(self: Arc<Self>, notification: IncomingNotification) -> BoxFuture<'static, ()>;
+
+    /// The peer's incoming stream ended; runs before in-flight requests are awaited.
+    fn disconnected(self: Arc<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Per-request context handed to [`Handler::accept`].
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The request's id.
+    pub id: RequestId,
+    /// Fires when the peer sends `$/cancel_request` for this request.
+    pub cancelled: CancellationToken,
+    /// The connection, for notifications and requests back to the peer.
+    pub peer: Peer,
+}
+
+/// Connection settings.
+#[derive(Debug, Clone)]
+pub struct ConnectionOptions {
+    /// The largest incoming message, in bytes; longer lines are skipped and answered `-32600`.
+    pub max_message_size: usize,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        Self {
+            max_message_size: super::framing::DEFAULT_MAX_MESSAGE_SIZE,
+        }
+    }
+}
+
+type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+
+/// Serves one connection until the peer's incoming stream ends and every request is answered.
+///
+/// `on_peer` is called once with the connection's [`Peer`] before the first message is read.
+pub async fn serve<R, W, H>(
+    reader: R,
+    writer: W,
+    handler: Arc<H>,
+    options: ConnectionOptions,
+    on_peer: impl FnOnce(&Peer),
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+    H: Handler + ?Sized,
+{
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
+    let peer = Peer::new(tx);
+    on_peer(&peer);
+    let writer_done = CancellationToken::new();
+    let writer_task = tokio::spawn(write_loop(writer, rx, writer_done.clone()));
+
+    let (notify_tx, notify_rx) = mpsc::channel::<IncomingNotification>(OUTGOING_QUEUE);
+    let notification_task = tokio::spawn(notification_loop(handler.clone(), notify_rx));
+
+    let tasks = TaskTracker::new();
+    let in_flight: InFlight = Arc::default();
+    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, reader), options.max_message_size);
+    let read_result = loop {
+        let frame = match lines.next_frame().await {
+            Ok(frame) => frame,
+            Err(e) => break Err(e),
+        };
+        let line = match frame {
+            Frame::Eof => break Ok(()),
+            Frame::Oversize { len } => {
+                tracing::warn!(len, limit = options.max_message_size, "dropped an over-size message");
+                let error = Error::invalid_request_msg(format!(
+                    "message of {len} bytes exceeds the limit of {} bytes",
+                    options.max_message_size
+                ));
+                let _ = peer.respond(&RequestId::Null, &Err(error)).await;
+                continue;
+            }
+            Frame::Line(line) => line,
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match classify(&line) {
+            Err(malformed) => {
+                if let Some(error) = malformed.error {
+                    tracing::warn!(code = i32::from(error.code), message = %error.message, "malformed message");
+                    let _ = peer.respond(&malformed.id, &Err(error)).await;
+                }
+            }
+            Ok(Incoming::Response { id, outcome }) => peer.complete(&id, outcome),
+            Ok(Incoming::Notification(n)) if n.method == "$/cancel_request" => {
+                cancel_incoming(&in_flight, &n.params);
+            }
+            Ok(Incoming::Notification(n)) => {
+                if notify_tx.send(n).await.is_err() {
+                    tracing::error!("notification worker stopped");
+                }
+            }
+            Ok(Incoming::Request(request)) => {
+                dispatch(&handler, request, &peer, &in_flight, &tasks).await;
+            }
+        }
+    };
+    if let Err(e) = &read_result {
+        tracing::warn!(error = %e, "reading from the peer failed; closing");
+    }
+
+    // The peer will answer nothing more: release everyone waiting for it.
+    peer.fail_pending();
+    drop(notify_tx);
+    let _ = notification_task.await;
+    handler.clone().disconnected().await;
+    tasks.close();
+    tasks.wait().await;
+    // Everything is answered: let the writer drain what is queued, refuse the rest, and stop.
+    writer_done.cancel();
+    drop(peer);
+    match writer_task.await {
+        Ok(write_result) => read_result.and(write_result),
+        Err(join) => Err(std::io::Error::other(join)),
+    }
+}
+
+async fn dispatch<H: Handler + ?Sized>(
+    handler: &Arc<H>,
+    request: IncomingRequest,
+    peer: &Peer,
+    in_flight: &InFlight,
+    tasks: &TaskTracker,
+) {
+    let id = request.id.clone();
+    let token = CancellationToken::new();
+    let duplicate = {
+        let mut table = in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        let duplicate = table.contains_key(&id);
+        if !duplicate {
+            table.insert(id.clone(), token.clone());
+        }
+        duplicate
+    };
+    if duplicate {
+        let error = Error::invalid_request_msg(format!("request id {id} is already in flight"));
+        let _ = peer.respond(&id, &Err(error)).await;
+        return;
+    }
+    let method = request.method.clone();
+    let self_cancelling = handler.answers_cancellation(&method);
+    let cx = RequestContext {
+        id: id.clone(),
+        cancelled: token.clone(),
+        peer: peer.clone(),
+    };
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().accept(request, cx))) {
+        Ok(future) => future,
+        Err(panic) => {
+            let message = panic_message(&*panic);
+            let method = method.clone();
+            Box::pin(async move { Err(panic_error(&method, &message)) })
+        }
+    };
+    let peer = peer.clone();
+    let in_flight = in_flight.clone();
+    tasks.spawn(async move {
+        let guarded = AssertUnwindSafe(future).catch_unwind();
+        let outcome = tokio::select! {
+            biased;
+            outcome = guarded => outcome.unwrap_or_else(|panic| {
+                Err(panic_error(&method, &panic_message(&*panic)))
+            }),
+            () = token.cancelled(), if !self_cancelling => {
+                Err(Error::cancelled_msg(format!("`{method}` was cancelled")))
+            }
+        };
+        in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        let _ = peer.respond(&id, &outcome).await;
+    });
+}
+
+fn panic_error(method: &str, message: &str) -> Error {
+    tracing::error!(method, panic = message, "a handler panicked");
+    Error::internal_msg(format!("internal error while handling `{method}`: {message}"))
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_owned()
+    }
+}
+
+fn cancel_incoming(in_flight: &InFlight, params: &Value) {
+    let Some(id) = params.get("requestId").cloned() else {
+        tracing::debug!("`$/cancel_request` without a requestId; ignored");
+        return;
+    };
+    let Ok(id) = serde_json::from_value::<RequestId>(id) else {
+        return;
+    };
+    let token = in_flight.lock().unwrap_or_else(PoisonError::into_inner).get(&id).cloned();
+    match token {
+        Some(token) => token.cancel(),
+        None => tracing::debug!(%id, "`$/cancel_request` for an unknown or finished request; ignored"),
+    }
+}
+
+async fn notification_loop<H: Handler + ?Sized>(handler: Arc<H>, mut rx: mpsc::Receiver<IncomingNotification>) {
+    while let Some(notification) = rx.recv().await {
+        let method = notification.method.clone();
+        let applied = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().notification(notification))) {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
+        if let Err(panic) = applied {
+            tracing::error!(method, panic = panic_message(&*panic), "a notification handler panicked");
+        }
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    done: CancellationToken,
+) -> std::io::Result<()> {
+    let mut out = BufWriter::with_capacity(64 * 1024, writer);
+    let mut batch = Vec::with_capacity(64);
+    loop {
+        let received = tokio::select! {
+            biased;
+            n = rx.recv_many(&mut batch, 64) => n,
+            () = done.cancelled() => {
+                // Senders kept elsewhere (a host's handle) now fail instead of waiting forever.
+                rx.close();
+                rx.recv_many(&mut batch, 1024).await
+            }
+        };
+        if received == 0 {
+            break;
+        }
+        for line in batch.drain(..) {
+            if let Err(e) = out.write_all(&line).await {
+                tracing::warn!(error = %e, "writing to the peer failed");
+                return Err(e);
+            }
+        }
+        if rx.is_empty() {
+            out.flush().await?;
+        }
+    }
+    out.flush().await?;
+    if let Err(e) = out.shutdown().await {
+        // Stdout cannot always be shut down; what matters is that it was flushed.
+        tracing::debug!(error = %e, "shutting the writer down failed");
+    }
+    Ok(())
+}
+
+/// A response line for `id` with `outcome`, for tests and tools that write raw JSON-RPC.
+pub fn encode_response(id: &RequestId, outcome: &Result<Value, Error>) -> Vec<u8> {
+    response_line(id, outcome)
+}

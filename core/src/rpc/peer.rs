@@ -1,0 +1,172 @@
+//! The sending half of a connection: one ordered writer and the table of our pending requests.
+//!
+//! Every outgoing message — responses, notifications, our own requests — is serialised by its
+//! producer and queued on one bounded channel that a single writer task drains in order, so
+//! per-session updates keep their emission order and a slow reader on the other end slows the
+//! producers down instead of growing a queue (memory stays bounded).
+//!
+//! Our own requests wait in one pending table keyed by the id we allocated. When the peer's
+//! incoming side ends, [`Peer::fail_pending`] fails every waiter with "connection closed" instead
+//! of leaving it hanging. A waiter dropped before its answer arrives (its caller was cancelled)
+//! removes itself and tells the peer with `$/cancel_request`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::message::{notification_line, request_line, response_line};
+use crate::acp::RequestId;
+use crate::error::{Error, ErrorExt};
+
+/// How many serialised messages may wait for the writer before producers are slowed down.
+pub(crate) const OUTGOING_QUEUE: usize = 512;
+
+type Waiter = oneshot::Sender<Result<Value, Error>>;
+
+/// The connection was closed: nothing more can be sent or received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("connection closed")]
+pub struct ConnectionClosed;
+
+impl From<ConnectionClosed> for Error {
+    fn from(_: ConnectionClosed) -> Self {
+        Error::internal_msg("connection closed")
+    }
+}
+
+/// A handle for sending to the peer. Cheap to clone.
+#[derive(Clone)]
+pub struct Peer {
+    inner: Arc<PeerInner>,
+}
+
+struct PeerInner {
+    tx: mpsc::Sender<Vec<u8>>,
+    pending: Mutex<HashMap<i64, Waiter>>,
+    next_id: AtomicI64,
+    incoming_closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer").finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>) -> Self {
+        Self {
+            inner: Arc::new(PeerInner {
+                tx,
+                pending: Mutex::new(HashMap::new()),
+                next_id: AtomicI64::new(0),
+                incoming_closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Queues one pre-serialised line, waiting while the writer's queue is full.
+    pub(crate) async fn send_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
+        self.inner.tx.send(line).await.map_err(|_| ConnectionClosed)
+    }
+
+    /// Sends a notification.
+    pub async fn notify<P: Serialize>(&self, method: &str, params: &P) -> Result<(), ConnectionClosed> {
+        self.send_line(notification_line(method, params)).await
+    }
+
+    /// Sends a response to one of the peer's requests.
+    pub(crate) async fn respond(&self, id: &RequestId, outcome: &Result<Value, Error>) -> Result<(), ConnectionClosed> {
+        self.send_line(response_line(id, outcome)).await
+    }
+
+    /// Sends a request and waits for its answer, decoded as `R`.
+    ///
+    /// Fails with the peer's error, with "connection closed" when the connection ends first, or
+    /// with `-32603` when the answer does not decode. Dropping the returned future before the answer
+    /// arrives sends `$/cancel_request` for it.
+    pub async fn request<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, Error> {
+        let value = self.request_value(method, params).await?;
+        serde_json::from_value(value)
+            .map_err(|e| Error::internal_msg(format!("malformed `{method}` response from the client: {e}")))
+    }
+
+    async fn request_value<P: Serialize>(&self, method: &str, params: &P) -> Result<Value, Error> {
+        let number = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = self.lock_pending();
+            if self.inner.incoming_closed.load(Ordering::Acquire) {
+                return Err(ConnectionClosed.into());
+            }
+            pending.insert(number, tx);
+        }
+        let mut guard = PendingGuard { peer: self, number, answered: false };
+        self.send_line(request_line(&RequestId::Number(number), method, params)).await?;
+        let outcome = rx.await.unwrap_or_else(|_| Err(ConnectionClosed.into()));
+        guard.answered = true;
+        outcome
+    }
+
+    /// Routes a response from the peer to its waiter. Unknown ids are logged and dropped.
+    pub(crate) fn complete(&self, id: &RequestId, outcome: Result<Value, Error>) {
+        let waiter = match id {
+            RequestId::Number(n) => self.lock_pending().remove(n),
+            _ => None,
+        };
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(outcome);
+            }
+            None => tracing::warn!(%id, "response to an unknown or finished request; dropped"),
+        }
+    }
+
+    /// Fails every waiter with "connection closed" and refuses new requests.
+    pub(crate) fn fail_pending(&self) {
+        let drained: Vec<Waiter> = {
+            let mut pending = self.lock_pending();
+            self.inner.incoming_closed.store(true, Ordering::Release);
+            pending.drain().map(|(_, w)| w).collect()
+        };
+        for waiter in drained {
+            let _ = waiter.send(Err(ConnectionClosed.into()));
+        }
+    }
+
+    /// How many of our requests await an answer.
+    pub fn pending_requests(&self) -> usize {
+        self.lock_pending().len()
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Waiter>> {
+        self.inner.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Removes an abandoned waiter and tells the peer we no longer need the answer.
+struct PendingGuard<'a> {
+    peer: &'a Peer,
+    number: i64,
+    answered: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.answered || self.peer.lock_pending().remove(&self.number).is_none() {
+            return;
+        }
+        let line = notification_line(
+            "$/cancel_request",
+            &serde_json::json!({ "requestId": self.number }),
+        );
+        // Best effort and never blocking in a destructor: a full queue means the peer is not
+        // reading, and the cancellation is advisory.
+        let _ = self.peer.inner.tx.try_send(line);
+    }
+}

@@ -1,0 +1,3 @@
+//! The acp-facade demo agent (work in progress).
+
+fn main() {}
