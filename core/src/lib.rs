@@ -32,6 +32,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod rpc;
+pub mod runner;
 
 /// The pinned ACP wire types (schema v1.20.0), re-exported for hosts.
 pub use agent_client_protocol_schema::v1 as acp;

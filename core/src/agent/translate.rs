@@ -6,7 +6,7 @@
 //! skipped, never guessed.
 
 use crate::acp::{
-    ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, UsageUpdate,
 };
 use crate::harness::{Event, EventKind, TokenChannel};
@@ -55,6 +55,16 @@ pub fn translate(event: &Event) -> Option<SessionUpdate> {
             completed_fields(output, *is_error),
         ))),
         EventKind::ContextMeasured { used, size } => Some(SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size))),
+        EventKind::SessionMetaChanged { title, updated_at } => {
+            let mut info = SessionInfoUpdate::new();
+            if let Some(title) = title {
+                info = info.title(title.clone());
+            }
+            if let Some(updated_at) = updated_at {
+                info = info.updated_at(updated_at.clone());
+            }
+            Some(SessionUpdate::SessionInfoUpdate(info))
+        }
         _ => None,
     }
 }

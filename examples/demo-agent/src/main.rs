@@ -1,3 +1,105 @@
-//! The acp-facade demo agent (work in progress).
+//! `acp-facade-demo`: the demo agent of acp-facade — an ACP agent over stdio, built on the
+//! batteries-included runner with a scripted "model" and a SQLite store.
+//!
+//! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
+//! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and
+//! anything else echoed word by word. Options: `--store PATH` (default: a file under the user's
+//! data directory; `:memory:` keeps nothing) and `--page-size N` (largest `session/list` page).
 
-fn main() {}
+mod script;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use acp_facade::runner::{Runner, SqliteStore};
+
+const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+
+An Agent Client Protocol agent over stdio (the acp-facade demo).
+  --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
+  --page-size N    the largest session/list page (default 50)";
+
+struct Args {
+    store: String,
+    page_size: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut store = None;
+    let mut page_size = 50usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--store" => store = Some(args.next().ok_or("--store needs a path")?),
+            "--page-size" => {
+                let value = args.next().ok_or("--page-size needs a number")?;
+                page_size = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("--page-size must be a positive number, got {value:?}"))?;
+            }
+            "--help" | "-h" => return Err(USAGE.to_owned()),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    let store = match store {
+        Some(store) => store,
+        None => default_store()?.to_string_lossy().into_owned(),
+    };
+    Ok(Args { store, page_size })
+}
+
+/// `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`.
+fn default_store() -> Result<PathBuf, String> {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
+        .ok_or("cannot find a data directory: set XDG_DATA_HOME or HOME, or pass --store")?;
+    Ok(base.join("acp-facade").join("demo.sqlite"))
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ACP_FACADE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            tracing::error!("{message}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let store = match SqliteStore::open(&args.store) {
+        Ok(store) => Arc::new(store),
+        Err(e) => {
+            tracing::error!(store = args.store, error = %e, "cannot open the session store");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let runner = Runner::new(store, Arc::new(script::Script));
+    let options = runner
+        .options()
+        .agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION"))
+        .max_page_size(args.page_size);
+    let agent = runner.agent(options);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the runtime");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(agent.serve_stdio()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "serving failed");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

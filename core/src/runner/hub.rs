@@ -1,0 +1,220 @@
+//! The event hub: one per session, many subscribers, each with a bounded queue.
+//!
+//! Invariants:
+//! - Events are numbered (`seq`) and delivered to every subscriber in publish order; publishers
+//!   are serialised by one async lock, so concurrent publishers cannot interleave a delivery.
+//! - No event is ever dropped for a live subscriber: [`EventHub::publish`] waits for room in every
+//!   subscriber's queue, so a slow subscriber slows the producer and memory stays bounded by
+//!   `capacity` events per subscriber. A subscriber whose stream was dropped is forgotten.
+//! - [`EventHub::try_publish`], for hosts that cannot await, never blocks: it reports
+//!   [`HubFull`] (delivering to nobody) when any queue lacks room.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::mpsc;
+
+use crate::harness::Event;
+use crate::host::EventStream;
+
+/// The default queue length per subscriber.
+pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 256;
+
+/// A subscriber's queue had no room; nothing was delivered. Carries the event back.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("a subscriber's queue is full")]
+pub struct HubFull(pub Event);
+
+/// Fan-out of one session's events.
+pub struct EventHub {
+    /// Serialises publishers so delivery order is publish order.
+    order: tokio::sync::Mutex<u64>,
+    /// Copy-on-write list of subscriber queues.
+    subscribers: Mutex<Arc<Vec<mpsc::Sender<Event>>>>,
+    capacity: usize,
+}
+
+impl std::fmt::Debug for EventHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventHub")
+            .field("subscribers", &self.subscriber_count())
+            .field("capacity", &self.capacity)
+            .finish()
+    }
+}
+
+impl Default for EventHub {
+    fn default() -> Self {
+        Self::new(DEFAULT_SUBSCRIBER_CAPACITY)
+    }
+}
+
+impl EventHub {
+    /// A hub whose subscribers each queue at most `capacity` events.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            order: tokio::sync::Mutex::new(0),
+            subscribers: Mutex::new(Arc::new(Vec::new())),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// A new subscription receiving every event published from now on.
+    pub fn subscribe(&self) -> EventStream {
+        let (tx, rx) = mpsc::channel(self.capacity);
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::make_mut(&mut subscribers).push(tx);
+        Box::pin(ReceiverStream(rx))
+    }
+
+    /// How many subscriptions are alive.
+    pub fn subscriber_count(&self) -> usize {
+        self.snapshot().iter().filter(|tx| !tx.is_closed()).count()
+    }
+
+    fn snapshot(&self) -> Arc<Vec<mpsc::Sender<Event>>> {
+        self.subscribers.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn forget_closed(&self) {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(PoisonError::into_inner);
+        if subscribers.iter().any(mpsc::Sender::is_closed) {
+            Arc::make_mut(&mut subscribers).retain(|tx| !tx.is_closed());
+        }
+    }
+
+    /// Numbers `event` (its `header.seq`) and delivers it to every subscriber, waiting for room.
+    pub async fn publish(&self, mut event: Event) {
+        let mut seq = self.order.lock().await;
+        event.header.seq = *seq;
+        *seq += 1;
+        let subscribers = self.snapshot();
+        let mut saw_closed = false;
+        if let Some((last, others)) = subscribers.split_last() {
+            for tx in others {
+                saw_closed |= tx.send(event.clone()).await.is_err();
+            }
+            saw_closed |= last.send(event).await.is_err();
+        }
+        if saw_closed {
+            self.forget_closed();
+        }
+    }
+
+    /// Like [`EventHub::publish`] but never waits: fails with [`HubFull`], delivering to nobody,
+    /// when another publish is in progress or any subscriber's queue is full.
+    pub fn try_publish(&self, mut event: Event) -> Result<(), HubFull> {
+        let Ok(mut seq) = self.order.try_lock() else {
+            return Err(HubFull(event));
+        };
+        let subscribers = self.snapshot();
+        // Only publishers (serialised by `order`) fill queues, so room seen now stays.
+        if subscribers.iter().any(|tx| !tx.is_closed() && tx.capacity() == 0) {
+            return Err(HubFull(event));
+        }
+        event.header.seq = *seq;
+        *seq += 1;
+        let mut saw_closed = false;
+        if let Some((last, others)) = subscribers.split_last() {
+            for tx in others {
+                saw_closed |= tx.try_send(event.clone()).is_err();
+            }
+            saw_closed |= last.try_send(event).is_err();
+        }
+        if saw_closed {
+            self.forget_closed();
+        }
+        Ok(())
+    }
+}
+
+/// A bounded receiver as a stream.
+struct ReceiverStream(mpsc::Receiver<Event>);
+
+impl futures::Stream for ReceiverStream {
+    type Item = Event;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Event>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::harness::{Cause, Coordinates, EventClass, EventHeader, EventId, EventKind, Visibility};
+
+    fn event(n: u64) -> Event {
+        Event {
+            header: EventHeader {
+                id: EventId::new(n.to_string()),
+                seq: 0,
+                class: EventClass::Ephemeral,
+                visibility: Visibility::Public,
+                cause: Cause::default(),
+                coordinates: Coordinates::default(),
+            },
+            kind: EventKind::ContextMeasured { used: n, size: 0 },
+        }
+    }
+
+    fn used(e: &Event) -> u64 {
+        match e.kind {
+            EventKind::ContextMeasured { used, .. } => used,
+            _ => unreachable!(),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_subscriber_gets_every_event_in_order() {
+        let hub = Arc::new(EventHub::new(4));
+        let mut a = hub.subscribe();
+        let mut b = hub.subscribe();
+        let producer = {
+            let hub = hub.clone();
+            tokio::spawn(async move {
+                for n in 0..100 {
+                    hub.publish(event(n)).await;
+                }
+            })
+        };
+        for n in 0..100 {
+            let ea = a.next().await.unwrap();
+            assert_eq!((used(&ea), ea.header.seq), (n, n));
+            assert_eq!(used(&b.next().await.unwrap()), n);
+        }
+        producer.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_blocks_the_producer_without_loss() {
+        let hub = Arc::new(EventHub::new(2));
+        let mut slow = hub.subscribe();
+        hub.publish(event(0)).await;
+        hub.publish(event(1)).await;
+        let blocked = {
+            let hub = hub.clone();
+            tokio::spawn(async move { hub.publish(event(2)).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!blocked.is_finished(), "publish must wait for room");
+        assert!(matches!(hub.try_publish(event(9)), Err(HubFull(_))));
+        assert_eq!(used(&slow.next().await.unwrap()), 0);
+        blocked.await.unwrap();
+        assert_eq!(used(&slow.next().await.unwrap()), 1);
+        assert_eq!(used(&slow.next().await.unwrap()), 2);
+    }
+
+    #[tokio::test]
+    async fn dropped_subscribers_are_forgotten() {
+        let hub = EventHub::new(1);
+        let kept = hub.subscribe();
+        drop(hub.subscribe());
+        hub.publish(event(0)).await;
+        assert_eq!(hub.subscriber_count(), 1);
+        assert!(hub.try_publish(event(1)).is_err(), "the kept subscriber is full");
+        drop(kept);
+        assert!(hub.try_publish(event(2)).is_ok(), "no live subscriber: nothing to wait for");
+    }
+}

@@ -1,0 +1,330 @@
+//! A runner session: the [`LiveSession`] the runner hands the facade.
+//!
+//! It owns the session's [`EventHub`], journals every Enduring event to the [`Store`] before
+//! delivering it, runs one turn at a time on its own task, and answers gates through one-shot
+//! channels keyed by gate id.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::RunnerInner;
+use super::hub::EventHub;
+use super::store::now_rfc3339;
+use super::turn::Turn;
+use crate::acp::{
+    ContentBlock, SessionConfigId, SessionConfigKind, SessionConfigOption, SessionConfigOptionValue, SessionId,
+    StopReason,
+};
+use crate::error::{Error, ErrorExt};
+use crate::harness::{
+    Cause, CommandId, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, GateId, GateResponse, LoopId,
+    TurnId, UserMessage, Visibility,
+};
+use crate::host::{Compactor, EventStream, HostResult, LiveSession, RuntimeConfig, SessionCloser};
+
+struct Running {
+    cancel: CancellationToken,
+    finished: CancellationToken,
+}
+
+/// One session run by the [`Runner`](super::Runner).
+pub struct RunnerSession {
+    id: SessionId,
+    cwd: PathBuf,
+    runner: Arc<RunnerInner>,
+    hub: EventHub,
+    running: Mutex<Option<Running>>,
+    gates: Mutex<HashMap<GateId, oneshot::Sender<GateResponse>>>,
+    config: Mutex<Vec<SessionConfigOption>>,
+    counter: AtomicU64,
+    event_counter: AtomicU64,
+    has_title: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for RunnerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunnerSession").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+impl RunnerSession {
+    pub(crate) fn new(runner: Arc<RunnerInner>, id: SessionId, cwd: PathBuf, turns_so_far: u64, has_title: bool) -> Arc<Self> {
+        let config = runner.turns.config_options();
+        Arc::new(Self {
+            id,
+            cwd,
+            hub: EventHub::new(runner.subscriber_capacity),
+            runner,
+            running: Mutex::default(),
+            gates: Mutex::default(),
+            config: Mutex::new(config),
+            counter: AtomicU64::new(turns_so_far),
+            event_counter: AtomicU64::new(0),
+            has_title: std::sync::atomic::AtomicBool::new(has_title),
+        })
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The session's event hub.
+    pub fn hub(&self) -> &EventHub {
+        &self.hub
+    }
+
+    /// The current value of a select config option.
+    pub fn config_value(&self, config_id: &str) -> Option<String> {
+        let config = self.config.lock().unwrap_or_else(PoisonError::into_inner);
+        config.iter().find(|o| o.id.0.as_ref() == config_id).and_then(|o| match &o.kind {
+            SessionConfigKind::Select(select) => Some(select.current_value.0.to_string()),
+            SessionConfigKind::Boolean(b) => Some(b.current_value.to_string()),
+            _ => None,
+        })
+    }
+
+    fn build_event(
+        &self,
+        class: EventClass,
+        visibility: Visibility,
+        command: Option<&CommandId>,
+        at: Option<(&LoopId, &TurnId)>,
+        kind: EventKind,
+    ) -> Event {
+        let n = self.event_counter.fetch_add(1, Ordering::Relaxed);
+        Event {
+            header: EventHeader {
+                id: EventId::new(format!("{}#{n}", self.id)),
+                seq: 0,
+                class,
+                visibility,
+                cause: Cause { command_id: command.cloned() },
+                coordinates: Coordinates {
+                    loop_id: at.map(|(l, _)| l.clone()),
+                    turn_id: at.map(|(_, t)| t.clone()),
+                },
+            },
+            kind,
+        }
+    }
+
+    /// Publishes an event; Enduring events are journaled first (a journal failure is logged and
+    /// the event still delivered, so the live client sees what happened).
+    pub(crate) async fn publish(
+        &self,
+        class: EventClass,
+        visibility: Visibility,
+        command: Option<&CommandId>,
+        at: Option<(&LoopId, &TurnId)>,
+        kind: EventKind,
+    ) {
+        let event = self.build_event(class, visibility, command, at, kind);
+        if class == EventClass::Enduring {
+            if let Err(e) = self.runner.store.append_event(&self.id, &event) {
+                tracing::error!(session = %self.id, error = %e, "could not journal an event");
+            }
+        }
+        self.hub.publish(event).await;
+    }
+
+    /// Publishes an Ephemeral public event without waiting; on a full queue the event's payload
+    /// comes back untouched.
+    pub(crate) fn try_publish_ephemeral(&self, at: (&LoopId, &TurnId), kind: EventKind) -> Result<(), EventKind> {
+        let event = self.build_event(EventClass::Ephemeral, Visibility::Public, None, Some(at), kind);
+        self.hub.try_publish(event).map_err(|full| full.0.kind)
+    }
+
+    pub(crate) fn open_gate(&self, gate_id: GateId, tx: oneshot::Sender<GateResponse>) {
+        self.gates.lock().unwrap_or_else(PoisonError::into_inner).insert(gate_id, tx);
+    }
+
+    pub(crate) fn forget_gate(&self, gate_id: &GateId) {
+        self.gates.lock().unwrap_or_else(PoisonError::into_inner).remove(gate_id);
+    }
+
+    /// Answers an open gate (also the way a product answers ask-user gates out of band).
+    pub fn answer_gate(&self, gate_id: &GateId, response: GateResponse) -> Result<(), Error> {
+        let tx = self.gates.lock().unwrap_or_else(PoisonError::into_inner).remove(gate_id);
+        match tx {
+            Some(tx) => {
+                let _ = tx.send(response);
+                Ok(())
+            }
+            None => Err(Error::invalid_params_msg(format!("no open gate {gate_id}"))),
+        }
+    }
+
+    /// Cancels the running turn, if any.
+    fn cancel_running(&self) -> Option<CancellationToken> {
+        let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        running.as_ref().map(|r| {
+            r.cancel.cancel();
+            r.finished.clone()
+        })
+    }
+
+    async fn run(self: Arc<Self>, turn: Turn, finished: CancellationToken) {
+        let prompt_text = turn.prompt_text();
+        let at = (&turn.loop_id, &turn.turn_id);
+        self.publish(
+            EventClass::Enduring,
+            Visibility::Public,
+            Some(&turn.command),
+            Some(at),
+            EventKind::TurnStarted { message: UserMessage { content: turn.prompt().to_vec() } },
+        )
+        .await;
+        let now = now_rfc3339();
+        let title = if self.has_title.load(Ordering::Acquire) {
+            None
+        } else {
+            self.runner.turns.title(&prompt_text)
+        };
+        if let Err(e) = self.runner.store.touch_session(&self.id, title.as_deref(), &now) {
+            tracing::error!(session = %self.id, error = %e, "could not update the session's metadata");
+        }
+        if let Some(title) = title {
+            self.has_title.store(true, Ordering::Release);
+            turn.emit(EventClass::Ephemeral, EventKind::SessionMetaChanged { title: Some(title), updated_at: Some(now) })
+                .await;
+        }
+        let outcome = AssertUnwindSafe(self.runner.turns.run_turn(&turn)).catch_unwind().await;
+        turn.end_step().await;
+        let cancelled = turn.is_cancelled();
+        let terminal = match outcome {
+            Ok(Ok(StopReason::Cancelled)) => EventKind::TurnInterrupted {},
+            Ok(Ok(_) | Err(_)) if cancelled => EventKind::TurnInterrupted {},
+            Ok(Ok(stop)) => EventKind::TurnDone { message: None, stop: Some(stop) },
+            Ok(Err(e)) => EventKind::TurnFailed { error: e.message },
+            Err(panic) => EventKind::TurnFailed {
+                error: format!("the turn panicked: {}", crate::rpc::connection::panic_message(&*panic)),
+            },
+        };
+        // Clear the slot before the terminal is seen, so the client's next prompt is accepted.
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        turn.emit(EventClass::Enduring, terminal).await;
+        finished.cancel();
+    }
+}
+
+#[async_trait]
+impl LiveSession for RunnerSession {
+    fn id(&self) -> SessionId {
+        self.id.clone()
+    }
+
+    fn subscribe_events(&self) -> HostResult<EventStream> {
+        Ok(self.hub.subscribe())
+    }
+
+    async fn submit(&self, prompt: Vec<ContentBlock>) -> HostResult<CommandId> {
+        let this = self
+            .runner
+            .live_session(&self.id)
+            .ok_or_else(|| Error::invalid_request_msg(format!("session {} is closed", self.id)))?;
+        let cancel = CancellationToken::new();
+        let finished = CancellationToken::new();
+        {
+            let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+            if running.is_some() {
+                return Err(Error::invalid_request_msg(format!("session {} is already running a turn", self.id)));
+            }
+            *running = Some(Running { cancel: cancel.clone(), finished: finished.clone() });
+        }
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let command = CommandId::new(format!("{}/c{n}", self.id));
+        let turn = Turn::new(this.clone(), command.clone(), TurnId::new(format!("t{n}")), prompt, cancel);
+        tokio::spawn(this.run(turn, finished));
+        Ok(command)
+    }
+
+    async fn interrupt(&self) -> HostResult<()> {
+        self.cancel_running();
+        Ok(())
+    }
+
+    async fn respond_gate(&self, gate_id: GateId, response: GateResponse) -> HostResult<()> {
+        self.answer_gate(&gate_id, response)
+    }
+
+    fn closer(&self) -> Option<&dyn SessionCloser> {
+        Some(self)
+    }
+
+    fn compactor(&self) -> Option<&dyn Compactor> {
+        self.runner.turns.supports_compaction().then_some(self as &dyn Compactor)
+    }
+
+    fn config(&self) -> Option<&dyn RuntimeConfig> {
+        let has_options = !self.config.lock().unwrap_or_else(PoisonError::into_inner).is_empty();
+        has_options.then_some(self as &dyn RuntimeConfig)
+    }
+}
+
+#[async_trait]
+impl SessionCloser for RunnerSession {
+    async fn shutdown(&self) -> HostResult<()> {
+        if let Some(finished) = self.cancel_running() {
+            finished.cancelled().await;
+        }
+        self.runner.forget_live(&self.id);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Compactor for RunnerSession {
+    async fn compact(&self) -> HostResult<CommandId> {
+        let this = self
+            .runner
+            .live_session(&self.id)
+            .ok_or_else(|| Error::invalid_request_msg(format!("session {} is closed", self.id)))?;
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let command = CommandId::new(format!("{}/c{n}", self.id));
+        let reply_to = command.clone();
+        tokio::spawn(async move {
+            let outcome = AssertUnwindSafe(this.runner.turns.compact(&this)).catch_unwind().await;
+            let kind = match outcome {
+                Ok(Ok(())) => EventKind::CompactWaiterResolved {},
+                Ok(Err(e)) => EventKind::CompactWaiterRejected { reason: e.message },
+                Err(panic) => EventKind::CompactWaiterRejected {
+                    reason: crate::rpc::connection::panic_message(&*panic),
+                },
+            };
+            this.publish(EventClass::Enduring, Visibility::Public, Some(&reply_to), None, kind).await;
+        });
+        Ok(command)
+    }
+}
+
+#[async_trait]
+impl RuntimeConfig for RunnerSession {
+    async fn snapshot(&self) -> HostResult<Vec<SessionConfigOption>> {
+        Ok(self.config.lock().unwrap_or_else(PoisonError::into_inner).clone())
+    }
+
+    async fn set_option(&self, config_id: SessionConfigId, value: SessionConfigOptionValue) -> HostResult<()> {
+        let mut config = self.config.lock().unwrap_or_else(PoisonError::into_inner);
+        let option = config
+            .iter_mut()
+            .find(|o| o.id == config_id)
+            .ok_or_else(|| Error::invalid_params_msg(format!("unknown config option `{config_id}`")))?;
+        match (&mut option.kind, value) {
+            (SessionConfigKind::Select(select), SessionConfigOptionValue::ValueId { value }) => select.current_value = value,
+            (SessionConfigKind::Boolean(boolean), SessionConfigOptionValue::Boolean { value }) => {
+                boolean.current_value = value;
+            }
+            _ => return Err(Error::invalid_params_msg(format!("wrong value type for `{config_id}`"))),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,695 @@
+//! The `SQLite` [`Store`]: the session catalog and every session's journal in one database file
+//! (or in memory, for `:memory:`).
+//!
+//! # Durability invariants
+//!
+//! - **Atomic writes.** Every write (create, touch, append, delete) is one `BEGIN IMMEDIATE`
+//!   transaction: it is applied entirely or not at all. A crash in the middle of a write — of the
+//!   process or of the machine — never corrupts the database and never alters a session that was
+//!   written before it.
+//! - **Durable writes.** File databases run in WAL mode with `synchronous=FULL`: once a write has
+//!   returned `Ok`, it survives a process crash and a power loss.
+//! - **Journal order.** A session's events are read back in the order they were appended: rows are
+//!   numbered by an `AUTOINCREMENT` key, which only grows and is never reused, even after deletes.
+//! - **No orphans.** An event cannot exist without its session (`foreign_keys=ON`), and deleting a
+//!   session deletes its journal in the same transaction (`ON DELETE CASCADE`).
+//! - **Shared files.** Several stores — in this process or in others — may open the same file. A
+//!   writer waits (up to [`BUSY_TIMEOUT`]) for another's transaction instead of failing with
+//!   `SQLITE_BUSY`; readers see only committed data and never block writers.
+//! - **Versioned schema.** `PRAGMA user_version` holds the schema version. Opening migrates an
+//!   older database forward, all steps in one transaction; a database from a newer version of this
+//!   crate is refused and left untouched.
+//! - **No panics on bad data.** An unreadable row (garbage JSON, wrong column type, invalid UTF-8)
+//!   is a [`StoreError`] naming the session and row.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use super::store::{SessionRecord, Store, StoreError};
+use crate::acp::SessionId;
+use crate::harness::Event;
+
+/// How long a write waits for another connection's write transaction before giving up.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The path that opens a private in-memory database.
+const MEMORY: &str = ":memory:";
+
+/// One schema migration: upgrades the schema by exactly one version, inside the caller's
+/// transaction.
+type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
+
+/// `MIGRATIONS[n]` upgrades schema version `n` to `n + 1`; version 0 is an empty database.
+///
+/// To change the schema, append a step (`v1_to_v2`, …). Never edit a step that has shipped: a
+/// database that already ran it would not run it again.
+const MIGRATIONS: &[Migration] = &[v0_to_v1];
+
+/// The schema version this code reads and writes.
+const SCHEMA_VERSION: usize = MIGRATIONS.len();
+
+/// Version 1: the session catalog and the event journal.
+fn v0_to_v1(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE sessions (
+             id TEXT PRIMARY KEY NOT NULL,
+             cwd TEXT NOT NULL,
+             additional_directories TEXT NOT NULL DEFAULT '[]', -- JSON array of strings
+             title TEXT,
+             created_at TEXT NOT NULL, -- RFC 3339 UTC
+             updated_at TEXT NOT NULL  -- RFC 3339 UTC
+         );
+         CREATE TABLE events (
+             seq INTEGER PRIMARY KEY AUTOINCREMENT, -- append order, never reused
+             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+             body TEXT NOT NULL -- the event as JSON
+         );
+         CREATE INDEX events_by_session ON events (session_id, seq);",
+    )
+}
+
+/// A [`Store`] in an `SQLite` database: a file shared safely between connections and processes,
+/// or a private in-memory database.
+///
+/// Calls block the calling thread for the duration of one short transaction — up to
+/// [`BUSY_TIMEOUT`] longer while another connection writes the same file. The store is `Send` and
+/// `Sync`; calls through one store are serialised on its connection.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    /// The path as given, for messages.
+    location: String,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore").field("location", &self.location).finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`, or a new private in-memory database
+    /// when `path` is `:memory:`.
+    ///
+    /// Missing parent directories are created. The schema is created or migrated to the current
+    /// version; a database written by a newer version of this crate is refused with an error and
+    /// left untouched, as is a file that is not an `SQLite` database.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let location = path.display().to_string();
+        let in_memory = path.as_os_str() == MEMORY;
+        let mut conn = if in_memory {
+            Connection::open_in_memory()
+        } else {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| StoreError(format!("cannot create directory {}: {e}", parent.display())))?;
+            }
+            Connection::open(path)
+        }
+        .map_err(|e| StoreError(format!("cannot open {location}: {e}")))?;
+        configure(&conn, in_memory).map_err(|e| StoreError(format!("{location}: {}", e.0)))?;
+        migrate(&mut conn).map_err(|e| StoreError(format!("{location}: {}", e.0)))?;
+        Ok(Self { conn: Mutex::new(conn), location })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock rolled back any open transaction as it unwound (dropping
+        // a `Transaction` rolls it back), so the connection is still consistent.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committing when it returns `Ok`.
+    ///
+    /// `IMMEDIATE` takes the write lock up front, so waiting for another writer goes through the
+    /// busy timeout; a deferred transaction upgrading from read to write could instead fail at
+    /// once with `SQLITE_BUSY` in WAL mode.
+    fn write<T>(&self, what: &str, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_error(what, &e))?;
+        let value = f(&tx)?;
+        tx.commit().map_err(|e| sql_error(what, &e))?;
+        Ok(value)
+    }
+}
+
+/// Per-connection settings.
+fn configure(conn: &Connection, in_memory: bool) -> Result<(), StoreError> {
+    // First, so that everything below also waits for other connections rather than failing.
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| sql_error("set busy timeout", &e))?;
+    if !in_memory {
+        // WAL: a crash mid-write leaves the main database file untouched (the uncommitted tail
+        // of the WAL is ignored on recovery), and readers never block the writer. The mode is
+        // stored in the file; setting it again is a no-op.
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(|e| sql_error("set journal_mode=WAL", &e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError(format!(
+                "cannot use WAL journal mode (got {mode}); is the file on a network filesystem?"
+            )));
+        }
+        // FULL rather than NORMAL: both keep the database uncorrupted through any crash (WAL plus
+        // transactions give that), but NORMAL may lose the last commits on power loss. The
+        // journal holds few, small Enduring events, so an fsync per commit is cheap, and an event
+        // the client has seen is never forgotten.
+        conn.pragma_update(None, "synchronous", "FULL").map_err(|e| sql_error("set synchronous=FULL", &e))?;
+    }
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(|e| sql_error("set foreign_keys=ON", &e))?;
+    let foreign_keys: bool = conn
+        .pragma_query_value(None, "foreign_keys", |row| row.get(0))
+        .map_err(|e| sql_error("read foreign_keys", &e))?;
+    if !foreign_keys {
+        return Err(StoreError("SQLite refused foreign_keys=ON".to_owned()));
+    }
+    Ok(())
+}
+
+/// The schema version recorded in the database.
+fn schema_version(conn: &Connection) -> Result<usize, StoreError> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|e| sql_error("read schema version", &e))?;
+    let version = usize::try_from(version).map_err(|_| StoreError(format!("invalid schema version {version}")))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError(format!(
+            "database schema version {version} is newer than this version of acp-facade \
+             supports ({SCHEMA_VERSION}); refusing to open it — upgrade acp-facade"
+        )));
+    }
+    Ok(version)
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`].
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    // Up to date (the common case): no write lock needed.
+    if schema_version(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx =
+        conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_error("begin migration", &e))?;
+    // Read again under the write lock: another connection may have migrated meanwhile.
+    let from = schema_version(&tx)?;
+    for (version, step) in MIGRATIONS.iter().enumerate().skip(from) {
+        step(&tx).map_err(|e| StoreError(format!("migrating schema version {version} to {}: {e}", version + 1)))?;
+    }
+    // `user_version` is part of the database header, so it commits with the steps.
+    let version = i64::try_from(SCHEMA_VERSION).unwrap_or(i64::MAX);
+    tx.pragma_update(None, "user_version", version).map_err(|e| sql_error("record schema version", &e))?;
+    tx.commit().map_err(|e| sql_error("commit migration", &e))
+}
+
+fn sql_error(what: &str, e: &rusqlite::Error) -> StoreError {
+    StoreError(format!("{what}: {e}"))
+}
+
+fn path_text<'p>(path: &'p Path, what: &str) -> Result<&'p str, StoreError> {
+    path.to_str()
+        .ok_or_else(|| StoreError(format!("{what} {} is not valid UTF-8 and cannot be stored", path.display())))
+}
+
+/// The columns of a `sessions` row, in [`SESSION_COLUMNS`] order, before decoding.
+type RawSession = (String, String, String, Option<String>, String, String);
+
+const SESSION_COLUMNS: &str = "id, cwd, additional_directories, title, created_at, updated_at";
+
+fn raw_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+}
+
+fn decode_session(raw: RawSession) -> Result<SessionRecord, StoreError> {
+    let (id, cwd, additional_directories, title, created_at, updated_at) = raw;
+    let additional_directories: Vec<String> = serde_json::from_str(&additional_directories)
+        .map_err(|e| StoreError(format!("session {id}: unreadable additional_directories: {e}")))?;
+    Ok(SessionRecord {
+        id: SessionId::new(id),
+        cwd: PathBuf::from(cwd),
+        additional_directories: additional_directories.into_iter().map(PathBuf::from).collect(),
+        title,
+        created_at,
+        updated_at,
+    })
+}
+
+impl Store for SqliteStore {
+    fn create_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
+        let cwd = path_text(&record.cwd, "cwd")?;
+        let additional = record
+            .additional_directories
+            .iter()
+            .map(|p| path_text(p, "additional directory"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let additional = serde_json::to_string(&additional)
+            .map_err(|e| StoreError(format!("encoding additional_directories: {e}")))?;
+        let what = format!("create session {}", record.id);
+        self.write(&what, |tx| {
+            let inserted = tx
+                .execute(
+                    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (id) DO NOTHING",
+                    params![&*record.id.0, cwd, additional, record.title, record.created_at, record.updated_at],
+                )
+                .map_err(|e| sql_error(&what, &e))?;
+            if inserted == 0 {
+                return Err(StoreError(format!("session {} already exists", record.id)));
+            }
+            Ok(())
+        })
+    }
+
+    fn session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+        let what = format!("read session {id}");
+        let raw = self
+            .lock()
+            .query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"), [&*id.0], raw_session)
+            .optional()
+            .map_err(|e| sql_error(&what, &e))?;
+        raw.map(decode_session).transpose()
+    }
+
+    fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        let what = "list sessions";
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, id"))
+            .map_err(|e| sql_error(what, &e))?;
+        let rows = stmt.query_map([], raw_session).map_err(|e| sql_error(what, &e))?;
+        rows.map(|row| decode_session(row.map_err(|e| sql_error(what, &e))?)).collect()
+    }
+
+    fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
+        let what = format!("touch session {id}");
+        self.write(&what, |tx| {
+            tx.execute(
+                "UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1",
+                params![&*id.0, title, updated_at],
+            )
+            .map_err(|e| sql_error(&what, &e))?;
+            Ok(())
+        })
+    }
+
+    fn append_event(&self, id: &SessionId, event: &Event) -> Result<(), StoreError> {
+        let body =
+            serde_json::to_string(event).map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))?;
+        let what = format!("append an event to session {id}");
+        self.write(&what, |tx| {
+            // Inserting through a SELECT of the session makes "no such session" a row count of 0
+            // rather than a constraint error.
+            let inserted = tx
+                .execute(
+                    "INSERT INTO events (session_id, body) SELECT id, ?2 FROM sessions WHERE id = ?1",
+                    params![&*id.0, body],
+                )
+                .map_err(|e| sql_error(&what, &e))?;
+            if inserted == 0 {
+                return Err(StoreError(format!("no session {id}")));
+            }
+            Ok(())
+        })
+    }
+
+    fn events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError> {
+        let what = format!("read the events of session {id}");
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached("SELECT seq, body FROM events WHERE session_id = ?1 ORDER BY seq")
+            .map_err(|e| sql_error(&what, &e))?;
+        // One statement reads one consistent snapshot, even while another connection appends.
+        let rows = stmt
+            .query_map([&*id.0], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
+            .map_err(|e| sql_error(&what, &e))?;
+        rows.map(|row| {
+            let (seq, body) = row.map_err(|e| sql_error(&what, &e))?;
+            serde_json::from_str(&body)
+                .map_err(|e| StoreError(format!("session {id}: event row {seq} is unreadable: {e}")))
+        })
+        .collect()
+    }
+
+    fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
+        let what = format!("delete session {id}");
+        self.write(&what, |tx| {
+            // The session's events go with it (ON DELETE CASCADE).
+            tx.execute("DELETE FROM sessions WHERE id = ?1", [&*id.0]).map_err(|e| sql_error(&what, &e))?;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::harness::{Cause, Coordinates, EventClass, EventHeader, EventId, EventKind, Visibility};
+
+    /// A unique directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new() -> Self {
+            static COUNTER: AtomicU64 = AtomicU64::new(0);
+            let nanos =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+            let dir = std::env::temp_dir().join(format!(
+                "acp-facade-sqlite-{}-{nanos}-{}",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).expect("create temp dir");
+            Self(dir)
+        }
+
+        fn db(&self) -> PathBuf {
+            self.0.join("sessions.db")
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn record(id: &str) -> SessionRecord {
+        SessionRecord {
+            id: SessionId::new(id),
+            cwd: PathBuf::from("/work/project"),
+            additional_directories: vec![PathBuf::from("/work/lib"), PathBuf::from("/tmp/x y")],
+            title: None,
+            created_at: "2026-11-30T11:20:00.000Z".to_owned(),
+            updated_at: "2026-11-30T11:20:00.000Z".to_owned(),
+        }
+    }
+
+    fn event(seq: u64, writer: u64) -> Event {
+        Event {
+            header: EventHeader {
+                id: EventId::new(format!("ev-{writer}-{seq}")),
+                seq,
+                class: EventClass::Enduring,
+                visibility: Visibility::Public,
+                cause: Cause::default(),
+                coordinates: Coordinates::default(),
+            },
+            kind: EventKind::ContextMeasured { used: seq, size: writer },
+        }
+    }
+
+    fn sid(id: &str) -> SessionId {
+        SessionId::new(id)
+    }
+
+    #[test]
+    fn is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<SqliteStore>();
+        let _: Arc<dyn Store> = Arc::new(SqliteStore::open(MEMORY).expect("open"));
+    }
+
+    #[test]
+    fn records_and_events_round_trip_in_memory() {
+        let store = SqliteStore::open(":memory:").expect("open");
+        assert_eq!(store.session(&sid("a")).expect("read"), None);
+        assert!(store.list_sessions().expect("list").is_empty());
+
+        let a = record("a");
+        store.create_session(&a).expect("create");
+        assert_eq!(store.session(&sid("a")).expect("read"), Some(a.clone()));
+
+        let events: Vec<Event> = (0..10).map(|i| event(i, 0)).collect();
+        for e in &events {
+            store.append_event(&sid("a"), e).expect("append");
+        }
+        assert_eq!(store.events(&sid("a")).expect("events"), events);
+        assert!(store.events(&sid("unknown")).expect("events").is_empty());
+
+        store.touch_session(&sid("a"), Some("A title"), "2026-11-30T12:00:00.000Z").expect("touch");
+        store.touch_session(&sid("a"), None, "2026-11-30T13:00:00.000Z").expect("touch");
+        let touched = store.session(&sid("a")).expect("read").expect("exists");
+        assert_eq!(touched.title.as_deref(), Some("A title"));
+        assert_eq!(touched.updated_at, "2026-11-30T13:00:00.000Z");
+        assert_eq!(touched.created_at, a.created_at);
+        store
+            .touch_session(&sid("unknown"), Some("t"), "2026-11-30T13:00:00.000Z")
+            .expect("touching an unknown session is a no-op");
+
+        let mut b = record("b");
+        b.title = Some("B".to_owned());
+        b.additional_directories.clear();
+        store.create_session(&b).expect("create b");
+        let mut listed = store.list_sessions().expect("list");
+        listed.sort_by(|x, y| x.id.0.cmp(&y.id.0));
+        assert_eq!(listed, vec![touched, b]);
+    }
+
+    #[test]
+    fn in_memory_stores_are_private() {
+        let one = SqliteStore::open(MEMORY).expect("open");
+        let two = SqliteStore::open(MEMORY).expect("open");
+        one.create_session(&record("a")).expect("create");
+        assert_eq!(two.session(&sid("a")).expect("read"), None);
+    }
+
+    #[test]
+    fn duplicate_session_is_refused() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).expect("create");
+        store.append_event(&sid("a"), &event(1, 0)).expect("append");
+        let mut again = record("a");
+        again.title = Some("other".to_owned());
+        let err = store.create_session(&again).expect_err("duplicate");
+        assert!(err.0.contains("already exists"), "{err}");
+        // The original is untouched.
+        assert_eq!(store.session(&sid("a")).expect("read"), Some(record("a")));
+        assert_eq!(store.events(&sid("a")).expect("events").len(), 1);
+    }
+
+    #[test]
+    fn append_to_unknown_session_fails() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        let err = store.append_event(&sid("ghost"), &event(1, 0)).expect_err("no session");
+        assert!(err.0.contains("no session ghost"), "{err}");
+    }
+
+    #[test]
+    fn events_keep_append_order_per_session() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).expect("create");
+        store.create_session(&record("b")).expect("create");
+        // Interleaved, with header seqs that do not sort in append order.
+        let order = [5u64, 1, 9, 3, 7, 2, 8];
+        for &n in &order {
+            store.append_event(&sid("a"), &event(n, 1)).expect("append a");
+            store.append_event(&sid("b"), &event(n * 10, 2)).expect("append b");
+        }
+        let a: Vec<u64> = store.events(&sid("a")).expect("events").iter().map(|e| e.header.seq).collect();
+        let b: Vec<u64> = store.events(&sid("b")).expect("events").iter().map(|e| e.header.seq).collect();
+        assert_eq!(a, order);
+        assert_eq!(b, order.map(|n| n * 10));
+    }
+
+    #[test]
+    fn delete_cascades_to_events() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).expect("create");
+        store.create_session(&record("b")).expect("create");
+        for i in 0..3 {
+            store.append_event(&sid("a"), &event(i, 0)).expect("append");
+            store.append_event(&sid("b"), &event(i, 0)).expect("append");
+        }
+        store.delete_session(&sid("a")).expect("delete");
+        assert_eq!(store.session(&sid("a")).expect("read"), None);
+        assert!(store.events(&sid("a")).expect("events").is_empty());
+        let orphans: i64 = store
+            .lock()
+            .query_row("SELECT COUNT(*) FROM events WHERE session_id = 'a'", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(orphans, 0);
+        // The other session is untouched.
+        assert_eq!(store.events(&sid("b")).expect("events").len(), 3);
+        // Unknown ids, and deleting twice, succeed.
+        store.delete_session(&sid("a")).expect("delete again");
+        store.delete_session(&sid("never")).expect("delete unknown");
+        // The id can be reused, with an empty journal.
+        store.create_session(&record("a")).expect("recreate");
+        assert!(store.events(&sid("a")).expect("events").is_empty());
+    }
+
+    #[test]
+    fn file_database_survives_reopen() {
+        let dir = TempDir::new();
+        // Parent directories are created.
+        let path = dir.0.join("nested").join("deeper").join("sessions.db");
+        {
+            let store = SqliteStore::open(&path).expect("open");
+            store.create_session(&record("a")).expect("create");
+            store.append_event(&sid("a"), &event(1, 0)).expect("append");
+            store.append_event(&sid("a"), &event(2, 0)).expect("append");
+            store.touch_session(&sid("a"), Some("kept"), "2026-12-01T00:00:00.000Z").expect("touch");
+        }
+        let store = SqliteStore::open(&path).expect("reopen");
+        let a = store.session(&sid("a")).expect("read").expect("kept");
+        assert_eq!(a.title.as_deref(), Some("kept"));
+        assert_eq!(a.additional_directories, record("a").additional_directories);
+        assert_eq!(store.events(&sid("a")).expect("events"), vec![event(1, 0), event(2, 0)]);
+        let conn = store.lock();
+        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).expect("journal_mode");
+        assert_eq!(mode, "wal");
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("user_version");
+        assert_eq!(version, 1);
+    }
+
+    #[test]
+    fn two_stores_on_one_file_share_sessions() {
+        let dir = TempDir::new();
+        let one = SqliteStore::open(dir.db()).expect("open one");
+        let two = SqliteStore::open(dir.db()).expect("open two");
+        one.create_session(&record("a")).expect("create a");
+        two.create_session(&record("b")).expect("create b");
+        assert_eq!(one.list_sessions().expect("list").len(), 2);
+        assert_eq!(two.session(&sid("a")).expect("read"), Some(record("a")));
+        two.append_event(&sid("a"), &event(1, 0)).expect("append");
+        assert_eq!(one.events(&sid("a")).expect("events"), vec![event(1, 0)]);
+        assert!(two.create_session(&record("a")).is_err());
+    }
+
+    #[test]
+    fn concurrent_writers_on_one_file_all_succeed() {
+        const PER_WRITER: u64 = 200;
+        let dir = TempDir::new();
+        SqliteStore::open(dir.db()).expect("open").create_session(&record("a")).expect("create");
+        let writers: Vec<_> = (1..=2u64)
+            .map(|writer| {
+                // One store (one connection) per thread, as two processes would have.
+                let store = SqliteStore::open(dir.db()).expect("open writer");
+                std::thread::spawn(move || {
+                    for i in 0..PER_WRITER {
+                        store
+                            .append_event(&sid("a"), &event(i, writer))
+                            .expect("append must wait, not fail with SQLITE_BUSY");
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("writer thread");
+        }
+        let events = SqliteStore::open(dir.db()).expect("open reader").events(&sid("a")).expect("events");
+        assert_eq!(events.len(), 400);
+        for writer in 1..=2u64 {
+            // Each writer's events appear in the order it appended them.
+            let mine: Vec<u64> = events
+                .iter()
+                .filter(|e| e.header.id.as_str().starts_with(&format!("ev-{writer}-")))
+                .map(|e| e.header.seq)
+                .collect();
+            assert_eq!(mine, (0..PER_WRITER).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn shared_store_across_threads() {
+        let store = Arc::new(SqliteStore::open(MEMORY).expect("open"));
+        store.create_session(&record("a")).expect("create");
+        let threads: Vec<_> = (0..4u64)
+            .map(|writer| {
+                let store = Arc::clone(&store);
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        store.append_event(&sid("a"), &event(i, writer)).expect("append");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("thread");
+        }
+        assert_eq!(store.events(&sid("a")).expect("events").len(), 200);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_and_left_untouched() {
+        let dir = TempDir::new();
+        {
+            let conn = Connection::open(dir.db()).expect("raw open");
+            conn.pragma_update(None, "user_version", 99).expect("set version");
+        }
+        let err = SqliteStore::open(dir.db()).expect_err("future schema");
+        assert!(err.0.contains("schema version 99 is newer"), "{err}");
+        let conn = Connection::open(dir.db()).expect("raw open");
+        let tables: i64 = conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0)).expect("count");
+        assert_eq!(tables, 0, "nothing was created");
+    }
+
+    #[test]
+    fn migrations_are_registered_in_order() {
+        assert_eq!(SCHEMA_VERSION, 1);
+        let store = SqliteStore::open(MEMORY).expect("open");
+        let conn = store.lock();
+        assert_eq!(schema_version(&conn).expect("version"), SCHEMA_VERSION);
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("names");
+        assert_eq!(names, ["events", "events_by_session", "sessions"]);
+    }
+
+    #[test]
+    fn not_a_database_is_an_error() {
+        let dir = TempDir::new();
+        std::fs::write(dir.db(), b"this is not an SQLite database, just some text".repeat(100)).expect("write");
+        let err = SqliteStore::open(dir.db()).expect_err("garbage file");
+        assert!(err.0.contains("not a database"), "{err}");
+    }
+
+    #[test]
+    fn corrupt_rows_are_errors_not_panics() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).expect("create");
+        store.append_event(&sid("a"), &event(1, 0)).expect("append");
+        store.append_event(&sid("a"), &event(2, 0)).expect("append");
+
+        // A truncated body.
+        store
+            .lock()
+            .execute("UPDATE events SET body = substr(body, 1, 20) WHERE seq = (SELECT MAX(seq) FROM events)", [])
+            .expect("truncate");
+        let err = store.events(&sid("a")).expect_err("truncated");
+        assert!(err.0.contains("unreadable"), "{err}");
+
+        // Valid JSON that is not an event.
+        store.lock().execute("UPDATE events SET body = '{\"header\": 3}'", []).expect("garble");
+        assert!(store.events(&sid("a")).is_err());
+
+        // Not text at all: invalid UTF-8 bytes.
+        store.lock().execute("UPDATE events SET body = CAST(x'fffe00' AS TEXT)", []).expect("binary");
+        assert!(store.events(&sid("a")).is_err());
+        store.lock().execute("UPDATE events SET body = x'00ff'", []).expect("blob");
+        assert!(store.events(&sid("a")).is_err());
+
+        // A corrupt catalog row.
+        store
+            .lock()
+            .execute("UPDATE sessions SET additional_directories = '[\"/a\", ' WHERE id = 'a'", [])
+            .expect("garble");
+        let err = store.session(&sid("a")).expect_err("corrupt record");
+        assert!(err.0.contains("additional_directories"), "{err}");
+        assert!(store.list_sessions().is_err());
+        store.lock().execute("UPDATE sessions SET cwd = x'0102' WHERE id = 'a'", []).expect("wrong type");
+        assert!(store.session(&sid("a")).is_err());
+
+        // The store still works, and deleting the bad session clears it.
+        store.delete_session(&sid("a")).expect("delete");
+        assert!(store.list_sessions().expect("list").is_empty());
+    }
+}
