@@ -42,22 +42,15 @@ impl ErrorExt for Error {
     }
 
     fn method_not_found_msg(method: &str) -> Self {
-        Error::new(
-            ErrorCode::MethodNotFound.into(),
-            format!("method not found: {method}"),
-        )
+        Error::new(ErrorCode::MethodNotFound.into(), format!("method not found: {method}"))
     }
 
     fn session_not_found(session_id: &str) -> Self {
-        Error::new(
-            ErrorCode::ResourceNotFound.into(),
-            format!("session not found: {session_id}"),
-        )
-        .data(serde_json::json!({ "sessionId": session_id }))
+        Error::new(ErrorCode::ResourceNotFound.into(), format!("session not found: {session_id}"))
+            .data(serde_json::json!({ "sessionId": session_id }))
     }
 
     fn cancelled_msg(message: impl Into<String>) -> Self {
         Error::new(ErrorCode::RequestCancelled.into(), message)
     }
 }
-

@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 
 use crate::acp::{
-    AuthMethod, AuthMethodId, ContentBlock, McpServer, SessionConfigId, SessionConfigOption,
-    SessionConfigOptionValue, SessionId,
+    AuthMethod, AuthMethodId, ContentBlock, McpServer, SessionConfigId, SessionConfigOption, SessionConfigOptionValue,
+    SessionId,
 };
 use crate::error::{Error, ErrorExt};
 use crate::harness::{CommandId, Event, GateId, GateResponse};
@@ -56,11 +56,7 @@ impl Setup {
             .into_iter()
             .map(|dir| absolute("additionalDirectories", dir))
             .collect::<Result<_, _>>()?;
-        Ok(Self {
-            cwd,
-            additional_directories,
-            mcp_servers,
-        })
+        Ok(Self { cwd, additional_directories, mcp_servers })
     }
 
     /// The session's working directory: absolute and canonical.
@@ -81,10 +77,7 @@ impl Setup {
 
 fn absolute(field: &str, path: PathBuf) -> Result<PathBuf, Error> {
     if !path.is_absolute() {
-        return Err(Error::invalid_params_msg(format!(
-            "`{field}` must be an absolute path, got {}",
-            path.display()
-        )));
+        return Err(Error::invalid_params_msg(format!("`{field}` must be an absolute path, got {}", path.display())));
     }
     // A directory that does not exist (yet) on this machine keeps its lexical form.
     Ok(std::fs::canonicalize(&path).unwrap_or(path))

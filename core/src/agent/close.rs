@@ -18,8 +18,9 @@ use serde_json::Value;
 
 use super::session::{SessionEntry, resolve_session};
 use super::{AgentInner, Reply, decode, encode};
-use crate::acp::{CloseSessionRequest, CloseSessionResponse};
+use crate::acp::{CloseSessionRequest, CloseSessionResponse, SessionId};
 use crate::error::{Error, ErrorExt};
+use crate::host::{LiveSession, SessionCloser};
 
 /// `session/close`.
 pub(crate) fn close_session_request(agent: &Arc<AgentInner>, params: Value) -> Reply {
@@ -43,11 +44,7 @@ pub(crate) async fn close(agent: &AgentInner, entry: &Arc<SessionEntry>) -> Resu
     prompt_returned.cancelled().await;
     // Step 5.
     if let Some(closer) = entry.live.closer() {
-        match tokio::time::timeout(agent.options.close_grace, closer.shutdown()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(session = %entry.id, error = %e.message, "shutdown failed"),
-            Err(_) => tracing::warn!(session = %entry.id, "shutdown did not finish within the close grace period"),
-        }
+        shutdown(agent, &entry.id, closer).await;
     }
     // Step 6.
     agent.registry.remove(&entry.id);
@@ -55,12 +52,45 @@ pub(crate) async fn close(agent: &AgentInner, entry: &Arc<SessionEntry>) -> Resu
     Ok(())
 }
 
-/// Closes every live session (the client disconnected).
+/// Shuts down a session the host opened but the facade could not serve (a failed `session/load`
+/// or `session/resume`), bounded by the close grace period, so nothing the host started is left
+/// running.
+pub(crate) async fn discard(agent: &AgentInner, live: &dyn LiveSession) {
+    if let Some(closer) = live.closer() {
+        shutdown(agent, &live.id(), closer).await;
+    }
+}
+
+/// Calls a session's shutdown hook, bounded by the close grace period.
+async fn shutdown(agent: &AgentInner, id: &SessionId, closer: &dyn SessionCloser) {
+    match tokio::time::timeout(agent.options.close_grace, closer.shutdown()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(session = %id, error = %e.message, "shutdown failed"),
+        Err(_) => tracing::warn!(session = %id, "shutdown did not finish within the close grace period"),
+    }
+}
+
+/// Closes every live session (the client disconnected), including sessions whose creation was
+/// already under way, and returns once the registry is empty.
 pub(crate) async fn close_all(agent: &AgentInner) {
-    let sessions = agent.registry.all();
-    futures::future::join_all(sessions.iter().map(|entry| async move {
-        // A session already closing is being closed by its own request.
-        let _ = close(agent, entry).await;
-    }))
-    .await;
+    agent.registry.refuse_new();
+    loop {
+        let changed = agent.registry.changed();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let (sessions, being_created) = agent.registry.snapshot();
+        if sessions.is_empty() && being_created == 0 {
+            return;
+        }
+        // A session already closing is being closed by its own request: wait for it to go.
+        let open: Vec<_> = sessions.into_iter().filter(|entry| !entry.is_closing()).collect();
+        if open.is_empty() {
+            changed.await;
+            continue;
+        }
+        futures::future::join_all(open.iter().map(|entry| async move {
+            let _ = close(agent, entry).await;
+        }))
+        .await;
+    }
 }

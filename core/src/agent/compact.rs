@@ -3,8 +3,8 @@
 //! It exists only when compaction is configured ([`Options::compaction`](super::Options)), and is
 //! routed only when the prompt's text is exactly `/compact`; any other text (or `/compact` with
 //! compaction off) goes to the host unchanged. The session's *own* compactor performs it. The
-//! outcome is matched by command id directly on `CompactWaiterResolved` (→ `end_turn`) or
-//! `CompactWaiterRejected` (→ an error with the reason).
+//! outcome is matched by command id directly on a `Public` `CompactWaiterResolved` (→ `end_turn`)
+//! or `CompactWaiterRejected` (→ an error with the reason).
 //!
 //! `available_commands_update` is sent lazily, on a session's first prompt, once — never at
 //! session establishment, because `session/resume` must send no update at all.
@@ -36,9 +36,13 @@ pub fn is_compact_command(prompt: &[ContentBlock]) -> bool {
     text.trim() == "/compact"
 }
 
-/// Sends `available_commands_update` on a session's first prompt when compaction is configured.
+/// Sends `available_commands_update` on a session's first prompt when compaction is configured
+/// and the session has a compactor to perform it.
 pub(crate) async fn ensure_advertised(agent: &AgentInner, entry: &SessionEntry) {
-    if !agent.options.compaction || entry.commands_advertised.swap(true, Ordering::AcqRel) {
+    if !agent.options.compaction
+        || entry.live.compactor().is_none()
+        || entry.commands_advertised.swap(true, Ordering::AcqRel)
+    {
         return;
     }
     let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(vec![AvailableCommand::new(
@@ -80,10 +84,17 @@ pub(crate) async fn run(
                 Err(Error::internal_msg("the session's event stream ended before compaction finished"))
             };
         };
-        if !event.is_caused_by(&command) {
+        // Only a public reply to this very command counts: another command's replies are decoys,
+        // and an internal one must not leak its reason to the client.
+        if !event.is_public() || !event.is_caused_by(&command) {
             continue;
         }
+        // After a cancellation the answer is `cancelled` however the compaction ended, never an
+        // error: ACP requires it, and a rejection is the usual result of the interrupt.
         match &event.kind {
+            EventKind::CompactWaiterResolved {} | EventKind::CompactWaiterRejected { .. } if cancel.requested() => {
+                return Ok(StopReason::Cancelled);
+            }
             EventKind::CompactWaiterResolved {} => return Ok(StopReason::EndTurn),
             EventKind::CompactWaiterRejected { reason } => {
                 return Err(Error::internal_msg(format!("compaction failed: {reason}")));

@@ -35,21 +35,14 @@ pub(crate) struct ConfigState {
 }
 
 fn client_supports_booleans(agent: &AgentInner) -> bool {
-    agent
-        .client_capabilities()
-        .session
-        .and_then(|s| s.config_options)
-        .and_then(|c| c.boolean)
-        .is_some()
+    agent.client_capabilities().session.and_then(|s| s.config_options).and_then(|c| c.boolean).is_some()
 }
 
 /// The client's view of a snapshot.
 fn translate(agent: &AgentInner, snapshot: Vec<SessionConfigOption>) -> ConfigState {
     let booleans = client_supports_booleans(agent);
-    let options: Vec<SessionConfigOption> = snapshot
-        .into_iter()
-        .filter(|o| booleans || !matches!(o.kind, SessionConfigKind::Boolean(_)))
-        .collect();
+    let options: Vec<SessionConfigOption> =
+        snapshot.into_iter().filter(|o| booleans || !matches!(o.kind, SessionConfigKind::Boolean(_))).collect();
     let modes = modes_of(&options);
     ConfigState { options, modes }
 }
@@ -67,7 +60,9 @@ fn modes_of(options: &[SessionConfigOption]) -> Option<SessionModeState> {
     })
 }
 
-fn flat_values(options: &SessionConfigSelectOptions) -> Box<dyn Iterator<Item = &crate::acp::SessionConfigSelectOption> + '_> {
+fn flat_values(
+    options: &SessionConfigSelectOptions,
+) -> Box<dyn Iterator<Item = &crate::acp::SessionConfigSelectOption> + '_> {
     match options {
         SessionConfigSelectOptions::Ungrouped(values) => Box::new(values.iter()),
         SessionConfigSelectOptions::Grouped(groups) => Box::new(groups.iter().flat_map(|g| g.options.iter())),
@@ -90,10 +85,9 @@ pub(crate) async fn apply_config_option(
     config_id: &str,
     value: SessionConfigOptionValue,
 ) -> Result<ConfigState, Error> {
-    let config = entry
-        .live
-        .config()
-        .ok_or_else(|| Error::invalid_params_msg(format!("unknown config option `{config_id}`: this session has none")))?;
+    let config = entry.live.config().ok_or_else(|| {
+        Error::invalid_params_msg(format!("unknown config option `{config_id}`: this session has none"))
+    })?;
     let snapshot = translate(agent, config.snapshot().await?);
     let option = snapshot
         .options
@@ -113,9 +107,7 @@ pub(crate) async fn apply_config_option(
             boolean.current_value == *wanted
         }
         _ => {
-            return Err(Error::invalid_params_msg(format!(
-                "value of the wrong type for config option `{config_id}`"
-            )));
+            return Err(Error::invalid_params_msg(format!("value of the wrong type for config option `{config_id}`")));
         }
     };
     if unchanged {

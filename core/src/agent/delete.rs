@@ -1,5 +1,6 @@
 //! `session/delete`: the only path that may call the host's [`SessionDeleter`](crate::host::SessionDeleter),
-//! and never for a live session (`-32600`: close it first) — checked before the deleter is consulted.
+//! and never for a live session, nor one being reopened (`-32600`: close it first) — checked before the
+//! deleter is consulted.
 
 use std::sync::Arc;
 
@@ -16,17 +17,13 @@ pub(crate) fn delete_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
     Box::pin(async move {
         let request: DeleteSessionRequest = decode(params)?;
         validate_session_id(&request.session_id.0)?;
-        if agent.registry.get(&request.session_id).is_some() {
+        if agent.registry.is_live_or_opening(&request.session_id) {
             return Err(Error::invalid_request_msg(format!(
                 "session {} is live: close it before deleting it",
                 request.session_id
             )));
         }
-        let deleter = agent
-            .options
-            .deleter
-            .clone()
-            .ok_or_else(|| Error::method_not_found_msg("session/delete"))?;
+        let deleter = agent.options.deleter.clone().ok_or_else(|| Error::method_not_found_msg("session/delete"))?;
         deleter.delete_session(request.session_id).await?;
         encode(&DeleteSessionResponse::new())
     })

@@ -2,7 +2,7 @@
 //!
 //! Only a `Permission` gate resolved by the `Loop` is translated: its answer is exactly one of the
 //! three approval actions, which is what `session/request_permission` carries. The request offers
-//! exactly the gate's controls, mapped approve → `allow_once`, approve_always → `allow_always`,
+//! exactly the gate's controls, mapped approve → `allow_once`, `approve_always` → `allow_always`,
 //! deny → `reject_once`, together with the tool call the gate belongs to. The client's choice must
 //! be one of the offered options, else the gate is answered deny; a `cancelled` outcome (or an
 //! error) answers deny too, and the turn goes on to its own terminal.
@@ -11,9 +11,9 @@
 //! v1.20.0 form: they are never flattened into a permission request, and the turn keeps draining.
 //!
 //! The wait runs inside the prompt's own task: the connection's reader and other sessions go on.
-//! When the session closes, the request is abandoned (`$/cancel_request` is sent) and the gate is
-//! answered deny; after a `session/cancel`, the client is expected to answer `cancelled`, and the
-//! wait ends at the cancel grace period at the latest.
+//! When the session closes, the turn is interrupted first, then the request is abandoned
+//! (`$/cancel_request` is sent) and the gate is answered deny; after a `session/cancel`, the client
+//! is expected to answer `cancelled`, and the wait ends at the cancel grace period at the latest.
 
 use std::sync::Arc;
 
@@ -82,6 +82,7 @@ async fn ask(
         return ApprovalAction::Deny;
     }
     if entry.is_closing() {
+        stop_turn(entry, cancel).await;
         return ApprovalAction::Deny;
     }
     let request = RequestPermissionRequest::new(
@@ -95,7 +96,11 @@ async fn ask(
     let outcome = loop {
         tokio::select! {
             biased;
-            () = entry.closed.cancelled() => return ApprovalAction::Deny,
+            () = entry.closed.cancelled() => {
+                // Closing stops the turn first, then denies its pending gates.
+                stop_turn(entry, cancel).await;
+                return ApprovalAction::Deny;
+            }
             () = cancel.arrives(), if !cancel.noticed() => {
                 cancel.notice();
                 super::prompt::interrupt(entry).await;
@@ -123,11 +128,16 @@ async fn ask(
     }
 }
 
+/// Interrupts the turn unless the prompt already did for this cancellation.
+async fn stop_turn(entry: &SessionEntry, cancel: &mut Cancellation<'_>) {
+    if !cancel.noticed() {
+        cancel.notice();
+        super::prompt::interrupt(entry).await;
+    }
+}
+
 fn tool_call_update(gate: &Gate, tool_call: Option<&ToolCallRequest>) -> ToolCallUpdate {
-    let id = gate
-        .tool_call_id
-        .as_ref()
-        .map_or_else(|| gate.id.as_str().to_owned(), |id| id.as_str().to_owned());
+    let id = gate.tool_call_id.as_ref().map_or_else(|| gate.id.as_str().to_owned(), |id| id.as_str().to_owned());
     let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Pending);
     match tool_call {
         Some(call) => {

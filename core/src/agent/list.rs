@@ -69,11 +69,8 @@ impl CursorKey {
 
     /// Encodes a cursor resuming after `after` under the `cwd` filter.
     pub(crate) fn encode(&self, after: &str, cwd: Option<&Path>) -> String {
-        let payload = serde_json::to_vec(&CursorPayload {
-            after: after.to_owned(),
-            cwd: cwd.map(Path::to_path_buf),
-        })
-        .unwrap_or_default();
+        let payload = serde_json::to_vec(&CursorPayload { after: after.to_owned(), cwd: cwd.map(Path::to_path_buf) })
+            .unwrap_or_default();
         let mut mac = self.mac();
         mac.update(&payload);
         let tag = mac.finalize().into_bytes();
@@ -102,10 +99,8 @@ pub(crate) fn list_sessions(agent: &Arc<AgentInner>, params: Value) -> Reply {
     Box::pin(async move {
         let request: ListSessionsRequest = decode(params)?;
         let filter = request.cwd.clone();
-        if let Some(cwd) = &filter {
-            if !cwd.is_absolute() {
-                return Err(Error::invalid_params_msg("invalid params at `cwd`: it must be an absolute path"));
-            }
+        if filter.as_ref().is_some_and(|cwd| !cwd.is_absolute()) {
+            return Err(Error::invalid_params_msg("invalid params at `cwd`: it must be an absolute path"));
         }
         let after = match &request.cursor {
             Some(cursor) => Some(
@@ -116,11 +111,7 @@ pub(crate) fn list_sessions(agent: &Arc<AgentInner>, params: Value) -> Reply {
             ),
             None => None,
         };
-        let catalog = agent
-            .options
-            .catalog
-            .clone()
-            .ok_or_else(|| Error::method_not_found_msg("session/list"))?;
+        let catalog = agent.options.catalog.clone().ok_or_else(|| Error::method_not_found_msg("session/list"))?;
         let entries = catalog.list_sessions().await?;
         let page = paginate(&agent, entries, filter.as_deref(), after.as_deref());
         let mut response = ListSessionsResponse::new(page.sessions);
@@ -136,7 +127,12 @@ struct Page {
     next_after: Option<String>,
 }
 
-fn paginate(agent: &AgentInner, mut entries: Vec<SessionCatalogEntry>, filter: Option<&Path>, after: Option<&str>) -> Page {
+fn paginate(
+    agent: &AgentInner,
+    mut entries: Vec<SessionCatalogEntry>,
+    filter: Option<&Path>,
+    after: Option<&str>,
+) -> Page {
     entries.sort_by(|a, b| a.session_id.0.as_bytes().cmp(b.session_id.0.as_bytes()));
     entries.dedup_by(|a, b| a.session_id == b.session_id);
     let resolved = entries.into_iter().map(|entry| {
@@ -148,20 +144,12 @@ fn paginate(agent: &AgentInner, mut entries: Vec<SessionCatalogEntry>, filter: O
         .filter(|(entry, _)| after.is_none_or(|a| entry.session_id.0.as_bytes() > a.as_bytes()));
     let page: Vec<_> = matching.by_ref().take(agent.options.max_page_size).collect();
     let has_more = matching.next().is_some();
-    let next_after = if has_more {
-        page.last().map(|(entry, _)| entry.session_id.0.to_string())
-    } else {
-        None
-    };
+    let next_after = if has_more { page.last().map(|(entry, _)| entry.session_id.0.to_string()) } else { None };
     let sessions = page
         .into_iter()
         .filter_map(|(entry, cwd)| {
             let cwd = cwd?;
-            Some(
-                SessionInfo::new(entry.session_id, cwd)
-                    .title(entry.title)
-                    .updated_at(entry.updated_at),
-            )
+            Some(SessionInfo::new(entry.session_id, cwd).title(entry.title).updated_at(entry.updated_at))
         })
         .collect();
     Page { sessions, next_after }

@@ -74,9 +74,9 @@ use crate::acp::{
     AuthenticateRequest, AuthenticateResponse, ClientCapabilities, InitializeRequest, InitializeResponse,
     LogoutResponse,
 };
-use agent_client_protocol_schema::ProtocolVersion;
 use crate::error::{Error, ErrorExt};
 use crate::rpc::{self, ConnectionOptions, Handler, IncomingNotification, IncomingRequest, Peer, RequestContext};
+use agent_client_protocol_schema::ProtocolVersion;
 use registry::Registry;
 
 /// An ACP agent serving one connection on behalf of a host.
@@ -133,9 +133,7 @@ impl Agent {
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let options = ConnectionOptions {
-            max_message_size: self.inner.options.max_message_size,
-        };
+        let options = ConnectionOptions { max_message_size: self.inner.options.max_message_size };
         let inner = self.inner.clone();
         rpc::serve(reader, writer, self.inner.clone(), options, |peer| {
             let _ = inner.peer.set(peer.clone());
@@ -145,7 +143,7 @@ impl Agent {
 
     /// Serves over the process's stdin and stdout.
     pub async fn serve_stdio(&self) -> std::io::Result<()> {
-        let (stdin, stdout) = rpc::stdio::transport();
+        let (stdin, stdout) = rpc::stdio::transport()?;
         self.serve(stdin, stdout).await
     }
 
@@ -298,22 +296,26 @@ impl Handler for AgentInner {
         AgentInner::dispatch(&self, request, cx)
     }
 
+    fn answers_inline(&self, method: &str) -> bool {
+        method == method::INITIALIZE
+    }
+
     fn answers_cancellation(&self, method: &str) -> bool {
         method == method::SESSION_PROMPT
     }
 
     fn notification(self: Arc<Self>, notification: IncomingNotification) -> BoxFuture<'static, ()> {
-        let this = self;
-        Box::pin(async move {
-            if !this.initialized.load(Ordering::Acquire) {
-                tracing::warn!(method = notification.method, "notification before `initialize`; ignored");
-                return;
-            }
-            match notification.method.as_str() {
-                method::SESSION_CANCEL => prompt::cancel(&this, notification.params).await,
-                other => tracing::info!(method = other, "unknown notification; ignored"),
-            }
-        })
+        // Applied right here, on the reader: a `session/cancel` takes effect before the next line
+        // is read, so it can only ever hit the prompt that was in flight when it was sent.
+        if !self.initialized.load(Ordering::Acquire) {
+            tracing::warn!(method = notification.method, "notification before `initialize`; ignored");
+            return Box::pin(async {});
+        }
+        match notification.method.as_str() {
+            method::SESSION_CANCEL => prompt::cancel(&self, notification.params),
+            other => tracing::info!(method = other, "unknown notification; ignored"),
+        }
+        Box::pin(async {})
     }
 
     fn disconnected(self: Arc<Self>) -> BoxFuture<'static, ()> {

@@ -10,7 +10,9 @@
 //! 4. From then on, handle only events carrying both ids; everything else (other loops, other
 //!    turns, other commands' `TurnStarted`) is a decoy.
 //! 5. Complete on the correlated terminal: `TurnDone` (its stop reason, default `end_turn`),
-//!    `TurnInterrupted` (`cancelled`), `TurnFailed` (`-32603` with the failure message).
+//!    `TurnInterrupted` (`cancelled`), `TurnFailed` (`-32603` with the failure message — or a
+//!    generic one when the event is `Internal`, whose content never reaches the client).
+//!    A terminal ends the turn whatever its visibility.
 //!
 //! Cancellation (`session/cancel`, `$/cancel_request` for the prompt, or `session/close`) interrupts
 //! the host's turn and makes the answer `cancelled` — never an error. If the turn does not end
@@ -22,7 +24,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -88,13 +90,12 @@ pub(crate) struct Cancellation<'a> {
 }
 
 impl<'a> Cancellation<'a> {
-    pub(crate) fn new(prompt: &'a CancellationToken, request: &'a CancellationToken, grace: std::time::Duration) -> Self {
-        Self {
-            prompt,
-            request,
-            deadline: None,
-            grace,
-        }
+    pub(crate) fn new(
+        prompt: &'a CancellationToken,
+        request: &'a CancellationToken,
+        grace: std::time::Duration,
+    ) -> Self {
+        Self { prompt, request, deadline: None, grace }
     }
 
     /// Whether cancellation was requested (and noticed).
@@ -149,13 +150,8 @@ async fn run_prompt(
     let events = entry.live.subscribe_events()?;
     let command = entry.live.submit(prompt).await?;
     tracing::debug!(session = %entry.id, %command, "prompt submitted");
-    let mut drain = Drain {
-        agent,
-        entry,
-        events,
-        tool_calls: HashMap::new(),
-    };
-    drain.to_terminal(&command, &mut cancel).await
+    let mut drain = Drain { agent, entry, events, tool_calls: HashMap::new() };
+    drain.until_terminal(&command, &mut cancel).await
 }
 
 /// Interrupts the session's turn, logging a host failure (the prompt still ends `cancelled`).
@@ -174,21 +170,31 @@ struct Drain<'a> {
 }
 
 impl Drain<'_> {
-    async fn to_terminal(&mut self, command: &crate::harness::CommandId, cancel: &mut Cancellation<'_>) -> Result<StopReason, Error> {
+    async fn until_terminal(
+        &mut self,
+        command: &crate::harness::CommandId,
+        cancel: &mut Cancellation<'_>,
+    ) -> Result<StopReason, Error> {
         let mut turn: Option<(LoopId, TurnId)> = None;
         loop {
-            let event = tokio::select! {
-                biased;
-                () = cancel.arrives(), if !cancel.noticed() => {
-                    cancel.notice();
-                    interrupt(self.entry).await;
-                    continue;
-                }
-                () = cancel.expired() => {
-                    tracing::warn!(session = %self.entry.id, "the turn did not end within the cancel grace period");
-                    return Ok(StopReason::Cancelled);
-                }
-                event = self.events.next() => event,
+            // Fast path, taken while streaming: an event is already queued and there is no
+            // cancellation to notice, so skip building the select's wakers.
+            let ready = if cancel.requested() { None } else { self.events.next().now_or_never() };
+            let event = match ready {
+                Some(event) => event,
+                None => tokio::select! {
+                    biased;
+                    () = cancel.arrives(), if !cancel.noticed() => {
+                        cancel.notice();
+                        interrupt(self.entry).await;
+                        continue;
+                    }
+                    () = cancel.expired() => {
+                        tracing::warn!(session = %self.entry.id, "the turn did not end within the cancel grace period");
+                        return Ok(StopReason::Cancelled);
+                    }
+                    event = self.events.next() => event,
+                },
             };
             let Some(event) = event else {
                 if cancel.requested() {
@@ -222,18 +228,18 @@ impl Drain<'_> {
                     if cancel.requested() {
                         return Ok(StopReason::Cancelled);
                     }
+                    // An internal failure still ends the turn, but its text stays in the host.
+                    if !event.is_public() {
+                        tracing::warn!(session = %self.entry.id, error = %error, "the turn failed (internal)");
+                        return Err(Error::internal_msg("the turn failed"));
+                    }
                     return Err(Error::internal_msg(error.clone()));
                 }
                 EventKind::GateOpened { gate } if event.is_public() => {
                     let tool_call = gate.tool_call_id.as_ref().and_then(|id| self.tool_calls.get(id));
                     gates::resolve(self.agent, self.entry, gate, tool_call, cancel).await;
                 }
-                EventKind::ToolCallStarted {
-                    call_id,
-                    name,
-                    kind,
-                    input,
-                } if event.is_public() => {
+                EventKind::ToolCallStarted { call_id, name, kind, input } if event.is_public() => {
                     self.tool_calls.insert(
                         call_id.clone(),
                         ToolCallRequest {
@@ -243,18 +249,17 @@ impl Drain<'_> {
                             input: input.clone(),
                         },
                     );
-                    forward(self.agent, &self.entry.id, &event).await?;
+                    forward(self.agent, &self.entry.id, event.clone()).await?;
                 }
-                _ => forward(self.agent, &self.entry.id, &event).await?,
+                _ => forward(self.agent, &self.entry.id, event).await?,
             }
         }
     }
-
 }
 
 /// Sends the live translation of `event`, if it has one.
-async fn forward(agent: &AgentInner, session_id: &crate::acp::SessionId, event: &crate::harness::Event) -> Result<(), Error> {
-    if let Some(update) = translate::translate(event) {
+async fn forward(agent: &AgentInner, session_id: &crate::acp::SessionId, event: crate::harness::Event) -> Result<(), Error> {
+    if let Some(update) = translate::translate_owned(event) {
         send_update(agent, session_id, update).await?;
     }
     Ok(())
@@ -272,7 +277,10 @@ pub(crate) async fn send_update(
 }
 
 /// `session/cancel`: cancels the session's in-flight prompt; a no-op when there is none.
-pub(crate) async fn cancel(agent: &Arc<AgentInner>, params: Value) {
+///
+/// Synchronous on purpose: it runs on the connection's reader, so it takes effect before any
+/// later message (such as the next `session/prompt`) is accepted.
+pub(crate) fn cancel(agent: &AgentInner, params: Value) {
     let notification: CancelNotification = match decode(params) {
         Ok(n) => n,
         Err(e) => {

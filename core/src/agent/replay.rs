@@ -11,20 +11,25 @@
 //!
 //! `TurnDone` is never translated: its message repeats content the steps already hold. Only
 //! `Public` events are replayed. The grouping deliberately does not interleave turns.
+//!
+//! As for `session/resume`, the id is reserved before the host is called (a live id or one being
+//! reopened never reaches the host, and two loads can never replay twice), and a loaded session
+//! the facade cannot serve is shut down again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::close::discard;
 use super::prompt::send_update;
-use super::resume::{ensure_not_live, ensure_same_id};
+use super::resume::{ensure_not_live, ensure_same_id, initial_state_or_close};
 use super::session::{register, validate_session_id};
 use super::translate::completed_fields;
 use super::{AgentInner, Reply, decode, encode};
 use crate::acp::{
-    ContentBlock, ContentChunk, LoadSessionRequest, LoadSessionResponse, SessionUpdate, ToolCall,
-    ToolCallStatus, ToolKind, UsageUpdate,
+    ContentBlock, ContentChunk, LoadSessionRequest, LoadSessionResponse, SessionUpdate, ToolCall, ToolCallStatus,
+    ToolKind, UsageUpdate,
 };
 use crate::error::{Error, ErrorExt};
 use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest};
@@ -38,25 +43,28 @@ pub(crate) fn load_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
         validate_session_id(&request.session_id.0)?;
         agent.require_authenticated()?;
         ensure_not_live(&agent, &request.session_id)?;
-        let setup = Setup::new(
-            request.cwd,
-            request.additional_directories.clone(),
-            request.mcp_servers.clone(),
-        )?;
-        let loader = agent
-            .options
-            .loader
-            .clone()
-            .ok_or_else(|| Error::method_not_found_msg("session/load"))?;
-        let reservation = agent.registry.reserve()?;
-        let loaded = loader.load_session(request.session_id.clone(), setup.clone()).await?;
-        ensure_same_id(&request.session_id, loaded.session.as_ref())?;
-        for update in replay_updates(&loaded.history) {
-            send_update(&agent, &request.session_id, update).await?;
+        let setup = Setup::new(request.cwd, request.additional_directories.clone(), request.mcp_servers.clone())?;
+        let host = agent.options.loader.clone().ok_or_else(|| Error::method_not_found_msg("session/load"))?;
+        let reservation = agent.registry.reserve_id(&request.session_id)?;
+        let loaded = host.load_session(request.session_id.clone(), setup.clone()).await?;
+        let live = loaded.session;
+        let replayed = async {
+            ensure_same_id(&request.session_id, live.as_ref())?;
+            for update in replay_updates(&loaded.history) {
+                send_update(&agent, &request.session_id, update).await?;
+            }
+            Ok::<_, Error>(())
         }
-        let entry = register(&agent, reservation, loaded.session, setup)?;
+        .await;
+        let entry = match replayed.and_then(|()| register(&agent, reservation, live.clone(), setup)) {
+            Ok(entry) => entry,
+            Err(e) => {
+                discard(&agent, live.as_ref()).await;
+                return Err(e);
+            }
+        };
         let mut response = LoadSessionResponse::new();
-        if let Some(state) = super::config::initial_state(&agent, &entry).await? {
+        if let Some(state) = initial_state_or_close(&agent, &entry).await? {
             response = response.config_options(state.options).modes(state.modes);
         }
         encode(&response)
@@ -70,9 +78,7 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     let mut requested: HashMap<ToolCallId, ToolCallRequest> = HashMap::new();
     let mut tools = Vec::new();
     let mut usage = None;
-    let durable = history
-        .iter()
-        .filter(|e| e.header.class == EventClass::Enduring && e.is_public());
+    let durable = history.iter().filter(|e| e.header.class == EventClass::Enduring && e.is_public());
     for event in durable {
         match &event.kind {
             EventKind::TurnStarted { message } => {
@@ -82,8 +88,11 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
                 for message in messages {
                     match message {
                         Message::Ai(ai) => {
-                            assistants.extend(ai.thoughts.iter().cloned().map(|c| chunk(SessionUpdate::AgentThoughtChunk, c)));
-                            assistants.extend(ai.content.iter().cloned().map(|c| chunk(SessionUpdate::AgentMessageChunk, c)));
+                            assistants.extend(
+                                ai.thoughts.iter().cloned().map(|c| chunk(SessionUpdate::AgentThoughtChunk, c)),
+                            );
+                            assistants
+                                .extend(ai.content.iter().cloned().map(|c| chunk(SessionUpdate::AgentMessageChunk, c)));
                             for call in &ai.tool_calls {
                                 requested.insert(call.call_id.clone(), call.clone());
                             }
@@ -137,4 +146,3 @@ fn completed_tool_call(
     }
     tool
 }
-

@@ -1,11 +1,17 @@
 //! `session/resume`: validate the setup, resume through the host, register, respond — and send no
 //! `session/update` at all (that is what distinguishes it from `session/load`).
+//!
+//! The id is reserved before the host is called, so a live id, or one another `session/load` or
+//! `session/resume` is reopening right now, never reaches the host. A session the host reopened
+//! but the facade cannot serve is shut down again, never leaked.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::session::{register, validate_session_id};
+use super::close::{close, discard};
+use super::config::{ConfigState, initial_state};
+use super::session::{SessionEntry, register, validate_session_id};
 use super::{AgentInner, Reply, decode, encode};
 use crate::acp::{ResumeSessionRequest, ResumeSessionResponse, SessionId};
 use crate::error::{Error, ErrorExt};
@@ -19,22 +25,21 @@ pub(crate) fn resume_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
         validate_session_id(&request.session_id.0)?;
         agent.require_authenticated()?;
         ensure_not_live(&agent, &request.session_id)?;
-        let setup = Setup::new(
-            request.cwd,
-            request.additional_directories.clone(),
-            request.mcp_servers.clone(),
-        )?;
-        let resumer = agent
-            .options
-            .resumer
-            .clone()
-            .ok_or_else(|| Error::method_not_found_msg("session/resume"))?;
-        let reservation = agent.registry.reserve()?;
+        let setup = Setup::new(request.cwd, request.additional_directories.clone(), request.mcp_servers.clone())?;
+        let resumer = agent.options.resumer.clone().ok_or_else(|| Error::method_not_found_msg("session/resume"))?;
+        let reservation = agent.registry.reserve_id(&request.session_id)?;
         let live = resumer.resume_session(request.session_id.clone(), setup.clone()).await?;
-        ensure_same_id(&request.session_id, live.as_ref())?;
-        let entry = register(&agent, reservation, live, setup)?;
+        let registered = ensure_same_id(&request.session_id, live.as_ref())
+            .and_then(|()| register(&agent, reservation, live.clone(), setup));
+        let entry = match registered {
+            Ok(entry) => entry,
+            Err(e) => {
+                discard(&agent, live.as_ref()).await;
+                return Err(e);
+            }
+        };
         let mut response = ResumeSessionResponse::new();
-        if let Some(state) = super::config::initial_state(&agent, &entry).await? {
+        if let Some(state) = initial_state_or_close(&agent, &entry).await? {
             response = response.config_options(state.options).modes(state.modes);
         }
         encode(&response)
@@ -49,13 +54,26 @@ pub(crate) fn ensure_not_live(agent: &AgentInner, id: &SessionId) -> Result<(), 
     Ok(())
 }
 
+/// The config state for an establishment response; when it cannot be read the session is closed
+/// again, so that a failed establishment leaves nothing live.
+pub(crate) async fn initial_state_or_close(
+    agent: &AgentInner,
+    entry: &Arc<SessionEntry>,
+) -> Result<Option<ConfigState>, Error> {
+    match initial_state(agent, entry).await {
+        Ok(state) => Ok(state),
+        Err(e) => {
+            let _ = close(agent, entry).await;
+            Err(e)
+        }
+    }
+}
+
 /// Fails when the host reopened a different session than asked for.
 pub(crate) fn ensure_same_id(requested: &SessionId, live: &dyn LiveSession) -> Result<(), Error> {
     let got = live.id();
     if &got != requested {
-        return Err(Error::internal_msg(format!(
-            "the host reopened session {got} instead of {requested}"
-        )));
+        return Err(Error::internal_msg(format!("the host reopened session {got} instead of {requested}")));
     }
     Ok(())
 }

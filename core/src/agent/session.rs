@@ -24,9 +24,7 @@ pub fn validate_session_id(id: &str) -> Result<(), Error> {
         return Err(Error::invalid_params_msg("invalid `sessionId`: it is empty"));
     }
     if id.len() > MAX_SESSION_ID_LEN {
-        return Err(Error::invalid_params_msg(format!(
-            "invalid `sessionId`: longer than {MAX_SESSION_ID_LEN} bytes"
-        )));
+        return Err(Error::invalid_params_msg(format!("invalid `sessionId`: longer than {MAX_SESSION_ID_LEN} bytes")));
     }
     if id.chars().any(char::is_control) {
         return Err(Error::invalid_params_msg("invalid `sessionId`: it contains control characters"));
@@ -105,22 +103,12 @@ impl SessionEntry {
             return Err(Error::invalid_request_msg(format!("session {} is closing", self.id)));
         }
         if slot.in_flight.is_some() {
-            return Err(Error::invalid_request_msg(format!(
-                "session {} already has a prompt in flight",
-                self.id
-            )));
+            return Err(Error::invalid_request_msg(format!("session {} already has a prompt in flight", self.id)));
         }
         let cancel = CancellationToken::new();
         let finished = CancellationToken::new();
-        slot.in_flight = Some(InFlight {
-            cancel: cancel.clone(),
-            finished: finished.clone(),
-        });
-        Ok(PromptGuard {
-            entry: self.clone(),
-            cancel,
-            finished,
-        })
+        slot.in_flight = Some(InFlight { cancel: cancel.clone(), finished: finished.clone() });
+        Ok(PromptGuard { entry: self.clone(), cancel, finished })
     }
 
     /// Cancels the in-flight prompt, if any; returns whether there was one.
@@ -143,16 +131,13 @@ impl SessionEntry {
             return None;
         }
         self.closed.cancel();
-        let finished = match &slot.in_flight {
-            Some(in_flight) => {
-                in_flight.cancel.cancel();
-                in_flight.finished.clone()
-            }
-            None => {
-                let done = CancellationToken::new();
-                done.cancel();
-                done
-            }
+        let finished = if let Some(in_flight) = &slot.in_flight {
+            in_flight.cancel.cancel();
+            in_flight.finished.clone()
+        } else {
+            let done = CancellationToken::new();
+            done.cancel();
+            done
         };
         Some(finished)
     }
@@ -171,7 +156,8 @@ pub(crate) fn register(
     setup: Setup,
 ) -> Result<Arc<SessionEntry>, Error> {
     let id = live.id();
-    validate_session_id(&id.0).map_err(|e| Error::internal_msg(format!("the host created a bad session id: {}", e.message)))?;
+    validate_session_id(&id.0)
+        .map_err(|e| Error::internal_msg(format!("the host created a bad session id: {}", e.message)))?;
     let entry = SessionEntry::new(live, setup);
     agent.registry.insert(reservation, entry.clone())?;
     Ok(entry)
@@ -183,11 +169,7 @@ pub(crate) fn new_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
     Box::pin(async move {
         let request: NewSessionRequest = decode(params)?;
         agent.require_authenticated()?;
-        let setup = Setup::new(
-            request.cwd,
-            request.additional_directories.clone(),
-            request.mcp_servers,
-        )?;
+        let setup = Setup::new(request.cwd, request.additional_directories.clone(), request.mcp_servers)?;
         let reservation = agent.registry.reserve()?;
         let live = agent.options.host.new_session(setup.clone()).await?;
         let entry = register(&agent, reservation, live, setup)?;

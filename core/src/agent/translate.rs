@@ -6,8 +6,8 @@
 //! skipped, never guessed.
 
 use crate::acp::{
-    ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, UsageUpdate,
+    ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use crate::harness::{Event, EventKind, TokenChannel};
 
@@ -16,44 +16,48 @@ pub fn translate(event: &Event) -> Option<SessionUpdate> {
     if !event.is_public() {
         return None;
     }
-    match &event.kind {
+    if let EventKind::TokenDelta { .. } = &event.kind {
+        // Token deltas are the hot path; the owned form moves their text instead of copying it.
+        return translate_owned(event.clone());
+    }
+    translate_borrowed(event)
+}
+
+/// Like [`translate`], consuming the event (no copy of streamed text).
+pub fn translate_owned(event: Event) -> Option<SessionUpdate> {
+    if !event.is_public() {
+        return None;
+    }
+    match event.kind {
         EventKind::TokenDelta { text, channel } => {
-            let chunk = ContentChunk::new(ContentBlock::from(text.clone()));
+            let chunk = ContentChunk::new(ContentBlock::from(text));
             Some(match channel {
                 TokenChannel::Message => SessionUpdate::AgentMessageChunk(chunk),
                 TokenChannel::Thought => SessionUpdate::AgentThoughtChunk(chunk),
             })
         }
-        EventKind::ToolCallStarted {
-            call_id,
-            name,
-            kind,
-            input,
-        } => Some(SessionUpdate::ToolCall(
+        _ => translate_borrowed(&event),
+    }
+}
+
+fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
+    match &event.kind {
+        EventKind::ToolCallStarted { call_id, name, kind, input } => Some(SessionUpdate::ToolCall(
             ToolCall::new(call_id.as_str().to_owned(), name.clone())
                 .kind(*kind)
                 .status(ToolCallStatus::Pending)
                 .raw_input(input.clone()),
         )),
-        EventKind::ToolCallProgress {
-            call_id,
-            status,
-            content,
-        } => {
+        EventKind::ToolCallProgress { call_id, status, content } => {
             let mut fields = ToolCallUpdateFields::new().status(*status);
             if let Some(content) = content {
                 fields = fields.content(wrap(content));
             }
             Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.as_str().to_owned(), fields)))
         }
-        EventKind::ToolCallCompleted {
-            call_id,
-            output,
-            is_error,
-        } => Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-            call_id.as_str().to_owned(),
-            completed_fields(output, *is_error),
-        ))),
+        EventKind::ToolCallCompleted { call_id, output, is_error } => Some(SessionUpdate::ToolCallUpdate(
+            ToolCallUpdate::new(call_id.as_str().to_owned(), completed_fields(output, *is_error)),
+        )),
         EventKind::ContextMeasured { used, size } => Some(SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size))),
         EventKind::SessionMetaChanged { title, updated_at } => {
             let mut info = SessionInfoUpdate::new();
@@ -71,16 +75,12 @@ pub fn translate(event: &Event) -> Option<SessionUpdate> {
 
 /// Tool output wrapped as tool-call content.
 pub(crate) fn wrap(content: &[ContentBlock]) -> Vec<ToolCallContent> {
-    content.iter().cloned().map(|block| ToolCallContent::from(block)).collect()
+    content.iter().cloned().map(ToolCallContent::from).collect()
 }
 
 /// The fields of a finished tool call.
 pub(crate) fn completed_fields(output: &[ContentBlock], is_error: bool) -> ToolCallUpdateFields {
-    let status = if is_error {
-        ToolCallStatus::Failed
-    } else {
-        ToolCallStatus::Completed
-    };
+    let status = if is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
     let fields = ToolCallUpdateFields::new().status(status);
     if output.is_empty() { fields } else { fields.content(wrap(output)) }
 }

@@ -11,8 +11,6 @@ pub mod gate;
 pub mod ids;
 
 pub use content::{AiMessage, Message, ToolCallRequest, ToolResultMessage, UserMessage};
-pub use event::{
-    Cause, Coordinates, Event, EventClass, EventHeader, EventKind, StopReason, TokenChannel, Visibility,
-};
+pub use event::{Cause, Coordinates, Event, EventClass, EventHeader, EventKind, StopReason, TokenChannel, Visibility};
 pub use gate::{ApprovalAction, Gate, GateKind, GateResolver, GateResponse};
 pub use ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};

@@ -6,7 +6,10 @@
 //!   the returned future; responses to our own requests are routed straight to their waiters. A
 //!   handler that awaits the client (a permission request inside `session/prompt`) therefore never
 //!   occupies anything the reader needs to deliver the client's answer.
-//! - Notifications are applied one at a time, in arrival order, by a single worker task.
+//! - Notifications get the same two steps: [`Handler::notification`] runs on the reader, in arrival
+//!   order (its synchronous part — e.g. `session/cancel` cancelling the prompt in flight — takes
+//!   effect before the next line is read, so a cancel can never leak onto a prompt sent after it),
+//!   and the futures it returns are awaited one at a time, in arrival order, by a single worker.
 //! - Every request gets exactly one response: its handler's result, `-32800` when it was cancelled
 //!   with `$/cancel_request` (unless the method answers cancellation itself, as `session/prompt`
 //!   does with a `cancelled` stop reason), `-32603` when its handler panicked, `-32600` for a
@@ -37,7 +40,11 @@ use crate::error::{Error, ErrorExt};
 pub trait Handler: Send + Sync + 'static {
     /// Runs on the reader, in arrival order, for each request; returns the future that answers
     /// it, which runs concurrently with everything else. Must not block.
-    fn accept(self: Arc<Self>, request: IncomingRequest, cx: RequestContext) -> BoxFuture<'static, Result<Value, Error>>;
+    fn accept(
+        self: Arc<Self>,
+        request: IncomingRequest,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Value, Error>>;
 
     /// Whether `method` answers `$/cancel_request` itself (by watching
     /// [`RequestContext::cancelled`]) instead of being answered `-32800`.
@@ -46,7 +53,16 @@ pub trait Handler: Send + Sync + 'static {
         false
     }
 
-    /// Applies one notification; notifications are applied one at a time, in arrival order.
+    /// Whether `method` is answered before the next message is read (for `initialize`, whose
+    /// response must precede everything else the agent sends). Such a handler must be quick.
+    fn answers_inline(&self, method: &str) -> bool {
+        let _ = method;
+        false
+    }
+
+    /// Runs on the reader, in arrival order, for each notification; must not block. Whatever it
+    /// does synchronously takes effect before the next message is read; the returned future is
+    /// then awaited on the notification worker, one at a time, in arrival order.
     fn notification(self: Arc<Self>, notification: IncomingNotification) -> BoxFuture<'static, ()>;
 
     /// The peer's incoming stream ended; runs before in-flight requests are awaited.
@@ -75,9 +91,7 @@ pub struct ConnectionOptions {
 
 impl Default for ConnectionOptions {
     fn default() -> Self {
-        Self {
-            max_message_size: super::framing::DEFAULT_MAX_MESSAGE_SIZE,
-        }
+        Self { max_message_size: super::framing::DEFAULT_MAX_MESSAGE_SIZE }
     }
 }
 
@@ -104,8 +118,8 @@ where
     let writer_done = CancellationToken::new();
     let writer_task = tokio::spawn(write_loop(writer, rx, writer_done.clone()));
 
-    let (notify_tx, notify_rx) = mpsc::channel::<IncomingNotification>(OUTGOING_QUEUE);
-    let notification_task = tokio::spawn(notification_loop(handler.clone(), notify_rx));
+    let (notify_tx, notify_rx) = mpsc::channel::<(String, BoxFuture<'static, ()>)>(OUTGOING_QUEUE);
+    let notification_task = tokio::spawn(notification_loop(notify_rx));
 
     let tasks = TaskTracker::new();
     let in_flight: InFlight = Arc::default();
@@ -143,8 +157,16 @@ where
                 cancel_incoming(&in_flight, &n.params);
             }
             Ok(Incoming::Notification(n)) => {
-                if notify_tx.send(n).await.is_err() {
-                    tracing::error!("notification worker stopped");
+                let method = n.method.clone();
+                match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().notification(n))) {
+                    Ok(applied) => {
+                        if notify_tx.send((method, applied)).await.is_err() {
+                            tracing::error!("notification worker stopped");
+                        }
+                    }
+                    Err(panic) => {
+                        tracing::error!(method, panic = panic_message(&*panic), "a notification handler panicked");
+                    }
                 }
             }
             Ok(Incoming::Request(request)) => {
@@ -196,11 +218,7 @@ async fn dispatch<H: Handler + ?Sized>(
     }
     let method = request.method.clone();
     let self_cancelling = handler.answers_cancellation(&method);
-    let cx = RequestContext {
-        id: id.clone(),
-        cancelled: token.clone(),
-        peer: peer.clone(),
-    };
+    let cx = RequestContext { id: id.clone(), cancelled: token.clone(), peer: peer.clone() };
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().accept(request, cx))) {
         Ok(future) => future,
         Err(panic) => {
@@ -209,9 +227,10 @@ async fn dispatch<H: Handler + ?Sized>(
             Box::pin(async move { Err(panic_error(&method, &message)) })
         }
     };
+    let inline = handler.answers_inline(&method);
     let peer = peer.clone();
     let in_flight = in_flight.clone();
-    tasks.spawn(async move {
+    let answer = async move {
         let guarded = AssertUnwindSafe(future).catch_unwind();
         let outcome = tokio::select! {
             biased;
@@ -224,7 +243,12 @@ async fn dispatch<H: Handler + ?Sized>(
         };
         in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
         let _ = peer.respond(&id, &outcome).await;
-    });
+    };
+    if inline {
+        answer.await;
+    } else {
+        tasks.spawn(answer);
+    }
 }
 
 fn panic_error(method: &str, message: &str) -> Error {
@@ -252,20 +276,16 @@ fn cancel_incoming(in_flight: &InFlight, params: &Value) {
         return;
     };
     let token = in_flight.lock().unwrap_or_else(PoisonError::into_inner).get(&id).cloned();
-    match token {
-        Some(token) => token.cancel(),
-        None => tracing::debug!(%id, "`$/cancel_request` for an unknown or finished request; ignored"),
+    if let Some(token) = token {
+        token.cancel();
+    } else {
+        tracing::debug!(%id, "`$/cancel_request` for an unknown or finished request; ignored");
     }
 }
 
-async fn notification_loop<H: Handler + ?Sized>(handler: Arc<H>, mut rx: mpsc::Receiver<IncomingNotification>) {
-    while let Some(notification) = rx.recv().await {
-        let method = notification.method.clone();
-        let applied = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().notification(notification))) {
-            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
-            Err(panic) => Err(panic),
-        };
-        if let Err(panic) = applied {
+async fn notification_loop(mut rx: mpsc::Receiver<(String, BoxFuture<'static, ()>)>) {
+    while let Some((method, applied)) = rx.recv().await {
+        if let Err(panic) = AssertUnwindSafe(applied).catch_unwind().await {
             tracing::error!(method, panic = panic_message(&*panic), "a notification handler panicked");
         }
     }
@@ -298,7 +318,11 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             }
         }
         if rx.is_empty() {
-            out.flush().await?;
+            // Give producers one chance to queue more before paying for a flush.
+            tokio::task::yield_now().await;
+            if rx.is_empty() {
+                out.flush().await?;
+            }
         }
     }
     out.flush().await?;

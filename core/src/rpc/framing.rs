@@ -35,11 +35,7 @@ pub struct LineReader<R> {
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
     /// Wraps `inner`, accepting lines of at most `max` bytes.
     pub fn new(inner: R, max: usize) -> Self {
-        Self {
-            inner,
-            max,
-            buf: Vec::new(),
-        }
+        Self { inner, max, buf: Vec::new() }
     }
 
     /// Reads the next frame. A final line without a terminator before EOF is still a line.
@@ -133,14 +129,7 @@ mod tests {
         let mut input = vec![b'x'; 100];
         input.extend_from_slice(b"\nok\n");
         let got = frames(&input, 10).await;
-        assert_eq!(
-            got,
-            vec![
-                Frame::Oversize { len: 100 },
-                Frame::Line(b"ok".to_vec()),
-                Frame::Eof
-            ]
-        );
+        assert_eq!(got, vec![Frame::Oversize { len: 100 }, Frame::Line(b"ok".to_vec()), Frame::Eof]);
     }
 
     #[tokio::test]

@@ -58,6 +58,7 @@ pub struct Malformed {
 }
 
 /// Classifies one line.
+#[allow(clippy::result_large_err, reason = "built once per malformed line and answered at once")]
 pub fn classify(line: &[u8]) -> Result<Incoming, Malformed> {
     let value: Value = serde_json::from_slice(line).map_err(|e| Malformed {
         id: RequestId::Null,
@@ -68,12 +69,9 @@ pub fn classify(line: &[u8]) -> Result<Incoming, Malformed> {
     };
     let id = match object.remove("id") {
         None => None,
-        Some(raw) => Some(parse_id(raw).ok_or_else(|| {
-            invalid(
-                RequestId::Null,
-                "`id` must be a string, an integer or null",
-            )
-        })?),
+        Some(raw) => {
+            Some(parse_id(raw).ok_or_else(|| invalid(RequestId::Null, "`id` must be a string, an integer or null"))?)
+        }
     };
     let answer_id = id.clone().unwrap_or(RequestId::Null);
     match object.get("jsonrpc") {
@@ -91,10 +89,8 @@ pub fn classify(line: &[u8]) -> Result<Incoming, Malformed> {
     }
 }
 
-fn classify_response(
-    id: Option<RequestId>,
-    mut object: serde_json::Map<String, Value>,
-) -> Result<Incoming, Malformed> {
+#[allow(clippy::result_large_err, reason = "see `classify`")]
+fn classify_response(id: Option<RequestId>, mut object: serde_json::Map<String, Value>) -> Result<Incoming, Malformed> {
     let Some(id) = id else {
         return Err(invalid(RequestId::Null, "a request needs a `method`"));
     };
@@ -103,10 +99,7 @@ fn classify_response(
         (None, Some(error)) => Err(serde_json::from_value::<Error>(error)
             .unwrap_or_else(|e| Error::internal_msg(format!("malformed error object: {e}")))),
         _ => {
-            return Err(Malformed {
-                id,
-                error: None,
-            });
+            return Err(Malformed { id, error: None });
         }
     };
     Ok(Incoming::Response { id, outcome })
@@ -122,10 +115,7 @@ fn parse_id(raw: Value) -> Option<RequestId> {
 }
 
 fn invalid(id: RequestId, message: &str) -> Malformed {
-    Malformed {
-        id,
-        error: Some(Error::invalid_request_msg(message)),
-    }
+    Malformed { id, error: Some(Error::invalid_request_msg(message)) }
 }
 
 /// An outgoing request, notification or response, serialised straight from borrowed parts.
@@ -145,7 +135,7 @@ struct Envelope<'a, P: Serialize> {
 }
 
 fn line<P: Serialize>(envelope: &Envelope<'_, P>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
+    let mut out = Vec::with_capacity(256);
     // Serialising our own types into a Vec cannot fail: every map key is a string.
     if serde_json::to_writer(&mut out, envelope).is_err() {
         out.clear();
@@ -157,14 +147,7 @@ fn line<P: Serialize>(envelope: &Envelope<'_, P>) -> Vec<u8> {
 
 /// One line holding a notification.
 pub fn notification_line<P: Serialize>(method: &str, params: &P) -> Vec<u8> {
-    line(&Envelope {
-        jsonrpc: "2.0",
-        id: None,
-        method: Some(method),
-        params: Some(params),
-        result: None,
-        error: None,
-    })
+    line(&Envelope { jsonrpc: "2.0", id: None, method: Some(method), params: Some(params), result: None, error: None })
 }
 
 /// One line holding a request.
@@ -185,14 +168,7 @@ pub fn response_line(id: &RequestId, outcome: &Result<Value, Error>) -> Vec<u8> 
         Ok(result) => (Some(result), None),
         Err(error) => (None, Some(error)),
     };
-    line::<()>(&Envelope {
-        jsonrpc: "2.0",
-        id: Some(id),
-        method: None,
-        params: None,
-        result,
-        error,
-    })
+    line::<()>(&Envelope { jsonrpc: "2.0", id: Some(id), method: None, params: None, result, error })
 }
 
 #[cfg(test)]
@@ -222,10 +198,7 @@ mod tests {
             classify(br#"{"jsonrpc":"2.0","id":"x","method":"m","params":{}}"#),
             Ok(Incoming::Request(_))
         ));
-        assert!(matches!(
-            classify(br#"{"jsonrpc":"2.0","method":"m"}"#),
-            Ok(Incoming::Notification(_))
-        ));
+        assert!(matches!(classify(br#"{"jsonrpc":"2.0","method":"m"}"#), Ok(Incoming::Notification(_))));
         assert!(matches!(
             classify(br#"{"jsonrpc":"2.0","id":4,"result":null}"#),
             Ok(Incoming::Response { outcome: Ok(Value::Null), .. })

@@ -119,11 +119,10 @@ impl Peer {
             RequestId::Number(n) => self.lock_pending().remove(n),
             _ => None,
         };
-        match waiter {
-            Some(waiter) => {
-                let _ = waiter.send(outcome);
-            }
-            None => tracing::warn!(%id, "response to an unknown or finished request; dropped"),
+        if let Some(waiter) = waiter {
+            let _ = waiter.send(outcome);
+        } else {
+            tracing::warn!(%id, "response to an unknown or finished request; dropped");
         }
     }
 
@@ -161,10 +160,7 @@ impl Drop for PendingGuard<'_> {
         if self.answered || self.peer.lock_pending().remove(&self.number).is_none() {
             return;
         }
-        let line = notification_line(
-            "$/cancel_request",
-            &serde_json::json!({ "requestId": self.number }),
-        );
+        let line = notification_line("$/cancel_request", &serde_json::json!({ "requestId": self.number }));
         // Best effort and never blocking in a destructor: a full queue means the peer is not
         // reading, and the cancellation is advisory.
         let _ = self.peer.inner.tx.try_send(line);

@@ -1,10 +1,170 @@
-//! The stdio transport: the process's stdin and stdout.
+//! The stdio transport: the process's stdin, and stdout written by one dedicated thread.
 //!
 //! Architecture invariant: this is the only module that touches stdout, and it only hands it to
-//! the connection's writer task, the single writer of protocol messages.
+//! the connection's writer task (through [`ThreadStdout`]), the single writer of protocol messages.
+//!
+//! Why threads: tokio's own `Stdin` and `Stdout` perform every read and write on the blocking pool,
+//! a thread handoff per operation. [`ThreadStdin`] is one thread reading stdin in large chunks into
+//! a bounded channel. [`ThreadStdout`] queues the writer's (already batched) buffers on a bounded channel
+//! to one thread that owns stdout; a flush returns once its bytes are queued, and shutdown waits
+//! until the thread has written and flushed everything. The channel is bounded, so a client that
+//! stops reading stalls the writer task (and, through it, the producers) instead of growing memory.
 
-/// The process's stdin and stdout as a transport pair.
-#[allow(clippy::print_stdout, reason = "stdout is the protocol channel; only the writer task uses it")]
-pub fn transport() -> (tokio::io::Stdin, tokio::io::Stdout) {
-    (tokio::io::stdin(), tokio::io::stdout())
+use std::io::{Read, Write};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::PollSender;
+
+/// Buffers in flight between the writer task and the stdout thread.
+const STDOUT_QUEUE: usize = 16;
+
+/// The process's stdin and stdout, each served by a dedicated thread, as a transport pair.
+pub fn transport() -> std::io::Result<(ThreadStdin, ThreadStdout)> {
+    Ok((ThreadStdin::spawn()?, ThreadStdout::spawn()?))
 }
+
+/// An [`AsyncRead`] fed by a dedicated thread reading the process's stdin.
+///
+/// The thread stays blocked in `read` after the connection is done with it; it ends with the
+/// process, or when stdin reaches end of file.
+pub struct ThreadStdin {
+    rx: mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    pos: usize,
+}
+
+impl std::fmt::Debug for ThreadStdin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadStdin").finish_non_exhaustive()
+    }
+}
+
+impl ThreadStdin {
+    /// Starts the stdin thread.
+    pub fn spawn() -> std::io::Result<Self> {
+        let (tx, rx) = mpsc::channel(STDOUT_QUEUE);
+        std::thread::Builder::new().name("acp-stdin".into()).spawn(move || {
+            let stdin = std::io::stdin();
+            let mut input = stdin.lock();
+            loop {
+                let mut buf = vec![0u8; 64 * 1024];
+                match input.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        if tx.blocking_send(Ok(buf)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.blocking_send(Err(e));
+                        break;
+                    }
+                }
+            }
+        })?;
+        Ok(Self { rx, chunk: Vec::new(), pos: 0 })
+    }
+}
+
+impl AsyncRead for ThreadStdin {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        if self.pos == self.chunk.len() {
+            match self.rx.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                Poll::Ready(Some(Ok(chunk))) => {
+                    self.chunk = chunk;
+                    self.pos = 0;
+                }
+            }
+        }
+        let n = buf.remaining().min(self.chunk.len() - self.pos);
+        let start = self.pos;
+        buf.put_slice(&self.chunk[start..start + n]);
+        self.pos += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// An [`AsyncWrite`] whose bytes a dedicated thread writes to the process's stdout.
+pub struct ThreadStdout {
+    tx: Option<PollSender<Vec<u8>>>,
+    done: Option<oneshot::Receiver<std::io::Result<()>>>,
+}
+
+impl std::fmt::Debug for ThreadStdout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadStdout").finish_non_exhaustive()
+    }
+}
+
+impl ThreadStdout {
+    /// Starts the stdout thread.
+    pub fn spawn() -> std::io::Result<Self> {
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(STDOUT_QUEUE);
+        let (done_tx, done_rx) = oneshot::channel();
+        std::thread::Builder::new().name("acp-stdout".into()).spawn(move || {
+            #[allow(clippy::print_stdout, reason = "the one place that writes the protocol to stdout")]
+            let result = (|| {
+                let stdout = std::io::stdout();
+                let mut out = stdout.lock();
+                while let Some(buf) = rx.blocking_recv() {
+                    out.write_all(&buf)?;
+                    if rx.is_empty() {
+                        out.flush()?;
+                    }
+                }
+                out.flush()
+            })();
+            let _ = done_tx.send(result);
+        })?;
+        Ok(Self { tx: Some(PollSender::new(tx)), done: Some(done_rx) })
+    }
+}
+
+fn closed() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the stdout thread stopped")
+}
+
+impl AsyncWrite for ThreadStdout {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let Some(tx) = self.tx.as_mut() else {
+            return Poll::Ready(Err(closed()));
+        };
+        match tx.poll_reserve(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(_)) => Poll::Ready(Err(closed())),
+            Poll::Ready(Ok(())) => match tx.send_item(buf.to_vec()) {
+                Ok(()) => Poll::Ready(Ok(buf.len())),
+                Err(_) => Poll::Ready(Err(closed())),
+            },
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // Queued bytes are written by the thread, which flushes whenever its queue runs dry.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.tx = None;
+        let Some(done) = self.done.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        match Pin::new(done).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(result) => {
+                self.done = None;
+                Poll::Ready(result.unwrap_or_else(|_| Err(closed())))
+            }
+        }
+    }
+}
+
+use std::future::Future as _;

@@ -133,7 +133,10 @@ struct ReceiverStream(mpsc::Receiver<Event>);
 impl futures::Stream for ReceiverStream {
     type Item = Event;
 
-    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Event>> {
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Event>> {
         self.0.poll_recv(cx)
     }
 }

@@ -48,11 +48,11 @@ pub use turn::{Permission, Turn};
 
 use crate::acp::{SessionConfigOption, SessionId, StopReason};
 use crate::error::{Error, ErrorExt};
+use crate::harness::EventKind;
 use crate::host::{
     LiveSession, LoadedSession, SessionCatalog, SessionCatalogEntry, SessionDeleter, SessionHost, SessionLoader,
     SessionResumer, Setup,
 };
-use crate::harness::EventKind;
 use crate::{Agent, Options};
 
 /// What a product writes: how one turn runs, plus optional hooks.
@@ -168,23 +168,22 @@ impl Runner {
         self.inner.live_session(id)
     }
 
-    fn open(&self, id: SessionId, setup: &Setup, turns_so_far: u64, has_title: bool) -> Result<Arc<RunnerSession>, Error> {
+    fn open(
+        &self,
+        id: SessionId,
+        setup: &Setup,
+        turns_so_far: u64,
+        has_title: bool,
+    ) -> Result<Arc<RunnerSession>, Error> {
         let session = RunnerSession::new(self.inner.clone(), id, setup.cwd().to_path_buf(), turns_so_far, has_title);
         self.inner.track(&session)?;
         Ok(session)
     }
 
     fn reopen(&self, id: &SessionId, setup: &Setup) -> Result<(Arc<RunnerSession>, Vec<crate::harness::Event>), Error> {
-        let record = self
-            .inner
-            .store
-            .session(id)?
-            .ok_or_else(|| Error::session_not_found(&id.0))?;
+        let record = self.inner.store.session(id)?.ok_or_else(|| Error::session_not_found(&id.0))?;
         let history = self.inner.store.events(id)?;
-        let turns = history
-            .iter()
-            .filter(|e| matches!(e.kind, EventKind::TurnStarted { .. }))
-            .count();
+        let turns = history.iter().filter(|e| matches!(e.kind, EventKind::TurnStarted { .. })).count();
         let session = self.open(id.clone(), setup, u64::try_from(turns).unwrap_or(u64::MAX), record.title.is_some())?;
         Ok((session, history))
     }

@@ -43,6 +43,8 @@ pub struct RunnerSession {
     hub: EventHub,
     running: Mutex<Option<Running>>,
     gates: Mutex<HashMap<GateId, oneshot::Sender<GateResponse>>>,
+    /// Enduring events published but not yet journaled (see [`RunnerSession::publish`]).
+    unjournaled: Mutex<Vec<Event>>,
     config: Mutex<Vec<SessionConfigOption>>,
     counter: AtomicU64,
     event_counter: AtomicU64,
@@ -56,7 +58,13 @@ impl std::fmt::Debug for RunnerSession {
 }
 
 impl RunnerSession {
-    pub(crate) fn new(runner: Arc<RunnerInner>, id: SessionId, cwd: PathBuf, turns_so_far: u64, has_title: bool) -> Arc<Self> {
+    pub(crate) fn new(
+        runner: Arc<RunnerInner>,
+        id: SessionId,
+        cwd: PathBuf,
+        turns_so_far: u64,
+        has_title: bool,
+    ) -> Arc<Self> {
         let config = runner.turns.config_options();
         Arc::new(Self {
             id,
@@ -65,6 +73,7 @@ impl RunnerSession {
             runner,
             running: Mutex::default(),
             gates: Mutex::default(),
+            unjournaled: Mutex::default(),
             config: Mutex::new(config),
             counter: AtomicU64::new(turns_so_far),
             event_counter: AtomicU64::new(0),
@@ -108,17 +117,19 @@ impl RunnerSession {
                 class,
                 visibility,
                 cause: Cause { command_id: command.cloned() },
-                coordinates: Coordinates {
-                    loop_id: at.map(|(l, _)| l.clone()),
-                    turn_id: at.map(|(_, t)| t.clone()),
-                },
+                coordinates: Coordinates { loop_id: at.map(|(l, _)| l.clone()), turn_id: at.map(|(_, t)| t.clone()) },
             },
             kind,
         }
     }
 
-    /// Publishes an event; Enduring events are journaled first (a journal failure is logged and
-    /// the event still delivered, so the live client sees what happened).
+    /// Publishes an event.
+    ///
+    /// Enduring events are journaled in batches, one transaction each: the events of a turn
+    /// gather until a point where the turn may wait or end — its `TurnStarted`, a gate opening,
+    /// its terminal — and are written before that event is delivered. A crash can lose at most
+    /// the steps of the turn in progress, never an earlier turn; a journal failure is logged and
+    /// the event still delivered, so the live client sees what happened.
     pub(crate) async fn publish(
         &self,
         class: EventClass,
@@ -129,8 +140,25 @@ impl RunnerSession {
     ) {
         let event = self.build_event(class, visibility, command, at, kind);
         if class == EventClass::Enduring {
-            if let Err(e) = self.runner.store.append_event(&self.id, &event) {
-                tracing::error!(session = %self.id, error = %e, "could not journal an event");
+            let flush = matches!(
+                event.kind,
+                EventKind::TurnStarted { .. }
+                    | EventKind::GateOpened { .. }
+                    | EventKind::TurnDone { .. }
+                    | EventKind::TurnFailed { .. }
+                    | EventKind::TurnInterrupted {}
+                    | EventKind::CompactWaiterResolved {}
+                    | EventKind::CompactWaiterRejected { .. }
+            );
+            let batch = {
+                let mut pending = self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner);
+                pending.push(event.clone());
+                if flush { std::mem::take(&mut *pending) } else { Vec::new() }
+            };
+            if !batch.is_empty() {
+                if let Err(e) = self.runner.store.append_events(&self.id, &batch) {
+                    tracing::error!(session = %self.id, error = %e, "could not journal events");
+                }
             }
         }
         self.hub.publish(event).await;
@@ -184,18 +212,17 @@ impl RunnerSession {
         )
         .await;
         let now = now_rfc3339();
-        let title = if self.has_title.load(Ordering::Acquire) {
-            None
-        } else {
-            self.runner.turns.title(&prompt_text)
-        };
+        let title = if self.has_title.load(Ordering::Acquire) { None } else { self.runner.turns.title(&prompt_text) };
         if let Err(e) = self.runner.store.touch_session(&self.id, title.as_deref(), &now) {
             tracing::error!(session = %self.id, error = %e, "could not update the session's metadata");
         }
         if let Some(title) = title {
             self.has_title.store(true, Ordering::Release);
-            turn.emit(EventClass::Ephemeral, EventKind::SessionMetaChanged { title: Some(title), updated_at: Some(now) })
-                .await;
+            turn.emit(
+                EventClass::Ephemeral,
+                EventKind::SessionMetaChanged { title: Some(title), updated_at: Some(now) },
+            )
+            .await;
         }
         let outcome = AssertUnwindSafe(self.runner.turns.run_turn(&turn)).catch_unwind().await;
         turn.end_step().await;
@@ -296,9 +323,9 @@ impl Compactor for RunnerSession {
             let kind = match outcome {
                 Ok(Ok(())) => EventKind::CompactWaiterResolved {},
                 Ok(Err(e)) => EventKind::CompactWaiterRejected { reason: e.message },
-                Err(panic) => EventKind::CompactWaiterRejected {
-                    reason: crate::rpc::connection::panic_message(&*panic),
-                },
+                Err(panic) => {
+                    EventKind::CompactWaiterRejected { reason: crate::rpc::connection::panic_message(&*panic) }
+                }
             };
             this.publish(EventClass::Enduring, Visibility::Public, Some(&reply_to), None, kind).await;
         });
@@ -319,7 +346,9 @@ impl RuntimeConfig for RunnerSession {
             .find(|o| o.id == config_id)
             .ok_or_else(|| Error::invalid_params_msg(format!("unknown config option `{config_id}`")))?;
         match (&mut option.kind, value) {
-            (SessionConfigKind::Select(select), SessionConfigOptionValue::ValueId { value }) => select.current_value = value,
+            (SessionConfigKind::Select(select), SessionConfigOptionValue::ValueId { value }) => {
+                select.current_value = value
+            }
             (SessionConfigKind::Boolean(boolean), SessionConfigOptionValue::Boolean { value }) => {
                 boolean.current_value = value;
             }

@@ -284,30 +284,35 @@ impl Store for SqliteStore {
     fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
         let what = format!("touch session {id}");
         self.write(&what, |tx| {
-            tx.execute(
-                "UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1",
-                params![&*id.0, title, updated_at],
-            )
-            .map_err(|e| sql_error(&what, &e))?;
+            tx.prepare_cached("UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1")
+                .and_then(|mut stmt| stmt.execute(params![&*id.0, title, updated_at]))
+                .map_err(|e| sql_error(&what, &e))?;
             Ok(())
         })
     }
 
     fn append_event(&self, id: &SessionId, event: &Event) -> Result<(), StoreError> {
-        let body =
-            serde_json::to_string(event).map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))?;
-        let what = format!("append an event to session {id}");
+        self.append_events(id, std::slice::from_ref(event))
+    }
+
+    fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
+        let bodies = events
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))?;
+        let what = format!("append events to session {id}");
         self.write(&what, |tx| {
             // Inserting through a SELECT of the session makes "no such session" a row count of 0
             // rather than a constraint error.
-            let inserted = tx
-                .execute(
-                    "INSERT INTO events (session_id, body) SELECT id, ?2 FROM sessions WHERE id = ?1",
-                    params![&*id.0, body],
-                )
+            let mut stmt = tx
+                .prepare_cached("INSERT INTO events (session_id, body) SELECT id, ?2 FROM sessions WHERE id = ?1")
                 .map_err(|e| sql_error(&what, &e))?;
-            if inserted == 0 {
-                return Err(StoreError(format!("no session {id}")));
+            for body in &bodies {
+                let inserted = stmt.execute(params![&*id.0, body]).map_err(|e| sql_error(&what, &e))?;
+                if inserted == 0 {
+                    return Err(StoreError(format!("no session {id}")));
+                }
             }
             Ok(())
         })

@@ -51,6 +51,11 @@ pub trait Store: Send + Sync + 'static {
     fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError>;
     /// Appends one Enduring event to the session's journal, after every earlier one.
     fn append_event(&self, id: &SessionId, event: &Event) -> Result<(), StoreError>;
+    /// Appends several Enduring events at once, in order (one transaction where the store has
+    /// them: all or nothing).
+    fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
+        events.iter().try_for_each(|event| self.append_event(id, event))
+    }
     /// The session's journal, oldest first.
     fn events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError>;
     /// Deletes a session and its journal; deleting an unknown id succeeds.
@@ -124,20 +129,13 @@ impl Store for MemoryStore {
 
 /// The current time as RFC 3339 UTC with millisecond precision (`2026-11-30T11:20:00.123Z`).
 pub fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let secs = now.as_secs();
     let millis = now.subsec_millis();
     let days = secs / 86_400;
     let rem = secs % 86_400;
     let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
 /// Days since 1970-01-01 → (year, month, day), Howard Hinnant's algorithm.

@@ -14,13 +14,13 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::session::RunnerSession;
-use crate::host::LiveSession;
 use crate::acp::{ContentBlock, SessionId, ToolCallStatus, ToolKind};
 use crate::harness::content::{plain_text, text_block};
 use crate::harness::{
     AiMessage, ApprovalAction, CommandId, EventClass, EventKind, Gate, GateId, GateKind, GateResolver, GateResponse,
     LoopId, Message, TokenChannel, ToolCallId, ToolCallRequest, ToolResultMessage, TurnId, Visibility,
 };
+use crate::host::LiveSession;
 
 /// How a permission request was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,10 +84,7 @@ pub struct Turn {
 
 impl std::fmt::Debug for Turn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Turn")
-            .field("session", &self.session.id())
-            .field("turn", &self.turn_id)
-            .finish_non_exhaustive()
+        f.debug_struct("Turn").field("session", &self.session.id()).field("turn", &self.turn_id).finish_non_exhaustive()
     }
 }
 
@@ -156,9 +153,7 @@ impl Turn {
     }
 
     pub(crate) async fn emit(&self, class: EventClass, kind: EventKind) {
-        self.session
-            .publish(class, Visibility::Public, None, Some((&self.loop_id, &self.turn_id)), kind)
-            .await;
+        self.session.publish(class, Visibility::Public, None, Some((&self.loop_id, &self.turn_id)), kind).await;
     }
 
     /// Streams reply text (`agent_message_chunk`); waits while the client is slow to read.
@@ -214,21 +209,20 @@ impl Turn {
             kind,
             input: input.clone(),
         });
-        self.emit(
-            EventClass::Ephemeral,
-            EventKind::ToolCallStarted { call_id: call_id.clone(), name, kind, input },
-        )
-        .await;
+        self.emit(EventClass::Ephemeral, EventKind::ToolCallStarted { call_id: call_id.clone(), name, kind, input })
+            .await;
         call_id
     }
 
     /// Reports progress of a tool call (`tool_call_update`).
-    pub async fn tool_progress(&self, call_id: &ToolCallId, status: Option<ToolCallStatus>, content: Option<Vec<ContentBlock>>) {
-        self.emit(
-            EventClass::Ephemeral,
-            EventKind::ToolCallProgress { call_id: call_id.clone(), status, content },
-        )
-        .await;
+    pub async fn tool_progress(
+        &self,
+        call_id: &ToolCallId,
+        status: Option<ToolCallStatus>,
+        content: Option<Vec<ContentBlock>>,
+    ) {
+        self.emit(EventClass::Ephemeral, EventKind::ToolCallProgress { call_id: call_id.clone(), status, content })
+            .await;
     }
 
     /// Finishes a tool call successfully (`tool_call_update`, status completed).
@@ -242,21 +236,19 @@ impl Turn {
     }
 
     async fn finish_tool_call(&self, call_id: &ToolCallId, output: Vec<ContentBlock>, is_error: bool) {
-        self.lock_step().results.push(ToolResultMessage {
-            call_id: call_id.clone(),
-            output: output.clone(),
-            is_error,
-        });
-        self.emit(
-            EventClass::Ephemeral,
-            EventKind::ToolCallCompleted { call_id: call_id.clone(), output, is_error },
-        )
-        .await;
+        self.lock_step().results.push(ToolResultMessage { call_id: call_id.clone(), output: output.clone(), is_error });
+        self.emit(EventClass::Ephemeral, EventKind::ToolCallCompleted { call_id: call_id.clone(), output, is_error })
+            .await;
     }
 
     /// Asks the client for permission to run `call_id` (`session/request_permission`), offering
     /// `controls`; waits for the answer or the turn's cancellation.
-    pub async fn request_permission(&self, call_id: &ToolCallId, title: impl Into<String>, controls: &[ApprovalAction]) -> Permission {
+    pub async fn request_permission(
+        &self,
+        call_id: &ToolCallId,
+        title: impl Into<String>,
+        controls: &[ApprovalAction],
+    ) -> Permission {
         let gate = Gate {
             id: self.gate_id(),
             kind: GateKind::Permission,
@@ -301,9 +293,12 @@ impl Turn {
         let gate_id = gate.id.clone();
         self.session.open_gate(gate_id.clone(), tx);
         self.emit(EventClass::Enduring, EventKind::GateOpened { gate }).await;
+        // Cancellation wins over an answer that raced it: on `session/cancel` or close the facade
+        // interrupts the turn first and only then answers the gate (deny), so both may be ready.
         let answer = tokio::select! {
-            answer = rx => answer.ok(),
+            biased;
             () = self.cancel.cancelled() => None,
+            answer = rx => answer.ok(),
         };
         self.session.forget_gate(&gate_id);
         self.emit(EventClass::Enduring, EventKind::GateResolved { gate_id }).await;

@@ -23,6 +23,13 @@ pub struct ScriptedHost {
     /// When set, `new_session` panics.
     pub panic: std::sync::atomic::AtomicBool,
     pub created: Notify,
+    /// When set, `new_session` signals `new_session_entered` and then waits for
+    /// `release_new_session` before creating the session (a host call that blocks).
+    pub hold_new_session: std::sync::atomic::AtomicBool,
+    /// Signalled (one permit) each time a held `new_session` starts waiting.
+    pub new_session_entered: Notify,
+    /// Releases one held `new_session` (one permit).
+    pub release_new_session: Notify,
 }
 
 impl ScriptedHost {
@@ -46,6 +53,10 @@ impl ScriptedHost {
 impl SessionHost for ScriptedHost {
     async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
         assert!(!self.panic.load(Ordering::SeqCst), "scripted host panic in new_session");
+        if self.hold_new_session.load(Ordering::SeqCst) {
+            self.new_session_entered.notify_one();
+            self.release_new_session.notified().await;
+        }
         if let Some(e) = self.fail_with.lock().unwrap().clone() {
             return Err(e);
         }
@@ -75,6 +86,12 @@ pub struct ScriptedSession {
     pub interrupt_ends: Mutex<Option<(String, String)>>,
     /// Whether this session offers a shutdown hook.
     pub has_closer: std::sync::atomic::AtomicBool,
+    /// When set, `submit` fails with this error.
+    pub fail_submit: Mutex<Option<acp_facade::Error>>,
+    /// When set, `submit` panics.
+    pub panic_on_submit: std::sync::atomic::AtomicBool,
+    /// When set, `interrupt` fails (after counting the call).
+    pub fail_interrupt: std::sync::atomic::AtomicBool,
 }
 
 impl ScriptedSession {
@@ -94,6 +111,9 @@ impl ScriptedSession {
             shutdowns: AtomicUsize::new(0),
             interrupt_ends: Mutex::default(),
             has_closer: std::sync::atomic::AtomicBool::new(true),
+            fail_submit: Mutex::default(),
+            panic_on_submit: std::sync::atomic::AtomicBool::new(false),
+            fail_interrupt: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -106,7 +126,14 @@ impl ScriptedSession {
     }
 
     /// Emits an event to every subscriber.
-    pub fn emit(&self, kind: EventKind, class: EventClass, visibility: Visibility, command: Option<&CommandId>, at: Option<(&str, &str)>) {
+    pub fn emit(
+        &self,
+        kind: EventKind,
+        class: EventClass,
+        visibility: Visibility,
+        command: Option<&CommandId>,
+        at: Option<(&str, &str)>,
+    ) {
         let seq = self.seq.fetch_add(1, Ordering::SeqCst);
         let event = Event {
             header: EventHeader {
@@ -130,6 +157,11 @@ impl ScriptedSession {
         self.emit(kind, EventClass::Ephemeral, Visibility::Public, None, Some(at));
     }
 
+    /// An internal ephemeral event in the given turn.
+    pub fn internal(&self, at: (&str, &str), kind: EventKind) {
+        self.emit(kind, EventClass::Ephemeral, Visibility::Internal, None, Some(at));
+    }
+
     /// A public enduring event in the given turn.
     pub fn durable(&self, at: (&str, &str), kind: EventKind) {
         self.emit(kind, EventClass::Enduring, Visibility::Public, None, Some(at));
@@ -138,12 +170,41 @@ impl ScriptedSession {
     /// `TurnStarted` for `command` at `at`.
     pub fn start_turn(&self, command: &CommandId, at: (&str, &str)) {
         self.emit(
-            EventKind::TurnStarted { message: Default::default() },
+            EventKind::TurnStarted { message: acp_facade::harness::UserMessage::default() },
             EventClass::Enduring,
             Visibility::Public,
             Some(command),
             Some(at),
         );
+    }
+
+    /// Waits until `interrupt` has been called at least `n` times in all.
+    pub async fn wait_interrupts(&self, n: usize) {
+        tokio::time::timeout(super::STEP, async {
+            while self.interrupts.load(Ordering::SeqCst) < n {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("timed out waiting for interrupt");
+    }
+
+    /// The next submitted prompt, or `None` if `stop` resolves first.
+    pub async fn next_submit_or(
+        &self,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Option<(CommandId, Vec<ContentBlock>)> {
+        let mut rx = self.submits_rx.lock().await;
+        tokio::select! {
+            biased;
+            submit = rx.recv() => Some(submit.expect("submit channel closed")),
+            () = stop => None,
+        }
+    }
+
+    /// Ends every subscription (their streams end).
+    pub fn drop_subscribers(&self) {
+        self.subscribers.lock().unwrap().clear();
     }
 
     pub fn subscriber_count(&self) -> usize {
@@ -164,6 +225,10 @@ impl LiveSession for ScriptedSession {
     }
 
     async fn submit(&self, prompt: Vec<ContentBlock>) -> HostResult<CommandId> {
+        assert!(!self.panic_on_submit.load(Ordering::SeqCst), "scripted session panic in submit");
+        if let Some(e) = self.fail_submit.lock().unwrap().clone() {
+            return Err(e);
+        }
         let n = self.commands.fetch_add(1, Ordering::SeqCst) + 1;
         let command = CommandId::new(format!("{}-c{n}", self.id));
         let _ = self.submits_tx.send((command.clone(), prompt));
@@ -173,6 +238,9 @@ impl LiveSession for ScriptedSession {
     async fn interrupt(&self) -> HostResult<()> {
         self.interrupts.fetch_add(1, Ordering::SeqCst);
         self.interrupted.notify_waiters();
+        if self.fail_interrupt.load(Ordering::SeqCst) {
+            return Err(acp_facade::Error::new(-32603, "scripted interrupt failure"));
+        }
         let ends = self.interrupt_ends.lock().unwrap().clone();
         if let Some((l, t)) = ends {
             self.durable((&l, &t), EventKind::TurnInterrupted {});

@@ -4,6 +4,8 @@
 #![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate)]
 
 pub mod host;
+pub mod lifecycle;
+pub mod runner;
 pub mod schema;
 
 use std::collections::{HashMap, VecDeque};
@@ -204,30 +206,49 @@ impl TestClient {
 
     /// Sends `session/prompt` with one text block; returns the request id.
     pub async fn prompt(&mut self, session: &str, text: &str) -> Value {
-        self.send_request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
-        )
-        .await
+        self.send_request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}))
+            .await
     }
 
     /// Closes the client's writing side (EOF for the agent) and waits for `serve` to return.
     pub async fn hang_up(mut self) -> Vec<Value> {
         self.writer.shutdown().await.unwrap();
         let mut rest: Vec<Value> = self.backlog.drain(..).collect();
-        loop {
-            match tokio::time::timeout(STEP, self.lines.next_line()).await.expect("timed out draining") {
-                Ok(Some(line)) => {
-                    let value: Value = serde_json::from_str(&line).unwrap();
-                    schema::validate_agent_message(&value, &self.sent, &mut self.agent_requests);
-                    rest.push(value);
-                }
-                _ => break,
-            }
+        while let Ok(Some(line)) = tokio::time::timeout(STEP, self.lines.next_line()).await.expect("timed out draining")
+        {
+            let value: Value = serde_json::from_str(&line).unwrap();
+            schema::validate_agent_message(&value, &self.sent, &mut self.agent_requests);
+            rest.push(value);
         }
         tokio::time::timeout(STEP, self.serve).await.expect("serve did not return").unwrap().unwrap();
         rest
     }
+}
+
+/// Proves the connection still serves: a fresh `session/new` succeeds and is the very next
+/// message from the agent. Returns the new session's id.
+pub async fn assert_serving(client: &mut TestClient) -> String {
+    let id = client.send_request("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
+    let next = client.next().await.0;
+    assert!(Received(next.clone()).is_response_to(&id), "expected the `session/new` response next, got {next}");
+    next.pointer("/result/sessionId")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("`session/new` failed: {next}"))
+        .to_owned()
+}
+
+/// The `session/update` notifications in `messages`, as `params.update` objects.
+pub fn updates(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m.get("method").and_then(Value::as_str) == Some("session/update"))
+        .map(|m| m["params"]["update"].clone())
+        .collect()
+}
+
+/// The error object of a response, panicking when it succeeded.
+pub fn error_of(response: &Value) -> Value {
+    response.get("error").cloned().unwrap_or_else(|| panic!("expected an error: {response}"))
 }
 
 /// The error code of an error object.

@@ -57,7 +57,8 @@ fn validators() -> &'static Validators {
 /// Validates `instance` against the named definition, panicking with every violation.
 pub fn validate_def(def: &str, instance: &Value, whole: &Value) {
     let validator = validators().by_def.get(def).unwrap_or_else(|| panic!("no validator for {def}"));
-    let errors: Vec<String> = validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    let errors: Vec<String> =
+        validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(errors.is_empty(), "schema violation ({def}) in {whole}:\n{}", errors.join("\n"));
 }
 

@@ -88,7 +88,7 @@ fn main() -> std::process::ExitCode {
         .agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION"))
         .max_page_size(args.page_size);
     let agent = runner.agent(options);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "cannot start the runtime");

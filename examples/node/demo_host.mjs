@@ -1,0 +1,205 @@
+#!/usr/bin/env node
+// The acp-facade demo agent on the Node turn runner: an ACP agent over stdio with a scripted
+// "model" and an SQLite store. It behaves exactly like the Rust one (examples/demo-agent) on the
+// wire; see ../../../shared/DEMO.md:
+//   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed
+// Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing),
+//          --page-size N (the largest session/list page, default 50).
+// Nothing but protocol goes to stdout; diagnostics go to stderr.
+
+import { readFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+import { Runner, SqliteStore } from 'acp-facade'
+
+const USAGE = `usage: demo_host.mjs [--store PATH|:memory:] [--page-size N]
+
+An Agent Client Protocol agent over stdio (the acp-facade demo, on Node).
+  --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
+  --page-size N    the largest session/list page (default 50)`
+
+/** The context window the demo reports. */
+const CONTEXT_SIZE = 200000
+
+const VERSION = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version
+
+function fail(message, code) {
+  process.stderr.write(`${message}\n`)
+  process.exitCode = code
+}
+
+function parseArgs(argv) {
+  let store
+  let pageSize = 50
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '--store') {
+      if (i + 1 >= argv.length) throw new Error('--store needs a path')
+      store = argv[++i]
+    } else if (arg === '--page-size') {
+      if (i + 1 >= argv.length) throw new Error('--page-size needs a number')
+      const value = argv[++i]
+      const n = /^\+?\d+$/.test(value) ? Number(value) : NaN
+      if (!(n > 0) || !Number.isSafeInteger(n)) throw new Error(`--page-size must be a positive number, got ${JSON.stringify(value)}`)
+      pageSize = n
+    } else if (arg === '--help' || arg === '-h') {
+      throw new Error(USAGE)
+    } else {
+      throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`)
+    }
+  }
+  return { store: store ?? defaultStore(), pageSize }
+}
+
+/** `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`. */
+function defaultStore() {
+  const xdg = process.env.XDG_DATA_HOME
+  const home = process.env.HOME || homedir()
+  const base = xdg ? xdg : home ? join(home, '.local/share') : undefined
+  if (!base) throw new Error('cannot find a data directory: set XDG_DATA_HOME or HOME, or pass --store')
+  return join(base, 'acp-facade', 'demo.sqlite')
+}
+
+/** The first text content block of the prompt, trimmed. */
+function commandText(turn) {
+  const block = turn.prompt.find((b) => b.type === 'text')
+  return block ? block.text.trim() : ''
+}
+
+const utf8Length = (s) => Buffer.byteLength(s, 'utf8')
+
+/** The scripted "model". */
+const script = {
+  async runTurn(turn) {
+    const text = commandText(turn)
+    const space = /\s/.exec(text)
+    const verb = space ? text.slice(0, space.index) : text
+    const rest = space ? text.slice(space.index + space[0].length).trim() : ''
+    const signal = turn.signal
+    // The reply text of this step, for the usage report.
+    let reply = ''
+    const say = (chunk) => {
+      reply += chunk
+      return turn.text(chunk)
+    }
+    let stop = 'end_turn'
+    switch (verb) {
+      case 'stream': {
+        const count = /^\+?\d+$/.test(rest) ? Number(rest) : 0
+        for (let i = 1; i <= count; i++) {
+          if (signal.aborted) return 'cancelled'
+          const chunk = `t${i} `
+          reply += chunk
+          const wait = turn.text(chunk)
+          if (wait) await wait
+        }
+        break
+      }
+      case 'think':
+        await turn.thought(rest)
+        await say('done thinking')
+        break
+      case 'tool': {
+        const name = rest === '' ? 'tool' : rest
+        const call = await turn.startToolCall(name, 'execute', { name })
+        const answer = await turn.requestPermission(call, `Run ${name}`, ['approve', 'approve_always', 'deny'])
+        if (answer === 'cancelled') return 'cancelled'
+        if (answer === 'allowed' || answer === 'allowed_always') {
+          await turn.completeToolCall(call, `${name} ran`)
+          await say(`${name}: done`)
+        } else {
+          await turn.failToolCall(call, `${name} was denied`)
+          await say(`${name}: denied`)
+        }
+        break
+      }
+      case 'sleep': {
+        const ms = /^\+?\d+$/.test(rest) ? Number(rest) : 0
+        try {
+          await sleep(ms, undefined, { signal })
+        } catch {
+          return 'cancelled'
+        }
+        await say('slept')
+        break
+      }
+      case 'ask': {
+        const answer = await turn.askUser(rest)
+        if (answer === null || answer === undefined) return 'cancelled'
+        await say(JSON.stringify(answer))
+        break
+      }
+      case 'fail':
+        throw new Error('the demo turn failed, as asked')
+      default: {
+        const words = text.split(/\s+/).filter((w) => w !== '')
+        for (let i = 0; i < words.length; i++) {
+          await say(i + 1 < words.length ? `${words[i]} ` : words[i])
+        }
+      }
+    }
+    // Context usage: the UTF-8 bytes of the prompt plus those of the reply.
+    await turn.usage(utf8Length(text) + utf8Length(reply), CONTEXT_SIZE)
+    return stop
+  },
+
+  configOptions() {
+    return [
+      {
+        id: 'mode',
+        name: 'Mode',
+        category: 'mode',
+        type: 'select',
+        currentValue: 'ask',
+        options: [
+          { value: 'ask', name: 'Ask', description: 'Ask before changing anything' },
+          { value: 'code', name: 'Code', description: 'Write code directly' },
+        ],
+      },
+      {
+        id: 'model',
+        name: 'Model',
+        category: 'model',
+        type: 'select',
+        currentValue: 'fast',
+        options: [
+          { value: 'fast', name: 'Fast' },
+          { value: 'smart', name: 'Smart' },
+        ],
+      },
+    ]
+  },
+
+  title(firstPrompt) {
+    const title = [...firstPrompt.trim()].slice(0, 40).join('')
+    return title === '' ? null : title
+  },
+
+  async compact() {},
+}
+
+async function main() {
+  let args
+  try {
+    args = parseArgs(process.argv.slice(2))
+  } catch (e) {
+    return fail(e.message, 2)
+  }
+  let store
+  try {
+    store = SqliteStore.open(args.store)
+  } catch (e) {
+    return fail(`cannot open the session store ${args.store}: ${e.message}`, 1)
+  }
+  const runner = new Runner(store, script)
+  const agent = runner.agent({ agentName: 'acp-facade-demo', agentVersion: VERSION, maxPageSize: args.pageSize })
+  try {
+    await agent.serveStdio()
+  } catch (e) {
+    fail(`serving failed: ${e.message}`, 1)
+  }
+}
+
+await main()

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""acp-facade-demo in Python: the demo agent of acp-facade on the Python turn runner.
+
+An ACP agent over stdio with a scripted "model" and a SQLite store, behaving exactly like the
+Rust demo (``examples/demo-agent``): ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
+``ask QUESTION``, ``fail``, ``/compact``, and anything else echoed word by word.
+
+usage: demo_host.py [--store PATH|:memory:] [--page-size N]
+
+Nothing but protocol goes to stdout; diagnostics go to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import acp_facade
+from acp_facade import (
+    ApprovalAction,
+    ConfigOption,
+    InternalError,
+    Runner,
+    SelectOption,
+    SqliteStore,
+    StopReason,
+    ToolKind,
+    Turn,
+    TurnRunner,
+    text_block,
+)
+
+USAGE = """usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+
+An Agent Client Protocol agent over stdio (the acp-facade demo).
+  --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
+  --page-size N    the largest session/list page (default 50)"""
+
+CONTEXT_SIZE = 200_000
+"""The context window the demo reports."""
+
+# Rust's `char::is_whitespace` (Unicode White_Space), so trimming and splitting match the Rust demo.
+_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+_WS_RUN = re.compile(f"[{_WS}]+")
+_U64 = re.compile(r"\+?[0-9]+")
+_U64_MAX = 2**64 - 1
+
+log = logging.getLogger("acp-facade-demo")
+
+
+def _parse_u64(text: str) -> int:
+    """Rust's `text.parse::<u64>().unwrap_or(0)`."""
+    if _U64.fullmatch(text) is None:
+        return 0
+    value = int(text)
+    return value if value <= _U64_MAX else 0
+
+
+def command_text(turn: Turn) -> str:
+    """The first text block of the prompt, trimmed."""
+    for block in turn.prompt():
+        if block.get("type") == "text":
+            return str(block.get("text", "")).strip(_WS)
+    return ""
+
+
+def split_command(text: str) -> Tuple[str, str]:
+    """The verb and the (trimmed) rest of a command."""
+    match = _WS_RUN.search(text)
+    if match is None:
+        return text, ""
+    return text[: match.start()], text[match.start() + 1 :].strip(_WS)
+
+
+async def report_usage(turn: Turn, prompt: str) -> None:
+    """Context usage: the UTF-8 bytes of the prompt plus those of the reply."""
+    used = len(prompt.encode()) + len(turn.step_text().encode())
+    await turn.usage(used, CONTEXT_SIZE)
+
+
+class Script(TurnRunner):
+    """The demo's turn runner."""
+
+    async def run_turn(self, turn: Turn) -> StopReason:
+        text = command_text(turn)
+        verb, rest = split_command(text)
+        if verb == "stream":
+            for i in range(1, _parse_u64(rest) + 1):
+                if turn.is_cancelled():
+                    return StopReason.CANCELLED
+                await turn.text(f"t{i} ")
+        elif verb == "think":
+            await turn.thought(rest)
+            await turn.text("done thinking")
+        elif verb == "tool":
+            name = rest or "tool"
+            call = await turn.start_tool_call(name, ToolKind.EXECUTE, {"name": name})
+            controls = [ApprovalAction.APPROVE, ApprovalAction.APPROVE_ALWAYS, ApprovalAction.DENY]
+            answer = await turn.request_permission(call, f"Run {name}", controls)
+            if answer is acp_facade.Permission.CANCELLED:
+                return StopReason.CANCELLED
+            if answer.is_allowed():
+                await turn.complete_tool_call(call, [text_block(f"{name} ran")])
+                await turn.text(f"{name}: done")
+            else:
+                await turn.fail_tool_call(call, [text_block(f"{name} was denied")])
+                await turn.text(f"{name}: denied")
+        elif verb == "sleep":
+            # Cancelling the turn cancels this task, which ends the turn `cancelled` at once.
+            await asyncio.sleep(min(_parse_u64(rest), 2**40) / 1000)
+            await turn.text("slept")
+        elif verb == "ask":
+            reply = await turn.ask_user(rest)
+            if reply is None:
+                return StopReason.CANCELLED
+            await turn.text(json.dumps(reply, separators=(",", ":"), ensure_ascii=False))
+        elif verb == "fail":
+            raise InternalError("the demo turn failed, as asked")
+        else:
+            words = [w for w in _WS_RUN.split(text) if w]
+            for i, word in enumerate(words):
+                await turn.text(f"{word} " if i + 1 < len(words) else word)
+        await report_usage(turn, text)
+        return StopReason.END_TURN
+
+    def config_options(self) -> List[ConfigOption]:
+        return [
+            ConfigOption(
+                "mode",
+                "Mode",
+                "ask",
+                [
+                    SelectOption("ask", "Ask", "Ask before changing anything"),
+                    SelectOption("code", "Code", "Write code directly"),
+                ],
+                category="mode",
+            ),
+            ConfigOption("model", "Model", "fast", [SelectOption("fast", "Fast"), SelectOption("smart", "Smart")], category="model"),
+        ]
+
+    def title(self, first_prompt: str) -> Optional[str]:
+        title = first_prompt.strip(_WS)[:40]
+        return title or None
+
+    async def compact(self, session_id: str) -> None:
+        return None
+
+
+def default_store() -> Path:
+    """`$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`."""
+    base = os.environ.get("XDG_DATA_HOME") or None
+    if base is None:
+        home = os.environ.get("HOME")
+        if home is None:
+            raise ValueError("cannot find a data directory: set XDG_DATA_HOME or HOME, or pass --store")
+        return Path(home) / ".local/share" / "acp-facade" / "demo.sqlite"
+    return Path(base) / "acp-facade" / "demo.sqlite"
+
+
+def parse_args(argv: List[str]) -> Tuple[str, int]:
+    """The store path and the page size, or `ValueError` with the message to print."""
+    store: Optional[str] = None
+    page_size = 50
+    args = iter(argv)
+    for arg in args:
+        if arg == "--store":
+            store = next(args, None)
+            if store is None:
+                raise ValueError("--store needs a path")
+        elif arg == "--page-size":
+            value = next(args, None)
+            if value is None:
+                raise ValueError("--page-size needs a number")
+            page_size = _parse_u64(value)
+            if page_size <= 0:
+                raise ValueError(f"--page-size must be a positive number, got {value!r}")
+        elif arg in ("--help", "-h"):
+            raise ValueError(USAGE)
+        else:
+            raise ValueError(f"unknown argument {arg!r}\n{USAGE}")
+    return (store if store is not None else str(default_store())), page_size
+
+
+async def serve(store_path: str, page_size: int) -> None:
+    """Serves the demo agent over stdio until the client hangs up."""
+    runner = Runner(SqliteStore(store_path), Script())
+    options = runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size)
+    await runner.agent(options).serve_stdio()
+
+
+def main() -> int:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        store, page_size = parse_args(sys.argv[1:])
+    except ValueError as e:
+        log.error("%s", e)
+        return 2
+    try:
+        asyncio.run(serve(store, page_size))
+    except OSError as e:
+        log.error("cannot serve: %s", e)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
