@@ -346,3 +346,37 @@ async fn observe_session_meta_sends_only_changes_and_only_for_sessions_live_here
     assert!(sent_since(&mut client).await.is_empty());
     client.hang_up().await;
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_cwd_filter_finds_a_session_by_the_symlinked_path_it_was_created_with() {
+    let base = std::env::temp_dir().join(format!("acp-facade-list-{}", std::process::id()));
+    let real = base.join("real");
+    let link = base.join("link");
+    std::fs::create_dir_all(&real).unwrap();
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let canonical = std::fs::canonicalize(&real).unwrap();
+
+    let host = RichHost::new(SessionSpec::default());
+    // The host knows the session but not its cwd: the live registry supplies it.
+    *host.catalog.lock().unwrap() = vec![SessionCatalogEntry {
+        session_id: SessionId::new("r1"),
+        cwd: None,
+        additional_directories: Vec::new(),
+        title: None,
+        updated_at: None,
+    }];
+    let mut client = TestClient::initialized(Options::new(host.clone()).catalog(host.clone())).await;
+    let created = client.call_ok("session/new", json!({"cwd": link, "mcpServers": []})).await;
+    assert_eq!(created["sessionId"], json!("r1"));
+    for filter in [&link, &real, &canonical] {
+        let result = client.call_ok("session/list", json!({"cwd": filter})).await;
+        assert_eq!(result["sessions"].as_array().unwrap().len(), 1, "filter {}: {result}", filter.display());
+        assert_eq!(result["sessions"][0]["cwd"], json!(canonical));
+    }
+    let result = client.call_ok("session/list", json!({"cwd": base})).await;
+    assert_eq!(result["sessions"], json!([]));
+    client.hang_up().await;
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -842,3 +842,21 @@ async fn list_delete_and_unknown_sessions() {
         assert!(code(&error) < 0, "{name}: {error}");
     }
 }
+
+#[tokio::test]
+async fn the_runner_advertises_every_session_capability() {
+    for compaction in [false, true] {
+        let (runner, _) = runner(stores().remove(0).1, TurnsSpec { compaction, ..TurnsSpec::default() });
+        let mut client = TestClient::start_agent(runner.agent(runner.options()));
+        let init = client.initialize().await;
+        let caps = &init["agentCapabilities"];
+        assert_eq!(caps["loadSession"], true, "{init}");
+        for capability in ["list", "resume", "close", "delete"] {
+            assert!(caps["sessionCapabilities"][capability].is_object(), "{capability}: {init}");
+        }
+        // `/compact` is advertised per session, on its first prompt, only with compaction.
+        let sid = client.new_session().await;
+        let (_, before) = prompt(&mut client, &sid, "say hi").await;
+        assert_eq!(kinds(&before).contains(&"available_commands_update".to_owned()), compaction, "{before:?}");
+    }
+}

@@ -113,7 +113,8 @@ pub(crate) fn list_sessions(agent: &Arc<AgentInner>, params: Value) -> Reply {
         };
         let catalog = agent.options.catalog.clone().ok_or_else(|| Error::method_not_found_msg("session/list"))?;
         let entries = catalog.list_sessions().await?;
-        let page = paginate(&agent, entries, filter.as_deref(), after.as_deref());
+        let matcher = filter.as_deref().map(CwdFilter::new);
+        let page = paginate(&agent, entries, matcher.as_ref(), after.as_deref());
         let mut response = ListSessionsResponse::new(page.sessions);
         if let Some(last) = page.next_after {
             response = response.next_cursor(agent.cursor_key.encode(&last, filter.as_deref()));
@@ -127,10 +128,29 @@ struct Page {
     next_after: Option<String>,
 }
 
+/// The `cwd` filter: the path as the client sent it, and its canonical form. Session cwds from
+/// the live registry are canonical (symlinks resolved at setup), so a client filtering by the very
+/// path it created the session with (say `/tmp/x` where `/tmp` is a link) must still find it.
+struct CwdFilter {
+    given: PathBuf,
+    canonical: Option<PathBuf>,
+}
+
+impl CwdFilter {
+    fn new(given: &Path) -> Self {
+        let canonical = std::fs::canonicalize(given).ok().filter(|c| c != given);
+        Self { given: given.to_path_buf(), canonical }
+    }
+
+    fn matches(&self, cwd: &Path) -> bool {
+        cwd == self.given || self.canonical.as_deref() == Some(cwd)
+    }
+}
+
 fn paginate(
     agent: &AgentInner,
     mut entries: Vec<SessionCatalogEntry>,
-    filter: Option<&Path>,
+    filter: Option<&CwdFilter>,
     after: Option<&str>,
 ) -> Page {
     entries.sort_by(|a, b| a.session_id.0.as_bytes().cmp(b.session_id.0.as_bytes()));
@@ -140,7 +160,7 @@ fn paginate(
         (entry, cwd)
     });
     let mut matching = resolved
-        .filter(|(_, cwd)| filter.is_none_or(|f| cwd.as_deref() == Some(f)))
+        .filter(|(_, cwd)| filter.is_none_or(|f| cwd.as_deref().is_some_and(|cwd| f.matches(cwd))))
         .filter(|(entry, _)| after.is_none_or(|a| entry.session_id.0.as_bytes() > a.as_bytes()));
     let page: Vec<_> = matching.by_ref().take(agent.options.max_page_size).collect();
     let has_more = matching.next().is_some();

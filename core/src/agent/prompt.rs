@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
 use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -56,7 +57,8 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Value, cx: RequestC
     let agent = agent.clone();
     Box::pin(async move {
         let (prompt, entry, guard) = accepted?;
-        let stop = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).await?;
+        let span = tracing::info_span!("turn", session = %entry.id);
+        let stop = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).instrument(span).await?;
         drop(guard);
         encode(&PromptResponse::new(stop))
     })

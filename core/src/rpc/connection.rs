@@ -23,6 +23,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
+use tracing::Instrument;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::framing::{Frame, LineReader};
+use super::trace::{Direction, WireTrace};
 use super::message::{Incoming, IncomingNotification, IncomingRequest, classify, response_line};
 use super::peer::{OUTGOING_QUEUE, Peer};
 use crate::acp::RequestId;
@@ -87,11 +89,16 @@ pub struct RequestContext {
 pub struct ConnectionOptions {
     /// The largest incoming message, in bytes; longer lines are skipped and answered `-32600`.
     pub max_message_size: usize,
+    /// Where to record every message in and out (see [`super::trace`]); `None`: no trace.
+    pub wire_trace: Option<std::path::PathBuf>,
 }
 
 impl Default for ConnectionOptions {
     fn default() -> Self {
-        Self { max_message_size: super::framing::DEFAULT_MAX_MESSAGE_SIZE }
+        Self {
+            max_message_size: super::framing::DEFAULT_MAX_MESSAGE_SIZE,
+            wire_trace: std::env::var_os(super::trace::WIRE_TRACE_ENV).filter(|v| !v.is_empty()).map(Into::into),
+        }
     }
 }
 
@@ -116,7 +123,14 @@ where
     let peer = Peer::new(tx);
     on_peer(&peer);
     let writer_done = CancellationToken::new();
-    let writer_task = tokio::spawn(write_loop(writer, rx, writer_done.clone()));
+    let trace = options.wire_trace.as_deref().and_then(|path| match WireTrace::create(path) {
+        Ok(trace) => Some(Arc::new(trace)),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot open the wire trace");
+            None
+        }
+    });
+    let writer_task = tokio::spawn(write_loop(writer, rx, writer_done.clone(), trace.clone()));
 
     let (notify_tx, notify_rx) = mpsc::channel::<(String, BoxFuture<'static, ()>)>(OUTGOING_QUEUE);
     let notification_task = tokio::spawn(notification_loop(notify_rx));
@@ -140,7 +154,12 @@ where
                 let _ = peer.respond(&RequestId::Null, &Err(error)).await;
                 continue;
             }
-            Frame::Line(line) => line,
+            Frame::Line(line) => {
+                if let Some(trace) = &trace {
+                    trace.record(Direction::In, &line);
+                }
+                line
+            }
         };
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -230,6 +249,7 @@ async fn dispatch<H: Handler + ?Sized>(
     let inline = handler.answers_inline(&method);
     let peer = peer.clone();
     let in_flight = in_flight.clone();
+    let (method_name, span_id) = (method.clone(), id.clone());
     let answer = async move {
         let guarded = AssertUnwindSafe(future).catch_unwind();
         let outcome = tokio::select! {
@@ -244,10 +264,11 @@ async fn dispatch<H: Handler + ?Sized>(
         in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
         let _ = peer.respond(&id, &outcome).await;
     };
+    let span = tracing::debug_span!("request", method = %method_name, id = %span_id);
     if inline {
-        answer.await;
+        answer.instrument(span).await;
     } else {
-        tasks.spawn(answer);
+        tasks.spawn(answer.instrument(span));
     }
 }
 
@@ -295,6 +316,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
     done: CancellationToken,
+    trace: Option<Arc<WireTrace>>,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, writer);
     let mut batch = Vec::with_capacity(64);
@@ -312,6 +334,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             break;
         }
         for line in batch.drain(..) {
+            if let Some(trace) = &trace {
+                trace.record(Direction::Out, &line);
+            }
             if let Err(e) = out.write_all(&line).await {
                 tracing::warn!(error = %e, "writing to the peer failed");
                 return Err(e);

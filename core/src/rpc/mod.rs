@@ -10,6 +10,7 @@ pub mod framing;
 pub mod message;
 pub mod peer;
 pub mod stdio;
+pub mod trace;
 
 pub use connection::{ConnectionOptions, Handler, RequestContext, serve};
 pub use framing::DEFAULT_MAX_MESSAGE_SIZE;

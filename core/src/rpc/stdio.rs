@@ -3,6 +3,11 @@
 //! Architecture invariant: this is the only module that touches stdout, and it only hands it to
 //! the connection's writer task (through [`ThreadStdout`]), the single writer of protocol messages.
 //!
+//! **Stdout guard.** [`transport`] keeps the real stdout for the protocol on a duplicate file
+//! descriptor and points the process's standard output (fd 1) at stderr. A stray `println!`,
+//! Python `print()` or `console.log` in host code therefore lands on stderr and can never corrupt
+//! the protocol stream.
+//!
 //! Why threads: tokio's own `Stdin` and `Stdout` perform every read and write on the blocking pool,
 //! a thread handoff per operation. [`ThreadStdin`] is one thread reading stdin in large chunks into
 //! a bounded channel. [`ThreadStdout`] queues the writer's (already batched) buffers on a bounded channel
@@ -22,8 +27,31 @@ use tokio_util::sync::PollSender;
 const STDOUT_QUEUE: usize = 16;
 
 /// The process's stdin and stdout, each served by a dedicated thread, as a transport pair.
+///
+/// Installs the stdout guard: from now on fd 1 is a copy of stderr, and only the returned
+/// [`ThreadStdout`] writes to the real stdout.
 pub fn transport() -> std::io::Result<(ThreadStdin, ThreadStdout)> {
-    Ok((ThreadStdin::spawn()?, ThreadStdout::spawn()?))
+    let protocol = guard_stdout()?;
+    Ok((ThreadStdin::spawn()?, ThreadStdout::spawn(protocol)?))
+}
+
+/// Moves the real stdout to a new descriptor and points fd 1 at stderr; returns the real stdout.
+fn guard_stdout() -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    // Anything buffered for fd 1 so far belongs to the protocol stream's prefix.
+    std::io::stdout().flush()?;
+    let real = std::io::stdout().as_fd().try_clone_to_owned()?;
+    redirect_stdout_to_stderr()?;
+    Ok(std::fs::File::from(real))
+}
+
+#[allow(unsafe_code, reason = "dup2 has no safe wrapper in std; both descriptors are valid and owned by the process")]
+fn redirect_stdout_to_stderr() -> std::io::Result<()> {
+    // SAFETY: dup2 on the process's own standard descriptors, which stay open for its lifetime.
+    if unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// An [`AsyncRead`] fed by a dedicated thread reading the process's stdin.
@@ -105,15 +133,14 @@ impl std::fmt::Debug for ThreadStdout {
 }
 
 impl ThreadStdout {
-    /// Starts the stdout thread.
-    pub fn spawn() -> std::io::Result<Self> {
+    /// Starts the thread writing to `out` (the real stdout, or any file).
+    pub fn spawn(out: std::fs::File) -> std::io::Result<Self> {
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(STDOUT_QUEUE);
         let (done_tx, done_rx) = oneshot::channel();
         std::thread::Builder::new().name("acp-stdout".into()).spawn(move || {
             #[allow(clippy::print_stdout, reason = "the one place that writes the protocol to stdout")]
             let result = (|| {
-                let stdout = std::io::stdout();
-                let mut out = stdout.lock();
+                let mut out = out;
                 while let Some(buf) = rx.blocking_recv() {
                     out.write_all(&buf)?;
                     if rx.is_empty() {

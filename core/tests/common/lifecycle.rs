@@ -75,11 +75,20 @@ pub struct SessionSpec {
     pub compactor: bool,
     pub on_submit: Option<SubmitHook>,
     pub on_gate: Option<GateHook>,
+    /// The runtime config's snapshot fails.
+    pub broken_config: bool,
 }
 
 impl Default for SessionSpec {
     fn default() -> Self {
-        Self { shutdown: Shutdown::Immediate, config: false, compactor: false, on_submit: None, on_gate: None }
+        Self {
+            shutdown: Shutdown::Immediate,
+            config: false,
+            compactor: false,
+            on_submit: None,
+            on_gate: None,
+            broken_config: false,
+        }
     }
 }
 
@@ -107,7 +116,11 @@ impl RichSession {
             shutdowns: AtomicUsize::new(0),
             active_subscriptions: Arc::default(),
             subscriptions_at_shutdown: Mutex::default(),
-            config: spec.config.then(TestConfig::new),
+            config: (spec.config || spec.broken_config).then(|| {
+                let config = TestConfig::new();
+                config.broken.store(spec.broken_config, Ordering::SeqCst);
+                config
+            }),
             compactor: spec.compactor.then(|| TestCompactor::new(id)),
             on_submit: spec.on_submit.clone(),
             on_gate: spec.on_gate.clone(),
@@ -225,11 +238,17 @@ pub struct TestConfig {
     state: Mutex<(String, String, bool)>,
     /// Every controller call, in order.
     pub sets: Mutex<Vec<(String, SessionConfigOptionValue)>>,
+    /// When set, `snapshot` fails.
+    pub broken: std::sync::atomic::AtomicBool,
 }
 
 impl TestConfig {
     pub fn new() -> Self {
-        Self { state: Mutex::new(("ask".into(), "fast".into(), false)), sets: Mutex::default() }
+        Self {
+            state: Mutex::new(("ask".into(), "fast".into(), false)),
+            sets: Mutex::default(),
+            broken: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// The options as the host sees them now.
@@ -281,6 +300,9 @@ impl Default for TestConfig {
 #[async_trait]
 impl RuntimeConfig for TestConfig {
     async fn snapshot(&self) -> HostResult<Vec<SessionConfigOption>> {
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(Error::internal_msg("the config store is unavailable"));
+        }
         Ok(self.options())
     }
 
@@ -349,6 +371,10 @@ pub struct RichHost {
     pub resumes: Mutex<Vec<String>>,
     pub deletes: Mutex<Vec<String>>,
     pub setups: Mutex<Vec<(String, Setup)>>,
+    /// When set, `load_session` and `resume_session` each wait for (and use up) a permit.
+    pub hold_opening: Mutex<Option<Arc<Semaphore>>>,
+    /// When set, `load_session` and `resume_session` open a session with this id instead.
+    pub reopen_as: Mutex<Option<String>>,
 }
 
 impl RichHost {
@@ -391,6 +417,16 @@ impl RichHost {
         session
     }
 
+    async fn reopen(&self, id: &SessionId, setup: Setup) -> HostResult<Arc<RichSession>> {
+        let hold = self.hold_opening.lock().unwrap().clone();
+        if let Some(permits) = hold {
+            permits.acquire().await.expect("semaphore open").forget();
+        }
+        self.stored_history(id)?;
+        let actual = self.reopen_as.lock().unwrap().clone().unwrap_or_else(|| id.0.to_string());
+        Ok(self.open(&actual, setup))
+    }
+
     fn stored_history(&self, id: &SessionId) -> HostResult<Vec<Event>> {
         self.stored.lock().unwrap().get(&*id.0).cloned().ok_or_else(|| Error::session_not_found(&id.0))
     }
@@ -408,8 +444,8 @@ impl SessionHost for RichHost {
 impl SessionLoader for RichHost {
     async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession> {
         self.loads.lock().unwrap().push(session_id.0.to_string());
-        let history = self.stored_history(&session_id)?;
-        Ok(LoadedSession { session: self.open(&session_id.0, setup), history })
+        let session = self.reopen(&session_id, setup).await?;
+        Ok(LoadedSession { session, history: self.stored_history(&session_id)? })
     }
 }
 
@@ -417,8 +453,7 @@ impl SessionLoader for RichHost {
 impl SessionResumer for RichHost {
     async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
         self.resumes.lock().unwrap().push(session_id.0.to_string());
-        self.stored_history(&session_id)?;
-        Ok(self.open(&session_id.0, setup))
+        Ok(self.reopen(&session_id, setup).await?)
     }
 }
 
