@@ -200,12 +200,14 @@ async fn an_option_that_was_not_offered_denies() {
 }
 
 #[tokio::test]
-async fn a_cancelled_or_failed_answer_denies_and_the_turn_runs_to_its_own_terminal() {
+async fn a_cancelled_answer_cancels_the_turn_and_a_failed_answer_denies_and_runs_on() {
     let (host, mut client) = start().await;
     let session = client.new_session().await;
     let s = host.session(&session);
 
-    // Outcome `cancelled`.
+    // Outcome `cancelled`: the user cancelled the turn from the permission prompt. The turn is
+    // interrupted (as session/cancel would), the gate answered deny, and the prompt answers
+    // `cancelled` whatever terminal the host then reports.
     let prompt = prompt_started(&mut client, &s, "go", AT).await;
     s.inner.live(AT, tool_started("call-1", "Run"));
     s.inner.durable(AT, permission("g1", Some("call-1"), &[ApprovalAction::Approve, ApprovalAction::Deny]));
@@ -213,12 +215,12 @@ async fn a_cancelled_or_failed_answer_denies_and_the_turn_runs_to_its_own_termin
     client.respond(&request["id"], json!({"outcome": {"outcome": "cancelled"}})).await;
     eventually("the gate is answered", || s.gate_answers().len() == 1).await;
     assert_eq!(s.gate_answers()[0], (GateId::new("g1"), GateResponse::Approval(ApprovalAction::Deny)));
-    // The turn goes on: the host decides how it ends.
-    s.inner.live(AT, delta("denied, moving on"));
+    assert!(s.inner.interrupts.load(std::sync::atomic::Ordering::SeqCst) >= 1, "the turn was interrupted");
+    s.inner.live(AT, delta("denied, winding down"));
     s.inner.durable(AT, EventKind::TurnDone { message: None, stop: Some(acp_facade::acp::StopReason::MaxTokens) });
     let (response, before) = client.response_with_preceding(&prompt).await;
-    assert_eq!(response["result"]["stopReason"], json!("max_tokens"));
-    assert_eq!(chunk_texts(&before, "agent_message_chunk"), vec!["denied, moving on"]);
+    assert_eq!(response["result"]["stopReason"], json!("cancelled"));
+    assert_eq!(chunk_texts(&before, "agent_message_chunk"), vec!["denied, winding down"]);
 
     // A JSON-RPC error instead of an answer.
     let at = ("l1", "t2");

@@ -4,8 +4,10 @@
 //! three approval actions, which is what `session/request_permission` carries. The request offers
 //! exactly the gate's controls, mapped approve → `allow_once`, `approve_always` → `allow_always`,
 //! deny → `reject_once`, together with the tool call the gate belongs to. The client's choice must
-//! be one of the offered options, else the gate is answered deny; a `cancelled` outcome (or an
-//! error) answers deny too, and the turn goes on to its own terminal.
+//! be one of the offered options, else the gate is answered deny; an error answers deny too, and
+//! the turn goes on to its own terminal. A `cancelled` outcome means the user cancelled the turn
+//! from the permission prompt: the turn is interrupted as `session/cancel` would, the gate answered
+//! deny, and the prompt answers `cancelled`.
 //!
 //! `AskUser`, `Form` and `OpenUrl` gates and gates resolved by the session have no faithful ACP
 //! v1.20.0 form: they are never flattened into a permission request, and the turn keeps draining.
@@ -119,7 +121,12 @@ async fn ask(
                     tracing::warn!(session = %entry.id, option = %selected.option_id, "client chose an option that was not offered; denied");
                     ApprovalAction::Deny
                 }),
-            _ => ApprovalAction::Deny,
+            _ => {
+                // The user cancelled the turn from the permission prompt: stop it as a
+                // `session/cancel` would (the prompt then answers `cancelled`), and deny the gate.
+                stop_turn(entry, cancel).await;
+                ApprovalAction::Deny
+            }
         },
         Err(e) => {
             tracing::warn!(session = %entry.id, error = %e.message, "permission request failed; denied");

@@ -58,9 +58,11 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Value, cx: RequestC
     Box::pin(async move {
         let (prompt, entry, guard) = accepted?;
         let span = tracing::info_span!("turn", session = %entry.id);
-        let stop = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).instrument(span).await?;
-        drop(guard);
-        encode(&PromptResponse::new(stop))
+        let outcome = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).instrument(span).await;
+        // The session stays "prompt in flight" until this response is queued: a close waiting
+        // for the prompt can then never answer before it.
+        cx.keep_until_answered(guard);
+        encode(&PromptResponse::new(outcome?))
     })
 }
 
@@ -150,7 +152,19 @@ async fn run_prompt(
         return compact::run(agent, entry, &mut cancel).await;
     }
     let events = entry.live.subscribe_events()?;
-    let command = entry.live.submit(prompt).await?;
+    // A host whose submit never returns must not hold the prompt (and with it cancel and close)
+    // forever: once cancelled, it gets the grace period.
+    let command = tokio::select! {
+        biased;
+        command = entry.live.submit(prompt) => command?,
+        () = async {
+            cancel.arrives().await;
+            tokio::time::sleep(agent.options.cancel_grace).await;
+        } => {
+            tracing::warn!(session = %entry.id, "submit did not return within the cancel grace period");
+            return Ok(StopReason::Cancelled);
+        }
+    };
     tracing::debug!(session = %entry.id, %command, "prompt submitted");
     let mut drain = Drain { agent, entry, events, tool_calls: HashMap::new() };
     drain.until_terminal(&command, &mut cancel).await

@@ -174,7 +174,7 @@ pub(crate) fn new_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
         let live = agent.options.host.new_session(setup.clone()).await?;
         let entry = register(&agent, reservation, live, setup)?;
         let mut response = NewSessionResponse::new(entry.id.clone());
-        if let Some(state) = super::config::initial_state(&agent, &entry).await? {
+        if let Some(state) = super::resume::initial_state_or_close(&agent, &entry).await? {
             response = response.config_options(state.options).modes(state.modes);
         }
         tracing::info!(session = %entry.id, "session created");

@@ -82,6 +82,17 @@ pub struct RequestContext {
     pub cancelled: CancellationToken,
     /// The connection, for notifications and requests back to the peer.
     pub peer: Peer,
+    /// Values kept alive until the response has been queued (see [`RequestContext::keep_until_answered`]).
+    kept: Arc<Mutex<Vec<Box<dyn std::any::Any + Send>>>>,
+}
+
+impl RequestContext {
+    /// Keeps `value` alive until this request's response is queued on the writer, then drops it.
+    /// A handler uses it for state whose release others wait on — e.g. "a prompt is in flight",
+    /// which `session/close` waits for — so that the release can never overtake the response.
+    pub fn keep_until_answered(&self, value: impl std::any::Any + Send) {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner).push(Box::new(value));
+    }
 }
 
 /// Connection settings.
@@ -237,7 +248,8 @@ async fn dispatch<H: Handler + ?Sized>(
     }
     let method = request.method.clone();
     let self_cancelling = handler.answers_cancellation(&method);
-    let cx = RequestContext { id: id.clone(), cancelled: token.clone(), peer: peer.clone() };
+    let kept: Arc<Mutex<Vec<Box<dyn std::any::Any + Send>>>> = Arc::default();
+    let cx = RequestContext { id: id.clone(), cancelled: token.clone(), peer: peer.clone(), kept: kept.clone() };
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().accept(request, cx))) {
         Ok(future) => future,
         Err(panic) => {
@@ -263,6 +275,8 @@ async fn dispatch<H: Handler + ?Sized>(
         };
         in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
         let _ = peer.respond(&id, &outcome).await;
+        // Only now may whatever the handler kept (e.g. its in-flight marker) go.
+        drop(std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner)));
     };
     let span = tracing::debug_span!("request", method = %method_name, id = %span_id);
     if inline {

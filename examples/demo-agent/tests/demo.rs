@@ -160,6 +160,21 @@ fn tool_cancelled_ends_the_turn_cancelled() {
 }
 
 #[test]
+fn tool_answered_cancelled_without_session_cancel_ends_the_turn_cancelled() {
+    let mut demo = Demo::in_memory();
+    let sid = demo.new_session();
+    let id = demo.prompt(&sid, "tool rm");
+    let request = demo.permission_request();
+    // The user dismissed the permission prompt: DEMO.md says the turn ends `cancelled`.
+    demo.respond(&request["id"], json!({"outcome": {"outcome": "cancelled"}}));
+    let (response, before) = demo.response_with_preceding(&id);
+    assert_eq!(stop_reason(&response), "cancelled");
+    assert!(chunk_texts(&before, "agent_message_chunk").is_empty(), "{before:?}");
+    let (response, _) = demo.prompt_done(&sid, "stream 1");
+    assert_eq!(stop_reason(&response), "end_turn");
+}
+
+#[test]
 fn sleep_waits_then_answers_slept() {
     let mut demo = Demo::in_memory();
     let sid = demo.new_session();

@@ -1,0 +1,158 @@
+"""The asyncio half of the bridge between the Rust core and the caller's event loop.
+
+Rust queues calls into Python and wakes the loop through a socket that the loop watches with
+``loop.add_reader``. :class:`Dispatcher` drains the queue on the loop's thread, runs each host
+coroutine as an :class:`asyncio.Task`, and answers with plain synchronous calls into Rust. Rust
+cancels a task (``session/cancel``, a close grace period, a dropped request) by queueing a
+``cancel`` item; Rust work that a Python coroutine awaits completes a future registered here.
+Nothing here writes to stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import sys
+from typing import Any, Callable, Generator
+
+from . import _native
+
+__all__ = ["DONE", "Dispatcher", "dispatcher"]
+
+_log = logging.getLogger("acp_facade")
+
+
+class _Done:
+    """An awaitable that is already complete (the fast path of ``turn.text`` and friends)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # pragma: no cover - makes this a generator
+
+    def __repr__(self) -> str:
+        return "<done>"
+
+
+DONE = _Done()
+
+
+class Dispatcher:
+    """Runs the calls Rust queues, on the one asyncio loop that serves."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._users = 0
+        self._tasks: dict[int, asyncio.Future[Any]] = {}
+        self._futures: dict[int, asyncio.Future[Any]] = {}
+        self._next_future = 0
+        self._fd = _native.bridge_fileno()
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Starts watching the bridge from ``loop`` (nested serves on the same loop share it)."""
+        if self._loop is not None and self._loop is not loop:
+            if self._loop.is_closed() or not self._users:
+                self._reset()
+            else:
+                raise RuntimeError("acp_facade is already serving on another event loop")
+        if self._users == 0:
+            self._loop = loop
+            loop.add_reader(self._fd, self._on_wake)
+        self._users += 1
+
+    def detach(self) -> None:
+        """Stops watching when the last serve on the loop ends; cancels what is left."""
+        self._users -= 1
+        if self._users > 0:
+            return
+        self._reset()
+
+    def _reset(self) -> None:
+        loop, self._loop = self._loop, None
+        self._users = 0
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self._fd)
+        for task in list(self._tasks.values()):
+            task.cancel()
+        self._tasks.clear()
+        for future in self._futures.values():
+            if not future.done():
+                future.cancel()
+        self._futures.clear()
+        _native.bridge_fail_pending()
+
+    def future(self) -> tuple[asyncio.Future[Any], int]:
+        """A new future that Rust completes by its id."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._next_future += 1
+        self._futures[self._next_future] = future
+        return future, self._next_future
+
+    def wait(self, start: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """Calls ``start(*args, future_id)`` and returns the future it completes."""
+        future, fid = self.future()
+        try:
+            start(*args, fid)
+        except BaseException:
+            del self._futures[fid]
+            raise
+        return future
+
+    def _on_wake(self) -> None:
+        try:
+            items = _native.bridge_drain()
+        except Exception:  # pragma: no cover - defensive: never break the loop
+            _log.exception("acp_facade: draining the bridge failed")
+            return
+        for item in items:
+            try:
+                kind = item[0]
+                if kind == "call":
+                    self._start(item[1], item[2], item[3], item[4])
+                elif kind == "cancel":
+                    task = self._tasks.get(item[1])
+                    if task is not None:
+                        task.cancel()
+                else:
+                    future = self._futures.pop(item[1], None)
+                    if future is not None and not future.done():
+                        if item[3] is None:
+                            future.set_result(item[2])
+                        else:
+                            future.set_exception(item[3])
+            except Exception:  # pragma: no cover - defensive
+                _log.exception("acp_facade: a bridge item failed")
+
+    def _start(self, call_id: int, target: Any, method: str, args: tuple[Any, ...]) -> None:
+        try:
+            result = getattr(target, method)(*args)
+        except Exception as exc:
+            _native.bridge_reply_error(call_id, exc)
+            return
+        if not inspect.isawaitable(result):
+            _native.bridge_reply(call_id, result)
+            return
+        task = asyncio.ensure_future(result, loop=self._loop)
+        self._tasks[call_id] = task
+        task.add_done_callback(lambda t: self._done(call_id, t))
+
+    def _done(self, call_id: int, task: asyncio.Future[Any]) -> None:
+        self._tasks.pop(call_id, None)
+        try:
+            if task.cancelled():
+                _native.bridge_reply_cancelled(call_id)
+                return
+            exc = task.exception()
+            if exc is None:
+                _native.bridge_reply(call_id, task.result())
+            elif isinstance(exc, asyncio.CancelledError):
+                _native.bridge_reply_cancelled(call_id)
+            else:
+                _native.bridge_reply_error(call_id, exc)
+        except Exception as exc:  # pragma: no cover - defensive
+            print(f"acp_facade: answering a host call failed: {exc!r}", file=sys.stderr)
+
+
+dispatcher = Dispatcher()

@@ -1,0 +1,167 @@
+"""The agent: :class:`Options` (host parts and limits) and :class:`Agent`, served as coroutines in
+the caller's asyncio loop over stdio or over a pair of asyncio streams."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Optional, Tuple
+
+from . import _native
+from ._bridge import dispatcher
+from .host import HostAdapter, host_capabilities
+
+__all__ = ["Agent", "Options", "serve", "serve_stdio"]
+
+_UNSET: Any = None
+
+
+class Options:
+    """The host parts and settings of an agent (the Rust ``acp_facade::Options``).
+
+    Build it over a host object (its optional methods switch capabilities on) or get one from
+    :meth:`acp_facade.Runner.options`. The builder methods return a changed copy, as in Rust.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(
+        self,
+        host: Any,
+        *,
+        agent_info: Optional[Tuple[str, str]] = None,
+        compaction: bool = False,
+        close: bool = True,
+        max_sessions: Optional[int] = None,
+        max_page_size: Optional[int] = None,
+        close_grace: Optional[float] = None,
+        cancel_grace: Optional[float] = None,
+        max_message_size: Optional[int] = None,
+    ) -> None:
+        caps = host_capabilities(host)
+        native = _native.Options.for_host(
+            HostAdapter(host), caps["load_session"], caps["resume_session"], caps["list_sessions"], caps["delete_session"]
+        )
+        self._native = native.replace(
+            agent_info=agent_info,
+            compaction=compaction,
+            close=close,
+            max_sessions=max_sessions,
+            max_page_size=max_page_size,
+            close_grace=close_grace,
+            cancel_grace=cancel_grace,
+            max_message_size=max_message_size,
+        )
+
+    @classmethod
+    def _wrap(cls, native: _native.Options) -> "Options":
+        self = cls.__new__(cls)
+        self._native = native
+        return self
+
+    def _with(self, **changes: Any) -> "Options":
+        return Options._wrap(self._native.replace(**changes))
+
+    def agent_info(self, name: str, version: str) -> "Options":
+        """Sets ``agentInfo``."""
+        return self._with(agent_info=(name, version))
+
+    def compaction(self, on: bool) -> "Options":
+        """Turns ``/compact`` on or off."""
+        return self._with(compaction=on)
+
+    def close(self, on: bool) -> "Options":
+        """Turns ``session/close`` on or off."""
+        return self._with(close=on)
+
+    def max_sessions(self, max: int) -> "Options":
+        """Sets the live-session limit."""
+        return self._with(max_sessions=max)
+
+    def max_page_size(self, max: int) -> "Options":
+        """Sets the largest ``session/list`` page (at least 1)."""
+        return self._with(max_page_size=max)
+
+    def close_grace(self, seconds: float) -> "Options":
+        """Sets how long ``session/close`` waits for a session's ``shutdown``."""
+        return self._with(close_grace=seconds)
+
+    def cancel_grace(self, seconds: float) -> "Options":
+        """Sets how long a cancelled prompt waits for its turn to end."""
+        return self._with(cancel_grace=seconds)
+
+    def max_message_size(self, max: int) -> "Options":
+        """Sets the largest incoming message, in bytes."""
+        return self._with(max_message_size=max)
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+class _Streams:
+    """The asyncio streams a connection is served over, as the core's pumps call them."""
+
+    __slots__ = ("_reader", "_writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read(self) -> bytes:
+        return await self._reader.read(65536)
+
+    async def write(self, data: bytes) -> None:
+        self._writer.write(data)
+        await self._writer.drain()
+
+    async def close(self) -> None:
+        self._writer.close()
+
+
+class Agent:
+    """An ACP agent serving one connection on behalf of a host."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, options: Options) -> None:
+        self._native = _native.Agent(options._native)
+
+    async def _serve(self, start: Any, *args: Any) -> None:
+        loop = asyncio.get_running_loop()
+        dispatcher.attach(loop)
+        handle = None
+        try:
+            future, fid = dispatcher.future()
+            handle = start(*args, fid)
+            await future
+        finally:
+            if handle is not None:
+                handle.abort()
+            dispatcher.detach()
+
+    async def serve_stdio(self) -> None:
+        """Serves over the process's stdin and stdout until the client hangs up.
+
+        Nothing else may write to stdout meanwhile: it is the protocol channel.
+        """
+        await self._serve(self._native.serve_stdio)
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serves over a pair of asyncio streams until ``reader`` ends."""
+        await self._serve(self._native.serve_streams, _Streams(reader, writer))
+
+    def live_sessions(self) -> int:
+        """How many sessions are live."""
+        return int(self._native.live_sessions())
+
+    def __repr__(self) -> str:
+        return f"Agent(live_sessions={self.live_sessions()})"
+
+
+async def serve_stdio(options: Options) -> None:
+    """Serves an agent with ``options`` over stdio (a shortcut for ``Agent(options).serve_stdio()``)."""
+    await Agent(options).serve_stdio()
+
+
+async def serve(options: Options, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Serves an agent with ``options`` over a pair of asyncio streams."""
+    await Agent(options).serve(reader, writer)

@@ -1,0 +1,576 @@
+"""The runtime model a host speaks: events, messages, gates and their enums.
+
+These mirror ``acp_facade::harness`` in the Rust core. Every class is a dataclass with keyword
+constructors and a readable repr, converts to the core's JSON form with ``to_json()`` and back with
+``from_json()``. Content blocks are ACP ``ContentBlock`` values in their wire (JSON) form, for
+example ``text_block("hi") == {"type": "text", "text": "hi"}``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar, Dict, List, Optional, Union
+
+__all__ = [
+    "AiMessage",
+    "ApprovalAction",
+    "CompactWaiterRejected",
+    "CompactWaiterResolved",
+    "ContentBlock",
+    "ContextMeasured",
+    "Event",
+    "EventClass",
+    "EventKind",
+    "Gate",
+    "GateKind",
+    "GateOpened",
+    "GateResolved",
+    "GateResolver",
+    "GateResponse",
+    "Message",
+    "SessionMetaChanged",
+    "StepDone",
+    "StopReason",
+    "TokenChannel",
+    "TokenDelta",
+    "ToolCallCompleted",
+    "ToolCallProgress",
+    "ToolCallRequest",
+    "ToolCallStarted",
+    "ToolCallStatus",
+    "ToolKind",
+    "ToolResultMessage",
+    "TurnDone",
+    "TurnFailed",
+    "TurnInterrupted",
+    "TurnStarted",
+    "UserMessage",
+    "Visibility",
+    "plain_text",
+    "text_block",
+]
+
+ContentBlock = Dict[str, Any]
+"""An ACP content block in its wire form, e.g. ``{"type": "text", "text": "hi"}``."""
+
+
+def text_block(text: str) -> ContentBlock:
+    """A text content block."""
+    return {"type": "text", "text": text}
+
+
+def plain_text(content: List[ContentBlock]) -> str:
+    """The concatenated text of the text blocks in ``content``."""
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+class StopReason(str, Enum):
+    """Why a turn ended (ACP ``StopReason``)."""
+
+    END_TURN = "end_turn"
+    MAX_TOKENS = "max_tokens"
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    REFUSAL = "refusal"
+    CANCELLED = "cancelled"
+
+
+class ToolKind(str, Enum):
+    """The kind of a tool call (ACP ``ToolKind``), used by clients to pick an icon."""
+
+    READ = "read"
+    EDIT = "edit"
+    DELETE = "delete"
+    MOVE = "move"
+    SEARCH = "search"
+    EXECUTE = "execute"
+    THINK = "think"
+    FETCH = "fetch"
+    SWITCH_MODE = "switch_mode"
+    OTHER = "other"
+
+
+class ToolCallStatus(str, Enum):
+    """The status of a tool call (ACP ``ToolCallStatus``)."""
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class EventClass(str, Enum):
+    """Durability of an event: ``EPHEMERAL`` (live only) or ``ENDURING`` (journaled, replayed)."""
+
+    EPHEMERAL = "ephemeral"
+    ENDURING = "enduring"
+
+
+class Visibility(str, Enum):
+    """Who may see an event: only ``PUBLIC`` events ever reach the client."""
+
+    PUBLIC = "public"
+    INTERNAL = "internal"
+
+
+class TokenChannel(str, Enum):
+    """Which stream a token delta belongs to: the reply or reasoning."""
+
+    MESSAGE = "message"
+    THOUGHT = "thought"
+
+
+class ApprovalAction(str, Enum):
+    """The controls of a permission gate."""
+
+    APPROVE = "approve"
+    APPROVE_ALWAYS = "approve_always"
+    DENY = "deny"
+
+
+class GateKind(str, Enum):
+    """What a gate asks for."""
+
+    PERMISSION = "permission"
+    ASK_USER = "ask_user"
+    FORM = "form"
+    OPEN_URL = "open_url"
+
+
+class GateResolver(str, Enum):
+    """Who resolves a gate."""
+
+    LOOP = "loop"
+    SESSION = "session"
+
+
+def _wire(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
+@dataclass
+class UserMessage:
+    """A user's message: the prompt of a turn."""
+
+    content: List[ContentBlock] = field(default_factory=list)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        return {"content": list(self.content)}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "UserMessage":
+        """Builds one from the core's JSON form."""
+        return cls(content=list(data.get("content", [])))
+
+
+@dataclass
+class ToolCallRequest:
+    """One tool call a model asked for."""
+
+    call_id: str
+    name: str
+    kind: ToolKind = ToolKind.OTHER
+    input: Any = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        return {"call_id": self.call_id, "name": self.name, "kind": _wire(self.kind), "input": self.input}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "ToolCallRequest":
+        """Builds one from the core's JSON form."""
+        return cls(data["call_id"], data["name"], ToolKind(data.get("kind", "other")), data.get("input"))
+
+
+@dataclass
+class AiMessage:
+    """A model's message: the text of one step, its reasoning and the tool calls it asked for."""
+
+    content: List[ContentBlock] = field(default_factory=list)
+    thoughts: List[ContentBlock] = field(default_factory=list)
+    tool_calls: List[ToolCallRequest] = field(default_factory=list)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        return {
+            "role": "ai",
+            "content": list(self.content),
+            "thoughts": list(self.thoughts),
+            "tool_calls": [t.to_json() for t in self.tool_calls],
+        }
+
+
+@dataclass
+class ToolResultMessage:
+    """The result of one tool call."""
+
+    call_id: str
+    output: List[ContentBlock] = field(default_factory=list)
+    is_error: bool = False
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        return {"role": "tool_result", "call_id": self.call_id, "output": list(self.output), "is_error": self.is_error}
+
+
+Message = Union[UserMessage, AiMessage, ToolResultMessage]
+"""One message of a conversation."""
+
+
+def _message_to_json(message: Message) -> Dict[str, Any]:
+    if isinstance(message, UserMessage):
+        return {"role": "user", **message.to_json()}
+    return message.to_json()
+
+
+def _message_from_json(data: Dict[str, Any]) -> Message:
+    role = data.get("role")
+    if role == "user":
+        return UserMessage.from_json(data)
+    if role == "ai":
+        return AiMessage(
+            content=list(data.get("content", [])),
+            thoughts=list(data.get("thoughts", [])),
+            tool_calls=[ToolCallRequest.from_json(t) for t in data.get("tool_calls", [])],
+        )
+    return ToolResultMessage(data["call_id"], list(data.get("output", [])), bool(data.get("is_error", False)))
+
+
+@dataclass
+class Gate:
+    """A point where a turn waits for an answer (a permission request, a question...)."""
+
+    id: str
+    kind: GateKind
+    title: str
+    resolver: GateResolver = GateResolver.LOOP
+    tool_call_id: Optional[str] = None
+    controls: List[ApprovalAction] = field(default_factory=list)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        return {
+            "id": self.id,
+            "kind": _wire(self.kind),
+            "resolver": _wire(self.resolver),
+            "tool_call_id": self.tool_call_id,
+            "title": self.title,
+            "controls": [_wire(c) for c in self.controls],
+        }
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Gate":
+        """Builds one from the core's JSON form."""
+        return cls(
+            id=data["id"],
+            kind=GateKind(data["kind"]),
+            title=data.get("title", ""),
+            resolver=GateResolver(data.get("resolver", "loop")),
+            tool_call_id=data.get("tool_call_id"),
+            controls=[ApprovalAction(c) for c in data.get("controls", [])],
+        )
+
+
+@dataclass
+class GateResponse:
+    """An answer to a gate: an approval action, or free-form values."""
+
+    approval: Optional[ApprovalAction] = None
+    values: Any = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        if self.approval is not None:
+            return {"approval": _wire(self.approval)}
+        return {"values": self.values}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "GateResponse":
+        """Builds one from the core's JSON form."""
+        if "approval" in data:
+            return cls(approval=ApprovalAction(data["approval"]))
+        return cls(values=data.get("values"))
+
+
+class _Kind:
+    """Shared JSON conversion of the event kinds."""
+
+    type: ClassVar[str] = ""
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        out: Dict[str, Any] = {"type": self.type}
+        for name in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            value = getattr(self, name)
+            if name == "messages":
+                value = [_message_to_json(m) for m in value]
+            out[name] = _wire(value)
+        return out
+
+
+@dataclass
+class TurnStarted(_Kind):
+    """A turn began; the event's ``command_id`` names the submitted command."""
+
+    type: ClassVar[str] = "turn_started"
+    message: UserMessage = field(default_factory=UserMessage)
+
+
+@dataclass
+class TokenDelta(_Kind):
+    """A piece of streamed output."""
+
+    type: ClassVar[str] = "token_delta"
+    text: str = ""
+    channel: TokenChannel = TokenChannel.MESSAGE
+
+
+@dataclass
+class ToolCallStarted(_Kind):
+    """A tool call was announced."""
+
+    type: ClassVar[str] = "tool_call_started"
+    call_id: str = ""
+    name: str = ""
+    kind: ToolKind = ToolKind.OTHER
+    input: Any = None
+
+
+@dataclass
+class ToolCallProgress(_Kind):
+    """A tool call made progress (status and/or new content)."""
+
+    type: ClassVar[str] = "tool_call_progress"
+    call_id: str = ""
+    status: Optional[ToolCallStatus] = None
+    content: Optional[List[ContentBlock]] = None
+
+
+@dataclass
+class ToolCallCompleted(_Kind):
+    """A tool call finished."""
+
+    type: ClassVar[str] = "tool_call_completed"
+    call_id: str = ""
+    output: List[ContentBlock] = field(default_factory=list)
+    is_error: bool = False
+
+
+@dataclass
+class StepDone(_Kind):
+    """A step finished: its AI message followed by its tool results (Enduring)."""
+
+    type: ClassVar[str] = "step_done"
+    messages: List[Message] = field(default_factory=list)
+
+
+@dataclass
+class ContextMeasured(_Kind):
+    """The context window was measured."""
+
+    type: ClassVar[str] = "context_measured"
+    used: int = 0
+    size: int = 0
+
+
+@dataclass
+class GateOpened(_Kind):
+    """A gate opened; the turn waits for it."""
+
+    type: ClassVar[str] = "gate_opened"
+    gate: Optional[Gate] = None
+
+
+@dataclass
+class GateResolved(_Kind):
+    """A gate was answered."""
+
+    type: ClassVar[str] = "gate_resolved"
+    gate_id: str = ""
+
+
+@dataclass
+class TurnDone(_Kind):
+    """The turn finished; ``stop`` defaults to ``end_turn``."""
+
+    type: ClassVar[str] = "turn_done"
+    stop: Optional[StopReason] = None
+    message: Optional[Message] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        return {
+            "type": self.type,
+            "stop": _wire(self.stop),
+            "message": None if self.message is None else _message_to_json(self.message),
+        }
+
+
+@dataclass
+class TurnFailed(_Kind):
+    """The turn failed; ``error`` is shown to the user."""
+
+    type: ClassVar[str] = "turn_failed"
+    error: str = ""
+
+
+@dataclass
+class TurnInterrupted(_Kind):
+    """The turn was interrupted."""
+
+    type: ClassVar[str] = "turn_interrupted"
+
+
+@dataclass
+class CompactWaiterResolved(_Kind):
+    """A compaction completed; the event's ``command_id`` names it."""
+
+    type: ClassVar[str] = "compact_waiter_resolved"
+
+
+@dataclass
+class CompactWaiterRejected(_Kind):
+    """A compaction was rejected; the event's ``command_id`` names it."""
+
+    type: ClassVar[str] = "compact_waiter_rejected"
+    reason: str = ""
+
+
+@dataclass
+class SessionMetaChanged(_Kind):
+    """The session's catalog metadata changed."""
+
+    type: ClassVar[str] = "session_meta_changed"
+    title: Optional[str] = None
+    updated_at: Optional[str] = None
+
+
+EventKind = Union[
+    TurnStarted,
+    TokenDelta,
+    ToolCallStarted,
+    ToolCallProgress,
+    ToolCallCompleted,
+    StepDone,
+    ContextMeasured,
+    GateOpened,
+    GateResolved,
+    TurnDone,
+    TurnFailed,
+    TurnInterrupted,
+    CompactWaiterResolved,
+    CompactWaiterRejected,
+    SessionMetaChanged,
+]
+"""What happened."""
+
+_KINDS: Dict[str, Any] = {
+    k.type: k
+    for k in (
+        TurnStarted,
+        TokenDelta,
+        ToolCallStarted,
+        ToolCallProgress,
+        ToolCallCompleted,
+        StepDone,
+        ContextMeasured,
+        GateOpened,
+        GateResolved,
+        TurnDone,
+        TurnFailed,
+        TurnInterrupted,
+        CompactWaiterResolved,
+        CompactWaiterRejected,
+        SessionMetaChanged,
+    )
+}
+
+_event_ids = itertools.count(1)
+
+
+def _kind_from_json(data: Dict[str, Any]) -> EventKind:
+    cls = _KINDS[data["type"]]
+    args = {k: v for k, v in data.items() if k != "type"}
+    if cls is TurnStarted:
+        return TurnStarted(UserMessage.from_json(args.get("message", {})))
+    if cls is StepDone:
+        return StepDone([_message_from_json(m) for m in args.get("messages", [])])
+    if cls is GateOpened:
+        return GateOpened(Gate.from_json(args["gate"]))
+    if cls is TurnDone:
+        message = args.get("message")
+        stop = args.get("stop")
+        return TurnDone(
+            stop=None if stop is None else StopReason(stop),
+            message=None if message is None else _message_from_json(message),
+        )
+    if cls is TokenDelta:
+        return TokenDelta(args.get("text", ""), TokenChannel(args.get("channel", "message")))
+    if cls is ToolCallStarted:
+        return ToolCallStarted(args["call_id"], args.get("name", ""), ToolKind(args.get("kind", "other")), args.get("input"))
+    if cls is ToolCallProgress:
+        status = args.get("status")
+        return ToolCallProgress(args["call_id"], None if status is None else ToolCallStatus(status), args.get("content"))
+    result: EventKind = cls(**args)
+    return result
+
+
+@dataclass
+class Event:
+    """One event of a session's stream: its payload ``kind`` plus the header fields.
+
+    ``command_id`` is the causing command (set on ``TurnStarted`` and on compaction results);
+    ``loop_id`` and ``turn_id`` place the event in its turn. ``seq`` is assigned by the hub.
+    """
+
+    kind: EventKind
+    event_class: EventClass = EventClass.EPHEMERAL
+    visibility: Visibility = Visibility.PUBLIC
+    command_id: Optional[str] = None
+    loop_id: Optional[str] = None
+    turn_id: Optional[str] = None
+    id: str = field(default_factory=lambda: f"py-event-{next(_event_ids)}")
+    seq: int = 0
+
+    def is_public(self) -> bool:
+        """Whether the event may reach a client."""
+        return self.visibility is Visibility.PUBLIC
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        return {
+            "header": {
+                "id": self.id,
+                "seq": self.seq,
+                "class": _wire(self.event_class),
+                "visibility": _wire(self.visibility),
+                "cause": {"command_id": self.command_id},
+                "coordinates": {"loop_id": self.loop_id, "turn_id": self.turn_id},
+            },
+            "kind": self.kind.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Event":
+        """Builds one from the core's JSON form."""
+        header = data["header"]
+        cause = header.get("cause") or {}
+        coordinates = header.get("coordinates") or {}
+        return cls(
+            kind=_kind_from_json(data["kind"]),
+            event_class=EventClass(header["class"]),
+            visibility=Visibility(header["visibility"]),
+            command_id=cause.get("command_id"),
+            loop_id=coordinates.get("loop_id"),
+            turn_id=coordinates.get("turn_id"),
+            id=header["id"],
+            seq=header.get("seq", 0),
+        )

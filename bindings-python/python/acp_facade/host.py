@@ -1,0 +1,287 @@
+"""The host interfaces: what a product implements to drive the agent itself.
+
+Implement :class:`SessionHost` (``new_session`` is required) and return :class:`LiveSession`
+objects. Optional ``async def`` methods switch the matching ACP capability on when present:
+
+- on the host: ``load_session`` (``loadSession``), ``resume_session``
+  (``sessionCapabilities.resume``), ``list_sessions`` (``sessionCapabilities.list``),
+  ``delete_session`` (``sessionCapabilities.delete``);
+- on a live session: ``shutdown`` (graceful ``session/close``), ``compact`` (``/compact``),
+  ``config_options`` + ``set_config_option`` (``session/set_config_option`` and modes).
+
+Every host method must be ``async def``; a plain ``def`` is a ``TypeError`` when the agent is
+built (or, for a live session, when it is returned). Raise :class:`acp_facade.AcpError` (or a
+subclass) to answer with its code; any other exception answers ``-32603`` with its text. A live
+session publishes its events to its :attr:`LiveSession.events` hub; the core correlates and
+translates them (see the Rust ``acp_facade::host`` docs for the contract of each method).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
+
+from . import _native
+from ._bridge import DONE, dispatcher
+from .harness import ContentBlock, Event, GateResponse
+
+__all__ = [
+    "ConfigOption",
+    "EventHub",
+    "LiveSession",
+    "LoadedSession",
+    "MODE_CONFIG_ID",
+    "SelectOption",
+    "SessionCatalogEntry",
+    "SessionHost",
+    "Setup",
+]
+
+MODE_CONFIG_ID = "mode"
+"""The config option id that is also served as the session's modes."""
+
+
+@dataclass
+class Setup:
+    """The validated setup of a session: absolute, canonical ``cwd``, extra roots, MCP servers."""
+
+    cwd: str
+    additional_directories: List[str] = field(default_factory=list)
+    mcp_servers: List[Dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Setup":
+        """Builds one from its JSON form."""
+        return cls(data["cwd"], list(data.get("additionalDirectories", [])), list(data.get("mcpServers", [])))
+
+
+@dataclass
+class SessionCatalogEntry:
+    """One stored session, as ``list_sessions`` reports it."""
+
+    session_id: str
+    cwd: Optional[str] = None
+    additional_directories: List[str] = field(default_factory=list)
+    title: Optional[str] = None
+    updated_at: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON form."""
+        return {
+            "sessionId": self.session_id,
+            "cwd": self.cwd,
+            "additionalDirectories": list(self.additional_directories),
+            "title": self.title,
+            "updatedAt": self.updated_at,
+        }
+
+
+@dataclass
+class SelectOption:
+    """One value of a select config option."""
+
+    value: str
+    name: str
+    description: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The ACP wire form."""
+        out: Dict[str, Any] = {"value": self.value, "name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+
+@dataclass
+class ConfigOption:
+    """A select config option (ACP ``SessionConfigOption``); id ``mode`` is also served as modes."""
+
+    id: str
+    name: str
+    current_value: str
+    options: List[SelectOption] = field(default_factory=list)
+    category: Optional[str] = None
+    description: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The ACP wire form."""
+        out: Dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "type": "select",
+            "currentValue": self.current_value,
+            "options": [o.to_json() for o in self.options],
+        }
+        if self.category is not None:
+            out["category"] = self.category
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+
+class EventHub:
+    """A session's event fan-out: publish the session's events here, in order.
+
+    ``publish`` is a cheap synchronous call into a Rust queue; it returns an awaitable that is
+    already complete unless a subscriber's queue is full (then awaiting it waits for room).
+    Always ``await`` it, so events keep their order.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._native = _native.EventHub(capacity)
+
+    def publish(self, event: Event) -> Awaitable[None]:
+        """Publishes ``event`` to every subscriber."""
+        if self._native.try_publish(event):
+            return DONE
+        return dispatcher.wait(self._native.publish, event)
+
+    def subscriber_count(self) -> int:
+        """How many subscriptions are alive."""
+        return self._native.subscriber_count()
+
+    def __repr__(self) -> str:
+        return f"EventHub(subscribers={self.subscriber_count()})"
+
+
+class LiveSession:
+    """A session the host is running. Subclass it and implement the ``async def`` methods.
+
+    ``id`` becomes the ACP ``sessionId``; ``events`` is the hub the session publishes to.
+    """
+
+    def __init__(self, id: str, events: Optional[EventHub] = None) -> None:
+        self.id = id
+        self.events = events if events is not None else EventHub()
+
+    async def submit(self, prompt: List[ContentBlock]) -> str:
+        """Starts a turn; returns the command id its ``TurnStarted`` carries."""
+        raise NotImplementedError
+
+    async def interrupt(self) -> None:
+        """Interrupts the running turn (it should end with ``TurnInterrupted``)."""
+        raise NotImplementedError
+
+    async def respond_gate(self, gate_id: str, response: GateResponse) -> None:
+        """Answers a gate the session's loop opened."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r})"
+
+
+@dataclass
+class LoadedSession:
+    """What ``load_session`` returns: the live session and its Enduring history, oldest first."""
+
+    session: LiveSession
+    history: List[Event] = field(default_factory=list)
+
+
+class SessionHost:
+    """Creates sessions: ``async def new_session(setup) -> LiveSession`` is required.
+
+    Define ``load_session``, ``resume_session``, ``list_sessions`` or ``delete_session`` (all
+    ``async def``) to switch the matching capability on.
+    """
+
+    async def new_session(self, setup: Setup) -> LiveSession:
+        """Creates a live session for ``session/new``."""
+        raise NotImplementedError
+
+
+_HOST_OPTIONAL = ("load_session", "resume_session", "list_sessions", "delete_session")
+_LIVE_REQUIRED = ("submit", "interrupt", "respond_gate")
+
+
+def require_async(obj: object, names: Sequence[str], what: str) -> None:
+    """Raises ``TypeError`` unless each method in ``names`` that ``obj`` has is ``async def``."""
+    for name in names:
+        method = getattr(obj, name, None)
+        if method is not None and not inspect.iscoroutinefunction(method):
+            raise TypeError(f"{what}.{name} must be an `async def` method, not a plain function")
+
+
+def host_capabilities(host: object) -> Dict[str, bool]:
+    """Which optional host parts ``host`` implements (checked to be ``async def``)."""
+    if getattr(host, "new_session", None) is None:
+        raise TypeError(f"{type(host).__name__} has no `new_session` method")
+    require_async(host, ("new_session", *_HOST_OPTIONAL), type(host).__name__)
+    return {name: callable(getattr(host, name, None)) for name in _HOST_OPTIONAL}
+
+
+def _live(session: LiveSession) -> Tuple[str, Any, Any, Tuple[bool, bool, bool]]:
+    name = type(session).__name__
+    for required in _LIVE_REQUIRED:
+        if not callable(getattr(session, required, None)):
+            raise TypeError(f"{name} has no `{required}` method")
+    require_async(session, (*_LIVE_REQUIRED, "shutdown", "compact", "config_options", "set_config_option"), name)
+    events = getattr(session, "events", None)
+    if not isinstance(events, EventHub):
+        raise TypeError(f"{name}.events must be an acp_facade.EventHub")
+    caps = (
+        callable(getattr(session, "shutdown", None)),
+        callable(getattr(session, "compact", None)),
+        callable(getattr(session, "config_options", None)) and callable(getattr(session, "set_config_option", None)),
+    )
+    return (str(session.id), events._native, _LiveAdapter(session), caps)
+
+
+class _LiveAdapter:
+    """Turns the core's plain data into typed objects for one live session."""
+
+    __slots__ = ("_s",)
+
+    def __init__(self, session: Any) -> None:
+        self._s = session
+
+    async def submit(self, prompt: List[ContentBlock]) -> str:
+        return str(await self._s.submit(prompt))
+
+    async def interrupt(self) -> None:
+        await self._s.interrupt()
+
+    async def respond_gate(self, gate_id: str, response: Dict[str, Any]) -> None:
+        await self._s.respond_gate(gate_id, GateResponse.from_json(response))
+
+    async def shutdown(self) -> None:
+        await self._s.shutdown()
+
+    async def compact(self) -> str:
+        return str(await self._s.compact())
+
+    async def config_options(self) -> List[Any]:
+        return [o.to_json() if hasattr(o, "to_json") else o for o in await self._s.config_options()]
+
+    async def set_config_option(self, config_id: str, value: Any) -> None:
+        await self._s.set_config_option(config_id, value)
+
+
+class HostAdapter:
+    """Turns the core's plain data into typed objects for the product's host object."""
+
+    __slots__ = ("_h",)
+
+    def __init__(self, host: Any) -> None:
+        self._h = host
+
+    async def new_session(self, setup: Dict[str, Any]) -> Any:
+        return _live(await self._h.new_session(Setup.from_json(setup)))
+
+    async def load_session(self, session_id: str, setup: Dict[str, Any]) -> Any:
+        loaded = await self._h.load_session(session_id, Setup.from_json(setup))
+        if not isinstance(loaded, LoadedSession):
+            raise TypeError("load_session must return an acp_facade.LoadedSession")
+        return (_live(loaded.session), [e.to_json() for e in loaded.history])
+
+    async def resume_session(self, session_id: str, setup: Dict[str, Any]) -> Any:
+        return _live(await self._h.resume_session(session_id, Setup.from_json(setup)))
+
+    async def list_sessions(self) -> List[Any]:
+        return [e.to_json() if hasattr(e, "to_json") else e for e in await self._h.list_sessions()]
+
+    async def delete_session(self, session_id: str) -> None:
+        await self._h.delete_session(session_id)

@@ -1,0 +1,233 @@
+"""The batteries-included runner: a complete ACP agent from one ``async def run_turn(turn)``.
+
+:class:`Runner` implements every host part over a store (:class:`SqliteStore` or
+:class:`MemoryStore`) and runs each prompt as a :class:`Turn` of the product's
+:class:`TurnRunner`. Replay, list, delete, resume, titles and config options then work with no
+further product code.
+
+A turn runner defines ``async def run_turn(self, turn)`` and may define
+``config_options(self) -> list[ConfigOption]`` (read once, when the runner is built),
+``title(self, first_prompt) -> str | None`` and ``async def compact(self, session_id)`` (its
+presence switches ``/compact`` on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Awaitable, List, Optional, Sequence, Union
+
+from . import _native
+from ._bridge import DONE, dispatcher
+from .harness import ApprovalAction, ContentBlock, StopReason, ToolCallStatus, ToolKind, plain_text
+from .host import ConfigOption
+
+if TYPE_CHECKING:
+    from .agent import Agent, Options
+
+__all__ = ["MemoryStore", "Permission", "Runner", "SqliteStore", "Turn", "TurnRunner"]
+
+SqliteStore = _native.SqliteStore
+MemoryStore = _native.MemoryStore
+
+
+class Permission(str, Enum):
+    """How a permission request was answered."""
+
+    ALLOWED = "allowed"
+    ALLOWED_ALWAYS = "allowed_always"
+    DENIED = "denied"
+    CANCELLED = "cancelled"
+
+    def is_allowed(self) -> bool:
+        """Whether the tool may run."""
+        return self in (Permission.ALLOWED, Permission.ALLOWED_ALWAYS)
+
+
+_ALL_CONTROLS = (ApprovalAction.APPROVE, ApprovalAction.APPROVE_ALWAYS, ApprovalAction.DENY)
+
+
+def _value(v: Any) -> Any:
+    return v.value if isinstance(v, Enum) else v
+
+
+class Turn:
+    """One running turn, handed to ``run_turn``.
+
+    Streaming calls (:meth:`text`, :meth:`thought`) are cheap synchronous calls into a Rust queue
+    that return an awaitable: already complete, unless the client is slow to read and the queue
+    is long (then awaiting it waits: back-pressure). Always ``await`` them. When the turn is
+    cancelled (``session/cancel``, close) the ``run_turn`` task is cancelled too; a loop that never
+    awaits should check :meth:`is_cancelled`.
+    """
+
+    __slots__ = ("_n",)
+
+    def __init__(self, native: Any) -> None:
+        self._n = native
+
+    @property
+    def session_id(self) -> str:
+        """The session this turn runs in."""
+        return str(self._n.session_id)
+
+    @property
+    def cwd(self) -> str:
+        """The session's working directory."""
+        return str(self._n.cwd)
+
+    def prompt(self) -> List[ContentBlock]:
+        """The prompt's content blocks, in their ACP wire form."""
+        blocks: List[ContentBlock] = self._n.prompt()
+        return blocks
+
+    def prompt_text(self) -> str:
+        """The prompt's text blocks, concatenated."""
+        return str(self._n.prompt_text())
+
+    def config_value(self, config_id: str) -> Optional[str]:
+        """The value of one of the session's select config options when the turn started."""
+        value: Optional[str] = self._n.config_value(config_id)
+        return value
+
+    def is_cancelled(self) -> bool:
+        """Whether the turn was cancelled."""
+        return bool(self._n.is_cancelled())
+
+    def cancelled(self) -> Awaitable[None]:
+        """Resolves when the turn is cancelled."""
+        return dispatcher.wait(self._n.cancelled)
+
+    def step_text(self) -> str:
+        """The reply text streamed in the current step so far."""
+        return str(self._n.step_text())
+
+    def text(self, text: str) -> Awaitable[None]:
+        """Streams reply text (``agent_message_chunk``)."""
+        if self._n.text(text):
+            return dispatcher.wait(self._n.barrier)
+        return DONE
+
+    def thought(self, text: str) -> Awaitable[None]:
+        """Streams reasoning (``agent_thought_chunk``)."""
+        if self._n.thought(text):
+            return dispatcher.wait(self._n.barrier)
+        return DONE
+
+    async def start_tool_call(self, title: str, kind: ToolKind = ToolKind.OTHER, input: Any = None) -> str:
+        """Announces a tool call (``tool_call``, status pending); returns its id."""
+        result: str = await dispatcher.wait(self._n.start_tool_call, title, _value(kind), input)
+        return result
+
+    async def tool_progress(
+        self, call_id: str, status: Optional[ToolCallStatus] = None, content: Optional[List[ContentBlock]] = None
+    ) -> None:
+        """Reports progress of a tool call (``tool_call_update``)."""
+        await dispatcher.wait(self._n.tool_progress, call_id, _value(status), content)
+
+    async def complete_tool_call(self, call_id: str, output: Sequence[ContentBlock] = ()) -> None:
+        """Finishes a tool call successfully (``tool_call_update``, status completed)."""
+        await dispatcher.wait(self._n.finish_tool_call, call_id, list(output), False)
+
+    async def fail_tool_call(self, call_id: str, output: Sequence[ContentBlock] = ()) -> None:
+        """Finishes a tool call as failed (``tool_call_update``, status failed)."""
+        await dispatcher.wait(self._n.finish_tool_call, call_id, list(output), True)
+
+    async def request_permission(
+        self, call_id: str, title: str, controls: Sequence[ApprovalAction] = _ALL_CONTROLS
+    ) -> Permission:
+        """Asks the client for permission to run ``call_id`` (``session/request_permission``)."""
+        answer = await dispatcher.wait(self._n.request_permission, call_id, title, [_value(c) for c in controls])
+        return Permission(answer)
+
+    async def ask_user(self, question: str) -> Any:
+        """Asks the user a question; over ACP v1.20.0 this waits until the turn is cancelled."""
+        return await dispatcher.wait(self._n.ask_user, question)
+
+    async def usage(self, used: int, size: int) -> None:
+        """Reports context usage; closes the current step first (``usage_update``)."""
+        await dispatcher.wait(self._n.usage, used, size)
+
+    async def end_step(self) -> None:
+        """Closes the current step, if it has content."""
+        await dispatcher.wait(self._n.end_step)
+
+    def __repr__(self) -> str:
+        return f"Turn(session_id={self.session_id!r})"
+
+
+class TurnRunner:
+    """What a product writes: how one turn runs. Subclass it and define ``run_turn``.
+
+    Optional: ``config_options()``, ``title(first_prompt)`` and ``async def compact(session_id)``.
+    """
+
+    async def run_turn(self, turn: Turn) -> Union[StopReason, str, None]:
+        """Runs one turn and returns why it stopped (``None`` means ``end_turn``).
+
+        Raise to fail the turn (``-32603`` with the exception's text).
+        """
+        raise NotImplementedError
+
+
+class _TurnRunnerAdapter:
+    """Turns the core's plain data into typed objects for the product's turn runner."""
+
+    __slots__ = ("_r",)
+
+    def __init__(self, runner: Any) -> None:
+        self._r = runner
+
+    async def run_turn(self, native: Any) -> Optional[str]:
+        try:
+            stop = await self._r.run_turn(Turn(native))
+        except asyncio.CancelledError:
+            return StopReason.CANCELLED.value
+        return None if stop is None else str(_value(stop))
+
+    def title(self, first_prompt: str) -> Any:
+        return self._r.title(first_prompt)
+
+    async def compact(self, session_id: str) -> None:
+        await self._r.compact(session_id)
+
+
+class Runner:
+    """The runner: every host part over ``store`` running turns with ``turn_runner``."""
+
+    __slots__ = ("_native", "turn_runner")
+
+    def __init__(self, store: Union[_native.SqliteStore, _native.MemoryStore], turn_runner: Any) -> None:
+        run_turn = getattr(turn_runner, "run_turn", None)
+        if run_turn is None:
+            raise TypeError(f"{type(turn_runner).__name__} has no `run_turn` method")
+        for name in ("run_turn", "compact"):
+            method = getattr(turn_runner, name, None)
+            if method is not None and not inspect.iscoroutinefunction(method):
+                raise TypeError(f"{type(turn_runner).__name__}.{name} must be an `async def` method, not a plain function")
+        options: List[Any] = []
+        config_options = getattr(turn_runner, "config_options", None)
+        if config_options is not None:
+            options = [o.to_json() if isinstance(o, ConfigOption) else o for o in config_options()]
+        self.turn_runner = turn_runner
+        self._native = _native.Runner(
+            store,
+            _TurnRunnerAdapter(turn_runner),
+            options,
+            callable(getattr(turn_runner, "title", None)),
+            callable(getattr(turn_runner, "compact", None)),
+        )
+
+    def options(self) -> "Options":
+        """Options with every host part of the runner set (and ``/compact`` when supported)."""
+        from .agent import Options
+
+        return Options._wrap(self._native.options())
+
+    def agent(self, options: "Optional[Options]" = None) -> "Agent":
+        """An agent with ``options`` (default: :meth:`options`)."""
+        from .agent import Agent
+
+        return Agent(options if options is not None else self.options())
+

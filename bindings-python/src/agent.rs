@@ -1,0 +1,219 @@
+//! The agent: [`PyOptions`] (the host parts and limits) and [`PyAgent`], served over stdio or
+//! over a pair of caller-supplied asyncio streams.
+//!
+//! Serving runs on the binding's Tokio runtime; its end completes a Python future through the
+//! bridge, so `await agent.serve_stdio()` is an ordinary coroutine in the caller's loop.
+//! Cancelling that coroutine aborts the serve task.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_facade::error::ErrorExt;
+use acp_facade::{Agent, Options};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::bridge;
+use crate::harness::extract;
+use crate::host::{PyHost, args};
+
+/// The host parts and settings of an agent (the core `Options`).
+#[pyclass(name = "Options", module = "acp_facade._native", frozen)]
+pub struct PyOptions {
+    pub(crate) inner: Options,
+}
+
+fn duration(seconds: f64, what: &str) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(seconds).map_err(|_| PyValueError::new_err(format!("{what} must be a non-negative number of seconds")))
+}
+
+#[pymethods]
+impl PyOptions {
+    /// Options over one host adapter object that serves every part switched on here.
+    #[staticmethod]
+    // One flag per optional host part, as the Python side detected them.
+    #[allow(clippy::fn_params_excessive_bools)]
+    fn for_host(host: Py<PyAny>, loader: bool, resumer: bool, catalog: bool, deleter: bool) -> Self {
+        let host = Arc::new(PyHost::new(host));
+        let mut options = Options::new(host.clone());
+        if loader {
+            options = options.loader(host.clone());
+        }
+        if resumer {
+            options = options.resumer(host.clone());
+        }
+        if catalog {
+            options = options.catalog(host.clone());
+        }
+        if deleter {
+            options = options.deleter(host);
+        }
+        Self { inner: options }
+    }
+
+    /// A copy with the given settings changed (`None` keeps a setting).
+    #[pyo3(signature = (*, agent_info=None, compaction=None, close=None, prompt_capabilities=None,
+        max_sessions=None, max_page_size=None, close_grace=None, cancel_grace=None, max_message_size=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn replace(
+        &self,
+        agent_info: Option<(String, String)>,
+        compaction: Option<bool>,
+        close: Option<bool>,
+        prompt_capabilities: Option<&Bound<'_, PyAny>>,
+        max_sessions: Option<usize>,
+        max_page_size: Option<usize>,
+        close_grace: Option<f64>,
+        cancel_grace: Option<f64>,
+        max_message_size: Option<usize>,
+    ) -> PyResult<Self> {
+        let mut options = self.inner.clone();
+        if let Some((name, version)) = agent_info {
+            options = options.agent_info(name, version);
+        }
+        if let Some(on) = compaction {
+            options = options.compaction(on);
+        }
+        if let Some(on) = close {
+            options = options.close(on);
+        }
+        if let Some(capabilities) = prompt_capabilities {
+            options = options.prompt_capabilities(extract(capabilities, "prompt capabilities")?);
+        }
+        if let Some(max) = max_sessions {
+            options = options.max_sessions(max);
+        }
+        if let Some(max) = max_page_size {
+            options = options.max_page_size(max);
+        }
+        if let Some(grace) = close_grace {
+            options = options.close_grace(duration(grace, "close_grace")?);
+        }
+        if let Some(grace) = cancel_grace {
+            options = options.cancel_grace(duration(grace, "cancel_grace")?);
+        }
+        if let Some(max) = max_message_size {
+            options = options.max_message_size(max);
+        }
+        Ok(Self { inner: options })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.inner)
+    }
+}
+
+/// An ACP agent serving one connection at a time on behalf of a host.
+#[pyclass(name = "Agent", module = "acp_facade._native", frozen)]
+pub struct PyAgent {
+    pub(crate) agent: Agent,
+}
+
+/// A running serve task.
+#[pyclass(name = "ServeHandle", module = "acp_facade._native", frozen)]
+pub struct PyServeHandle {
+    abort: tokio::task::AbortHandle,
+}
+
+#[pymethods]
+impl PyServeHandle {
+    /// Stops serving at once.
+    fn abort(&self) {
+        self.abort.abort();
+    }
+}
+
+fn finish(future: u64, result: std::io::Result<()>) {
+    bridge::resolve(
+        future,
+        Ok(Box::new(move |py| match result {
+            Ok(()) => Ok(py.None().into_bound(py)),
+            Err(e) => Err(PyOSError::new_err(e.to_string())),
+        })),
+    );
+}
+
+#[pymethods]
+impl PyAgent {
+    #[new]
+    fn new(options: &PyOptions) -> Self {
+        Self { agent: Agent::new(options.inner.clone()) }
+    }
+
+    /// Serves over the process's stdin and stdout; completes `future` when the client hangs up.
+    fn serve_stdio(&self, future: u64) -> PyServeHandle {
+        let agent = self.agent.clone();
+        let task = crate::runtime().spawn(async move { finish(future, agent.serve_stdio().await) });
+        PyServeHandle { abort: task.abort_handle() }
+    }
+
+    /// Serves over `streams`, an object with `async read() -> bytes` (empty at the end),
+    /// `async write(data)` and `async close()`; completes `future` when the input ends.
+    fn serve_streams(&self, streams: Py<PyAny>, future: u64) -> PyServeHandle {
+        let agent = self.agent.clone();
+        let streams = Arc::new(streams);
+        let task = crate::runtime().spawn(async move { finish(future, serve_streams(agent, streams).await) });
+        PyServeHandle { abort: task.abort_handle() }
+    }
+
+    /// How many sessions are live.
+    fn live_sessions(&self) -> usize {
+        self.agent.live_sessions()
+    }
+}
+
+async fn serve_streams(agent: Agent, streams: Arc<Py<PyAny>>) -> std::io::Result<()> {
+    let (agent_side, pump_side) = tokio::io::duplex(64 * 1024);
+    let (agent_read, agent_write) = tokio::io::split(agent_side);
+    let (mut pump_read, mut pump_write) = tokio::io::split(pump_side);
+    let input = streams.clone();
+    let reader = tokio::spawn(async move {
+        loop {
+            let chunk = bridge::call(&input, "read", |py| Ok(PyTuple::empty(py)), |value| {
+                value
+                    .cast::<PyBytes>()
+                    .map(|b| b.as_bytes().to_vec())
+                    .map_err(|_| acp_facade::Error::internal_msg("`read` must return bytes"))
+            })
+            .await;
+            match chunk {
+                Ok(chunk) if !chunk.is_empty() => {
+                    if pump_write.write_all(&chunk).await.is_err() {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        let _ = pump_write.shutdown().await;
+    });
+    let output = streams.clone();
+    let writer = tokio::spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match pump_read.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let data = buf[..n].to_vec();
+            let written = bridge::call(&output, "write", move |py| args(py, (PyBytes::new(py, &data),)), |_| Ok(())).await;
+            if written.is_err() {
+                break;
+            }
+        }
+        let _ = bridge::call(&output, "close", |py| Ok(PyTuple::empty(py)), |_| Ok(())).await;
+    });
+    let result = agent.serve(agent_read, agent_write).await;
+    reader.abort();
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    result
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyOptions>()?;
+    m.add_class::<PyAgent>()?;
+    m.add_class::<PyServeHandle>()?;
+    Ok(())
+}

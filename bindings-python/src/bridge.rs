@@ -1,0 +1,320 @@
+//! The bridge between the Tokio runtime and the caller's asyncio loop (binding plumbing; it has
+//! no core counterpart).
+//!
+//! Tokio threads never touch the interpreter. A call into Python ([`call`]) is queued here as plain
+//! Rust data and the loop is woken by one byte on a socket that it watches with
+//! `loop.add_reader`. The loop then drains the queue on its own thread (`bridge_drain`), turns each
+//! item into Python objects, runs the host's coroutine as an asyncio task and answers with a
+//! synchronous call (`bridge_reply`, `bridge_reply_error`, `bridge_reply_cancelled`) that
+//! converts the result and completes a oneshot channel. Dropping a [`Call`] before it completes
+//! (the core gave up on it: cancellation, a grace period, a closed connection) cancels the
+//! asyncio task. Completions of Python futures that wait on Rust work travel the same way
+//! ([`resolve`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll};
+
+use acp_facade::Error;
+use acp_facade::error::ErrorExt;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use tokio::sync::oneshot;
+
+/// Builds a call's Python arguments, on the loop's thread.
+pub(crate) type MakeArgs = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyTuple>> + Send>;
+/// Builds a resolved future's Python value, on the loop's thread.
+pub(crate) type MakeValue = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
+/// Converts a call's Python result and completes the waiting Rust future.
+type Complete = Box<dyn for<'py> FnOnce(Python<'py>, Result<Bound<'py, PyAny>, Completion>) + Send>;
+
+/// How a call ended without a value.
+enum Completion {
+    Raised(PyErr),
+    Cancelled,
+}
+
+enum Item {
+    Call {
+        id: u64,
+        target: Arc<Py<PyAny>>,
+        method: &'static str,
+        args: MakeArgs,
+    },
+    Cancel {
+        id: u64,
+    },
+    Resolve {
+        future: u64,
+        value: Result<MakeValue, Error>,
+    },
+}
+
+struct Bridge {
+    queue: Mutex<VecDeque<Item>>,
+    pending: Mutex<HashMap<u64, Complete>>,
+    next_id: AtomicU64,
+    woken: AtomicBool,
+    wake_tx: UnixStream,
+    wake_rx: UnixStream,
+}
+
+static BRIDGE: OnceLock<Bridge> = OnceLock::new();
+
+fn bridge() -> Option<&'static Bridge> {
+    BRIDGE.get()
+}
+
+impl Bridge {
+    fn new() -> std::io::Result<Self> {
+        let (wake_tx, wake_rx) = UnixStream::pair()?;
+        wake_tx.set_nonblocking(true)?;
+        wake_rx.set_nonblocking(true)?;
+        Ok(Self {
+            queue: Mutex::default(),
+            pending: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            woken: AtomicBool::new(false),
+            wake_tx,
+            wake_rx,
+        })
+    }
+
+    fn push(&self, item: Item) {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner).push_back(item);
+        if !self.woken.swap(true, Ordering::AcqRel) {
+            // A full socket buffer already holds a wake-up byte; nothing else can go wrong here
+            // that the next push would not retry.
+            let _ = (&self.wake_tx).write(&[1]);
+        }
+    }
+
+    fn take_pending(&self, id: u64) -> Option<Complete> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id)
+    }
+}
+
+/// A call into Python in flight. Resolves to the converted result; dropping it early cancels the
+/// host's asyncio task.
+pub(crate) struct Call<T> {
+    id: u64,
+    rx: oneshot::Receiver<Result<T, Error>>,
+    done: bool,
+}
+
+impl<T> Call<T> {
+    /// Asks the loop to cancel the call's task, and keeps waiting for its answer.
+    pub(crate) fn cancel_task(&self) {
+        if let Some(bridge) = bridge() {
+            bridge.push(Item::Cancel { id: self.id });
+        }
+    }
+}
+
+impl<T> Future for Call<T> {
+    type Output = Result<T, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(result) => {
+                self.done = true;
+                Poll::Ready(result.unwrap_or_else(|_| Err(Error::internal_msg("the Python host went away"))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T> Drop for Call<T> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(bridge) = bridge()
+            && bridge.take_pending(self.id).is_some()
+        {
+            bridge.push(Item::Cancel { id: self.id });
+        }
+    }
+}
+
+/// Calls `target.method(*args)` on the asyncio loop (awaiting it when it returns an awaitable) and
+/// converts its result with `convert`, on the loop's thread.
+pub(crate) fn call<T: Send + 'static>(
+    target: &Arc<Py<PyAny>>,
+    method: &'static str,
+    args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyTuple>> + Send + 'static,
+    convert: impl for<'py> FnOnce(&Bound<'py, PyAny>) -> Result<T, Error> + Send + 'static,
+) -> Call<T> {
+    let (tx, rx) = oneshot::channel();
+    let Some(bridge) = bridge() else {
+        let _ = tx.send(Err(Error::internal_msg("the Python bridge is not initialized")));
+        return Call { id: 0, rx, done: false };
+    };
+    let id = bridge.next_id.fetch_add(1, Ordering::Relaxed);
+    let complete: Complete = Box::new(move |py, result| {
+        let answer = match result {
+            Ok(value) => convert(&value),
+            Err(Completion::Raised(err)) => Err(crate::error::from_py_err(py, &err, method)),
+            Err(Completion::Cancelled) => Err(Error::cancelled_msg(format!("`{method}` was cancelled"))),
+        };
+        let _ = tx.send(answer);
+    });
+    bridge.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id, complete);
+    bridge.push(Item::Call {
+        id,
+        target: target.clone(),
+        method,
+        args: Box::new(args),
+    });
+    Call { id, rx, done: false }
+}
+
+/// Like [`call`], for the core's synchronous hooks: parks this Tokio worker (without touching the
+/// interpreter) until the loop answers.
+pub(crate) fn call_blocking<T: Send + 'static>(
+    target: &Arc<Py<PyAny>>,
+    method: &'static str,
+    args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyTuple>> + Send + 'static,
+    convert: impl for<'py> FnOnce(&Bound<'py, PyAny>) -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    let pending = call(target, method, args, convert);
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| futures::executor::block_on(pending))
+        }
+        _ => futures::executor::block_on(pending),
+    }
+}
+
+/// Completes the Python future registered under `future` with a value built on the loop's
+/// thread, or with an exception.
+pub(crate) fn resolve(future: u64, value: Result<MakeValue, Error>) {
+    if let Some(bridge) = bridge() {
+        bridge.push(Item::Resolve { future, value });
+    }
+}
+
+/// Completes the Python future `future` with `None`.
+pub(crate) fn resolve_none(future: u64) {
+    resolve(future, Ok(Box::new(|py| Ok(py.None().into_bound(py)))));
+}
+
+fn get() -> PyResult<&'static Bridge> {
+    bridge().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("the bridge is not initialized"))
+}
+
+/// The file descriptor the asyncio loop watches; readable when the queue has items.
+#[pyfunction]
+fn bridge_fileno() -> PyResult<i32> {
+    Ok(get()?.wake_rx.as_raw_fd())
+}
+
+/// Takes every queued item, as tuples: `("call", id, target, method, args)`, `("cancel", id)`
+/// and `("resolve", future_id, value, exception)`.
+#[pyfunction]
+fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let bridge = get()?;
+    bridge.woken.store(false, Ordering::Release);
+    let mut sink = [0u8; 256];
+    loop {
+        match (&bridge.wake_rx).read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let items = std::mem::take(&mut *bridge.queue.lock().unwrap_or_else(PoisonError::into_inner));
+    let out = PyList::empty(py);
+    for item in items {
+        match item {
+            Item::Call { id, target, method, args } => match args(py) {
+                Ok(args) => out.append(("call", id, target.clone_ref(py), method, args))?,
+                Err(err) => {
+                    if let Some(complete) = bridge.take_pending(id) {
+                        complete(py, Err(Completion::Raised(err)));
+                    }
+                }
+            },
+            Item::Cancel { id } => out.append(("cancel", id))?,
+            Item::Resolve { future, value } => {
+                let (value, exception) = match value.map(|make| make(py)) {
+                    Ok(Ok(value)) => (value, py.None().into_bound(py)),
+                    Ok(Err(err)) => (py.None().into_bound(py), err.into_value(py).into_bound(py).into_any()),
+                    Err(error) => (
+                        py.None().into_bound(py),
+                        crate::error::to_py_err(py, &error).into_value(py).into_bound(py).into_any(),
+                    ),
+                };
+                out.append(("resolve", future, value, exception))?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Answers call `id` with the host's return value.
+#[pyfunction]
+fn bridge_reply(py: Python<'_>, id: u64, value: Bound<'_, PyAny>) -> PyResult<()> {
+    if let Some(complete) = get()?.take_pending(id) {
+        complete(py, Ok(value));
+    }
+    Ok(())
+}
+
+/// Answers call `id` with the exception the host raised.
+#[pyfunction]
+fn bridge_reply_error(py: Python<'_>, id: u64, error: Bound<'_, PyAny>) -> PyResult<()> {
+    if let Some(complete) = get()?.take_pending(id) {
+        complete(py, Err(Completion::Raised(PyErr::from_value(error))));
+    }
+    Ok(())
+}
+
+/// Answers call `id`: the host's task was cancelled.
+#[pyfunction]
+fn bridge_reply_cancelled(py: Python<'_>, id: u64) -> PyResult<()> {
+    if let Some(complete) = get()?.take_pending(id) {
+        complete(py, Err(Completion::Cancelled));
+    }
+    Ok(())
+}
+
+/// Fails every call still waiting for the loop (the loop is going away).
+#[pyfunction]
+fn bridge_fail_pending(py: Python<'_>) -> PyResult<usize> {
+    let bridge = get()?;
+    let pending: Vec<Complete> = bridge
+        .pending
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .drain()
+        .map(|(_, complete)| complete)
+        .collect();
+    let count = pending.len();
+    for complete in pending {
+        complete(py, Err(Completion::Cancelled));
+    }
+    Ok(count)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    if BRIDGE.get().is_none() {
+        let bridge = Bridge::new().map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+        let _ = BRIDGE.set(bridge);
+    }
+    m.add_function(wrap_pyfunction!(bridge_fileno, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge_drain, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge_reply, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge_reply_error, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge_reply_cancelled, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge_fail_pending, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! The host traits implemented by Python objects.
+//!
+//! Each adapter holds the package's pure-Python adapter object (`acp_facade.host`), which turns the
+//! plain data passed here into typed objects, calls the product's `async def` methods and hands back
+//! plain data. Every call goes through the [`bridge`](crate::bridge): queued in Rust, run as an
+//! asyncio task, answered synchronously. Capabilities follow the methods the product's objects
+//! define: the Python side reports them when an object is adapted.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use acp_facade::Error;
+use acp_facade::acp::{ContentBlock, SessionConfigId, SessionConfigOption, SessionConfigOptionValue, SessionId};
+use acp_facade::error::ErrorExt;
+use acp_facade::harness::{CommandId, Event, GateId, GateResponse};
+use acp_facade::host::{
+    Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog, SessionCatalogEntry,
+    SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
+};
+use acp_facade::runner::EventHub;
+use async_trait::async_trait;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::bridge;
+use crate::harness::{decode, encode};
+use crate::runner::PyEventHub;
+
+/// A Python object the core calls through the bridge.
+pub(crate) type Target = Arc<Py<PyAny>>;
+
+pub(crate) fn args<'py, T>(py: Python<'py>, values: T) -> PyResult<Bound<'py, PyTuple>>
+where
+    T: IntoPyObject<'py, Target = PyTuple, Output = Bound<'py, PyTuple>>,
+    T::Error: Into<PyErr>,
+{
+    values.into_pyobject(py).map_err(Into::into)
+}
+
+/// The setup as plain data: `{"cwd", "additionalDirectories", "mcpServers"}`.
+fn setup_to_py<'py>(py: Python<'py>, setup: &Setup) -> PyResult<Bound<'py, PyAny>> {
+    let value = serde_json::json!({
+        "cwd": setup.cwd().to_string_lossy(),
+        "additionalDirectories": setup
+            .additional_directories()
+            .iter()
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect::<Vec<_>>(),
+        "mcpServers": serde_json::to_value(setup.mcp_servers()).unwrap_or_default(),
+    });
+    crate::harness::json_to_py(py, &value)
+}
+
+/// The Python adapter of the product's host object.
+pub(crate) struct PyHost {
+    target: Target,
+}
+
+impl PyHost {
+    pub(crate) fn new(target: Py<PyAny>) -> Self {
+        Self { target: Arc::new(target) }
+    }
+}
+
+/// Adapts the `(id, hub, live adapter, capabilities)` tuple a session-opening call returns.
+fn live_from_py(value: &Bound<'_, PyAny>) -> Result<Arc<dyn LiveSession>, Error> {
+    let invalid = |e: PyErr| Error::internal_msg(format!("the host returned an invalid live session: {e}"));
+    let (id, hub, target, caps): (String, Bound<'_, PyEventHub>, Py<PyAny>, (bool, bool, bool)) =
+        value.extract().map_err(invalid)?;
+    Ok(Arc::new(PyLiveSession {
+        id: SessionId::new(id),
+        hub: hub.get().hub.clone(),
+        target: Arc::new(target),
+        closer: caps.0,
+        compactor: caps.1,
+        config: caps.2,
+    }))
+}
+
+#[async_trait]
+impl SessionHost for PyHost {
+    async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
+        bridge::call(
+            &self.target,
+            "new_session",
+            move |py| args(py, (setup_to_py(py, &setup)?,)),
+            live_from_py,
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl SessionLoader for PyHost {
+    async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession> {
+        bridge::call(
+            &self.target,
+            "load_session",
+            move |py| args(py, (session_id.0.to_string(), setup_to_py(py, &setup)?)),
+            |value| {
+                let (live, history): (Bound<'_, PyAny>, Bound<'_, PyAny>) = value
+                    .extract()
+                    .map_err(|e| Error::internal_msg(format!("the host returned an invalid loaded session: {e}")))?;
+                let session = live_from_py(&live)?;
+                let history: Vec<Event> = decode(&history, "history")?;
+                Ok(LoadedSession { session, history })
+            },
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl SessionResumer for PyHost {
+    async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
+        bridge::call(
+            &self.target,
+            "resume_session",
+            move |py| args(py, (session_id.0.to_string(), setup_to_py(py, &setup)?)),
+            live_from_py,
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl SessionCatalog for PyHost {
+    async fn list_sessions(&self) -> HostResult<Vec<SessionCatalogEntry>> {
+        bridge::call(
+            &self.target,
+            "list_sessions",
+            |py| Ok(PyTuple::empty(py)),
+            |value| {
+                let entries: Vec<serde_json::Value> = decode(value, "session list")?;
+                entries.iter().map(catalog_entry).collect()
+            },
+        )
+        .await
+    }
+}
+
+fn catalog_entry(value: &serde_json::Value) -> Result<SessionCatalogEntry, Error> {
+    let text = |key: &str| value.get(key).and_then(serde_json::Value::as_str).map(str::to_owned);
+    let session_id = text("sessionId").ok_or_else(|| Error::internal_msg("a session list entry has no `sessionId`"))?;
+    let additional_directories = value
+        .get("additionalDirectories")
+        .and_then(serde_json::Value::as_array)
+        .map(|dirs| dirs.iter().filter_map(serde_json::Value::as_str).map(PathBuf::from).collect())
+        .unwrap_or_default();
+    Ok(SessionCatalogEntry {
+        session_id: SessionId::new(session_id),
+        cwd: text("cwd").map(PathBuf::from),
+        additional_directories,
+        title: text("title"),
+        updated_at: text("updatedAt"),
+    })
+}
+
+#[async_trait]
+impl SessionDeleter for PyHost {
+    async fn delete_session(&self, session_id: SessionId) -> HostResult<()> {
+        bridge::call(
+            &self.target,
+            "delete_session",
+            move |py| args(py, (session_id.0.to_string(),)),
+            |_| Ok(()),
+        )
+        .await
+    }
+}
+
+/// A live session run by Python: its events come from its [`EventHub`], its methods are called
+/// through the bridge.
+pub(crate) struct PyLiveSession {
+    id: SessionId,
+    hub: Arc<EventHub>,
+    target: Target,
+    closer: bool,
+    compactor: bool,
+    config: bool,
+}
+
+fn command_id(value: &Bound<'_, PyAny>) -> Result<CommandId, Error> {
+    value
+        .extract::<String>()
+        .map(CommandId::new)
+        .map_err(|_| Error::internal_msg("the host returned an invalid command id (expected a str)"))
+}
+
+#[async_trait]
+impl LiveSession for PyLiveSession {
+    fn id(&self) -> SessionId {
+        self.id.clone()
+    }
+
+    fn subscribe_events(&self) -> HostResult<EventStream> {
+        Ok(self.hub.subscribe())
+    }
+
+    async fn submit(&self, prompt: Vec<ContentBlock>) -> HostResult<CommandId> {
+        bridge::call(&self.target, "submit", move |py| args(py, (encode(py, &prompt)?,)), command_id).await
+    }
+
+    async fn interrupt(&self) -> HostResult<()> {
+        bridge::call(&self.target, "interrupt", |py| Ok(PyTuple::empty(py)), |_| Ok(())).await
+    }
+
+    async fn respond_gate(&self, gate_id: GateId, response: GateResponse) -> HostResult<()> {
+        bridge::call(
+            &self.target,
+            "respond_gate",
+            move |py| args(py, (gate_id.as_str(), encode(py, &response)?)),
+            |_| Ok(()),
+        )
+        .await
+    }
+
+    fn closer(&self) -> Option<&dyn SessionCloser> {
+        self.closer.then_some(self as &dyn SessionCloser)
+    }
+
+    fn compactor(&self) -> Option<&dyn Compactor> {
+        self.compactor.then_some(self as &dyn Compactor)
+    }
+
+    fn config(&self) -> Option<&dyn RuntimeConfig> {
+        self.config.then_some(self as &dyn RuntimeConfig)
+    }
+}
+
+#[async_trait]
+impl SessionCloser for PyLiveSession {
+    async fn shutdown(&self) -> HostResult<()> {
+        bridge::call(&self.target, "shutdown", |py| Ok(PyTuple::empty(py)), |_| Ok(())).await
+    }
+}
+
+#[async_trait]
+impl Compactor for PyLiveSession {
+    async fn compact(&self) -> HostResult<CommandId> {
+        bridge::call(&self.target, "compact", |py| Ok(PyTuple::empty(py)), command_id).await
+    }
+}
+
+#[async_trait]
+impl RuntimeConfig for PyLiveSession {
+    async fn snapshot(&self) -> HostResult<Vec<SessionConfigOption>> {
+        bridge::call(&self.target, "config_options", |py| Ok(PyTuple::empty(py)), |value| {
+            decode(value, "config option list")
+        })
+        .await
+    }
+
+    async fn set_option(&self, config_id: SessionConfigId, value: SessionConfigOptionValue) -> HostResult<()> {
+        bridge::call(
+            &self.target,
+            "set_config_option",
+            move |py| {
+                let value = match value {
+                    SessionConfigOptionValue::Boolean { value } => serde_json::Value::Bool(value),
+                    other => serde_json::to_value(&other)
+                        .ok()
+                        .and_then(|v| v.get("value").cloned())
+                        .unwrap_or_default(),
+                };
+                args(py, (config_id.0.to_string(), crate::harness::json_to_py(py, &value)?))
+            },
+            |_| Ok(()),
+        )
+        .await
+    }
+}

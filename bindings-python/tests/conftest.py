@@ -1,0 +1,168 @@
+"""Shared helpers: the Python demo agent driven by the official ACP Python client, with every
+message the agent sends validated against the pinned ACP schema (v1.20.0)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple
+
+import jsonschema
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp.client.connection import ClientSideConnection
+from acp.connection import StreamDirection, StreamEvent
+from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "examples" / "python" / "demo_host.py"
+SCHEMA = json.loads((ROOT / "schema" / "acp-v1.20.0.schema.json").read_text())
+
+_RESPONSES = {
+    "initialize": "InitializeResponse",
+    "authenticate": "AuthenticateResponse",
+    "session/new": "NewSessionResponse",
+    "session/load": "LoadSessionResponse",
+    "session/resume": "ResumeSessionResponse",
+    "session/list": "ListSessionsResponse",
+    "session/delete": "DeleteSessionResponse",
+    "session/close": "CloseSessionResponse",
+    "session/set_mode": "SetSessionModeResponse",
+    "session/set_config_option": "SetSessionConfigOptionResponse",
+    "session/prompt": "PromptResponse",
+}
+_AGENT_REQUESTS = {"session/request_permission": "RequestPermissionRequest"}
+_AGENT_NOTIFICATIONS = {"session/update": "SessionNotification", "$/cancel_request": "CancelRequestNotification"}
+_VALIDATORS: Dict[str, Any] = {}
+
+
+def validate_def(name: str, instance: Any) -> None:
+    """Validates ``instance`` against ``$defs/name`` of the pinned schema."""
+    validator = _VALIDATORS.get(name)
+    if validator is None:
+        doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": SCHEMA["$defs"], "$ref": f"#/$defs/{name}"}
+        validator = jsonschema.Draft202012Validator(doc)
+        _VALIDATORS[name] = validator
+    errors = [f"{e.message} at {list(e.absolute_path)}" for e in validator.iter_errors(instance)]
+    assert not errors, f"schema violation ({name}) in {instance}: {errors}"
+
+
+class SchemaObserver:
+    """Checks every message the agent sends: envelope, responses by the method asked, requests and
+    notifications by their method."""
+
+    def __init__(self) -> None:
+        self.sent: Dict[Any, str] = {}
+        self.checked = 0
+        self.violations: List[str] = []
+
+    def __call__(self, event: StreamEvent) -> None:
+        message = event.message
+        if event.direction is StreamDirection.OUTGOING:
+            if "method" in message and "id" in message:
+                self.sent[message["id"]] = message["method"]
+            return
+        try:
+            self._check(message)
+        except AssertionError as e:  # recorded, then asserted by the test
+            self.violations.append(str(e))
+
+    def _check(self, message: Dict[str, Any]) -> None:
+        self.checked += 1
+        assert message.get("jsonrpc") == "2.0", message
+        method = message.get("method")
+        if method is not None:
+            table = _AGENT_REQUESTS if "id" in message else _AGENT_NOTIFICATIONS
+            assert method in table, f"unexpected agent message {method}"
+            validate_def(table[method], message.get("params"))
+            return
+        if "error" in message:
+            validate_def("Error", message["error"])
+            return
+        asked = self.sent.get(message.get("id"))
+        assert asked is not None, f"a response to an unknown id: {message}"
+        if asked in _RESPONSES:
+            validate_def(_RESPONSES[asked], message["result"])
+
+
+class RecordingClient:
+    """An ACP client that records session updates and answers permission requests by policy."""
+
+    def __init__(self) -> None:
+        self.updates: List[Tuple[str, Any]] = []
+        self.permission_requests: List[Any] = []
+        self.permission_answer: Optional[str] = "allow_once"  # an option id, or None to cancel
+        self.permission_wait: Optional[asyncio.Event] = None
+
+    async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        self.permission_requests.append((options, tool_call))
+        if self.permission_wait is not None:
+            await self.permission_wait.wait()
+        if self.permission_answer is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.permission_answer))
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    def kinds(self, session_id: Optional[str] = None) -> List[str]:
+        return [u.session_update for s, u in self.updates if session_id is None or s == session_id]
+
+    def chunks(self, kind: str = "agent_message_chunk", session_id: Optional[str] = None) -> List[str]:
+        return [
+            u.content.text
+            for s, u in self.updates
+            if u.session_update == kind and (session_id is None or s == session_id)
+        ]
+
+    def clear(self) -> None:
+        self.updates.clear()
+
+
+class Demo:
+    """A running demo agent and the official client connected to it."""
+
+    def __init__(self, conn: ClientSideConnection, process: Any, client: RecordingClient, observer: SchemaObserver):
+        self.conn = conn
+        self.process = process
+        self.client = client
+        self.observer = observer
+
+    async def new_session(self, cwd: str = "/tmp") -> str:
+        response = await self.conn.new_session(cwd=cwd, mcp_servers=[])
+        return response.session_id
+
+    async def prompt(self, session_id: str, text: str) -> Any:
+        return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+
+    async def request(self, method: str, params: Dict[str, Any]) -> Any:
+        """A raw request through the client's connection (for methods the client has no helper for)."""
+        return await self.conn._conn.send_request(method, params)
+
+    def assert_schema_clean(self) -> None:
+        assert not self.observer.violations, self.observer.violations
+        assert self.observer.checked > 0
+
+
+@contextlib.asynccontextmanager
+async def demo(*args: str, client: Optional[RecordingClient] = None, script: Path = DEMO) -> AsyncIterator[Demo]:
+    """Spawns the Python demo agent (``args`` are its command line) and initializes it."""
+    client = client or RecordingClient()
+    observer = SchemaObserver()
+    async with spawn_agent_process(
+        client, sys.executable, str(script), *args, observers=[observer], transport_kwargs={"limit": 16 * 1024 * 1024}
+    ) as (conn, process):
+        await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        harness = Demo(conn, process, client, observer)
+        yield harness
+        harness.assert_schema_clean()
+
+
+def run(coro_fn: Callable[[], Any]) -> Any:
+    """Runs an async test body."""
+    return asyncio.run(coro_fn())
