@@ -1,30 +1,55 @@
 //! `acp-facade-bench`: runs agents side by side over real pipes and reports medians.
 //!
 //! For every agent (a command line speaking ACP over stdio) and the raw baseline it measures, in
-//! one run, with the median over `--runs` repetitions:
+//! one run, with the median over `--runs` repetitions (agents interleaved within each repetition,
+//! so machine noise hits all of them alike):
 //! - `stream N`: wall time from the prompt to its response while N `agent_message_chunk`
 //!   notifications arrive; notifications/s and the ratio to the raw writer's time;
 //! - startup: spawn to the `initialize` response;
-//! - echo: the agent process's CPU time (user + system, from /proc) per echo turn;
-//! - RSS: idle (after `session/new`), peak (VmHWM after the stream), and growth while a client
-//!   stops reading during a `stream N`.
+//! - echo: the agent process's CPU time (user + system, every thread, from /proc) per echo turn;
+//! - RSS: idle (after `session/new`), peak (`VmHWM` after the stream), and growth while a client
+//!   stops reading during a `stream N`, in a fresh process (the client stalls until the agent
+//!   stops using CPU — blocked on the full pipe, or done producing into its own buffers — or for at
+//!   most `--stall-max-ms`).
 //!
-//! Usage: `acp-facade-bench [--runs R] [--chunks N] [--echo-turns T] [--raw PATH]
-//!         [--agent NAME=COMMAND ...] [--markdown FILE]`
+//! For every callback host (`--callback NAME=COMMAND`) it measures host-method round trips/s:
+//! `session/new` requests answered by the host's `new_session`, first one at a time, then with 64
+//! in flight (`--concurrency`).
+//!
+//! Usage: `acp-facade-bench [--runs R] [--chunks N] [--echo-turns T] [--stall-max-ms MS]
+//!         [--callback-requests N] [--concurrency C] [--raw PATH] [--agent NAME=COMMAND ...]
+//!         [--callback NAME=COMMAND ...] [--markdown FILE] [--note TEXT ...]`
+//!
+//! Commands are split on whitespace (no quoting). A measurement that fails (the agent exits, errs,
+//! or takes longer than `--timeout-s`) is reported as failed; the others go on.
 
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line report")]
+#![allow(clippy::cast_precision_loss, reason = "counts and byte sizes shown as floating-point rates and MiB")]
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 struct Config {
     runs: usize,
     chunks: u64,
     echo_turns: u64,
+    stall_max: Duration,
+    callback_requests: u64,
+    concurrency: u64,
+    timeout: Duration,
     raw: String,
     agents: Vec<(String, String)>,
+    callbacks: Vec<(String, String)>,
     markdown: Option<String>,
+    notes: Vec<String>,
+}
+
+fn named(spec: &str, flag: &str) -> (String, String) {
+    let (name, command) = spec.split_once('=').unwrap_or_else(|| panic!("{flag} NAME=COMMAND"));
+    (name.trim().to_owned(), command.trim().to_owned())
 }
 
 fn parse() -> Config {
@@ -32,9 +57,15 @@ fn parse() -> Config {
         runs: 5,
         chunks: 100_000,
         echo_turns: 2_000,
+        stall_max: Duration::from_secs(20),
+        callback_requests: 3_000,
+        concurrency: 64,
+        timeout: Duration::from_secs(180),
         raw: "target/release/raw-writer".into(),
         agents: Vec::new(),
+        callbacks: Vec::new(),
         markdown: None,
+        notes: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -43,34 +74,62 @@ fn parse() -> Config {
             "--runs" => config.runs = value().parse().expect("--runs N"),
             "--chunks" => config.chunks = value().parse().expect("--chunks N"),
             "--echo-turns" => config.echo_turns = value().parse().expect("--echo-turns N"),
+            "--stall-max-ms" => config.stall_max = Duration::from_millis(value().parse().expect("--stall-max-ms MS")),
+            "--callback-requests" => config.callback_requests = value().parse().expect("--callback-requests N"),
+            "--concurrency" => config.concurrency = value().parse().expect("--concurrency C"),
+            "--timeout-s" => config.timeout = Duration::from_secs(value().parse().expect("--timeout-s S")),
             "--raw" => config.raw = value(),
-            "--agent" => {
-                let spec = value();
-                let (name, command) = spec.split_once('=').expect("--agent NAME=COMMAND");
-                config.agents.push((name.to_owned(), command.to_owned()));
-            }
+            "--agent" => config.agents.push(named(&value(), "--agent")),
+            "--callback" => config.callbacks.push(named(&value(), "--callback")),
             "--markdown" => config.markdown = Some(value()),
+            "--note" => config.notes.push(value()),
             other => panic!("unknown argument {other}"),
         }
     }
-    if config.agents.is_empty() {
+    assert!(config.runs > 0 && config.concurrency > 0, "--runs and --concurrency must be positive");
+    if config.agents.is_empty() && config.callbacks.is_empty() {
         config.agents.push(("rust demo".into(), "target/release/acp-facade-demo --store :memory:".into()));
     }
     config
 }
 
+/// Kills a process that outlives its measurement's deadline (so a hung agent cannot hang the run:
+/// the driver's next read then sees end of file and that measurement fails).
+struct Watchdog(Option<mpsc::Sender<()>>);
+
+impl Watchdog {
+    fn arm(pid: u32, timeout: Duration) -> Self {
+        let (tx, rx) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if rx.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {
+                eprintln!("  process {pid} took longer than {timeout:?}: killing it");
+                let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+            }
+        });
+        Self(Some(tx))
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        // Disarm: the thread sees the sender gone and ends.
+        self.0.take();
+    }
+}
+
 /// A spawned process with line-oriented pipes.
 struct Proc {
     child: Child,
-    stdin: ChildStdin,
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     line: Vec<u8>,
+    _watchdog: Watchdog,
 }
 
 const RESPONSE_PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
 
 impl Proc {
-    fn spawn(command: &str) -> Self {
+    fn spawn(command: &str, timeout: Duration) -> Self {
         let mut parts = command.split_whitespace();
         let program = parts.next().expect("empty command");
         let mut child = Command::new(program)
@@ -82,13 +141,15 @@ impl Proc {
             .unwrap_or_else(|e| panic!("cannot start {command}: {e}"));
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
-        Self { child, stdin, stdout, line: Vec::with_capacity(512) }
+        let watchdog = Watchdog::arm(child.id(), timeout);
+        Self { child, stdin: Some(stdin), stdout, line: Vec::with_capacity(512), _watchdog: watchdog }
     }
 
     fn send(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).expect("write");
-        self.stdin.write_all(b"\n").expect("write");
-        self.stdin.flush().expect("flush");
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
     }
 
     /// Reads lines until a response (any id); returns it and how many other lines came first.
@@ -105,12 +166,30 @@ impl Proc {
         }
     }
 
+    /// Reads one response and checks that it is a success.
+    fn ok_response(&mut self) -> String {
+        let (response, _) = self.until_response();
+        assert!(!response.contains("\"error\":{"), "the agent answered an error: {}", response.trim_end());
+        response
+    }
+
     fn pid(&self) -> u32 {
         self.child.id()
     }
+}
 
-    fn finish(mut self) {
-        drop(self.stdin);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // Hang up like a client does and give the agent a moment to exit on its own.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
@@ -125,20 +204,66 @@ fn status_kib(pid: u32, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// User + system CPU time of a process.
-fn cpu_time(pid: u32) -> Duration {
+/// User + system CPU time of a process from /proc/PID/stat: every thread, including exited ones,
+/// but in clock ticks (1/100 s on every supported configuration).
+fn cpu_ticks_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();
     let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
         + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-    // Linux reports in clock ticks of 1/100 s on every supported configuration.
     Duration::from_millis(ticks * 10)
+}
+
+/// On-CPU time of a process's live threads from /proc/PID/task/*/schedstat, in nanoseconds.
+fn cpu_sched_time(pid: u32) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Duration::ZERO };
+    let ns: u64 = tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    Duration::from_nanos(ns)
+}
+
+/// A CPU-time reading that is both precise and complete.
+#[derive(Clone, Copy)]
+struct Cpu {
+    sched: Duration,
+    ticks: Duration,
+}
+
+impl Cpu {
+    fn read(pid: u32) -> Self {
+        Self { sched: cpu_sched_time(pid), ticks: cpu_ticks_time(pid) }
+    }
+
+    /// The CPU time used since `earlier`: the nanosecond scheduler clock, unless threads that have
+    /// exited meanwhile took their time with them (the tick count, which keeps it, is then
+    /// clearly larger).
+    fn since(self, earlier: Self) -> Duration {
+        let sched = self.sched.saturating_sub(earlier.sched);
+        let ticks = self.ticks.saturating_sub(earlier.ticks);
+        if ticks > sched + Duration::from_millis(20) { ticks } else { sched }
+    }
 }
 
 fn session_id(response: &str) -> String {
     let value: serde_json::Value = serde_json::from_str(response).expect("session/new response");
     value["result"]["sessionId"].as_str().expect("sessionId").to_owned()
+}
+
+const INITIALIZE: &str =
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+
+fn session_new(id: u64) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/new","params":{{"cwd":"/tmp","mcpServers":[]}}}}"#)
+}
+
+fn prompt(id: u64, session: &str, text: &str) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+    .to_string()
 }
 
 struct AgentRun {
@@ -150,20 +275,14 @@ struct AgentRun {
     stalled_growth_kib: i64,
 }
 
-fn prompt(id: u64, session: &str, text: &str) -> String {
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
-    .to_string()
-}
-
 fn run_agent(command: &str, config: &Config) -> AgentRun {
     let spawned = Instant::now();
-    let mut p = Proc::spawn(command);
-    p.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#);
-    p.until_response();
+    let mut p = Proc::spawn(command, config.timeout);
+    p.send(INITIALIZE);
+    p.ok_response();
     let startup = spawned.elapsed();
-    p.send(r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#);
-    let session = session_id(&p.until_response().0);
+    p.send(&session_new(2));
+    let session = session_id(&p.ok_response());
     let idle_rss_kib = status_kib(p.pid(), "VmRSS:");
 
     let started = Instant::now();
@@ -173,27 +292,53 @@ fn run_agent(command: &str, config: &Config) -> AgentRun {
     assert!(notifications >= config.chunks, "expected {} chunks, got {notifications}", config.chunks);
     let peak_rss_kib = status_kib(p.pid(), "VmHWM:");
 
-    let cpu_before = cpu_time(p.pid());
+    let cpu_before = Cpu::read(p.pid());
     for turn in 0..config.echo_turns {
         p.send(&prompt(10 + turn, &session, "hello world"));
-        p.until_response();
+        p.ok_response();
     }
-    let echo_cpu_per_turn = (cpu_time(p.pid()) - cpu_before) / u32::try_from(config.echo_turns.max(1)).unwrap_or(1);
-
-    // A client that stops reading: the agent must not buffer the stream.
-    let before = status_kib(p.pid(), "VmRSS:");
-    p.send(&prompt(9_999_999, &session, &format!("stream {}", config.chunks)));
-    std::thread::sleep(Duration::from_millis(1500));
-    let stalled = status_kib(p.pid(), "VmRSS:");
-    p.until_response();
-    let stalled_growth_kib = i64::try_from(stalled).unwrap_or(0) - i64::try_from(before).unwrap_or(0);
-    p.finish();
+    let turns = u32::try_from(config.echo_turns.max(1)).unwrap_or(u32::MAX);
+    let echo_cpu_per_turn = Cpu::read(p.pid()).since(cpu_before) / turns;
+    drop(p);
+    let stalled_growth_kib = stalled_growth(command, config);
     AgentRun { startup, stream, echo_cpu_per_turn, idle_rss_kib, peak_rss_kib, stalled_growth_kib }
+}
+
+/// A client that stops reading: the agent must not buffer the stream. In a fresh process (whose
+/// RSS has not already grown with an earlier stream), after a warm-up `stream N/10` read normally
+/// (so start-up allocations, JIT and heap sizing are not counted): the client sends
+/// `stream N` and reads nothing until the agent stops using CPU (blocked on the full pipe, or done
+/// producing into its own buffers); the growth is the largest RSS seen meanwhile over the RSS
+/// before.
+fn stalled_growth(command: &str, config: &Config) -> i64 {
+    let mut p = Proc::spawn(command, config.timeout);
+    p.send(INITIALIZE);
+    p.ok_response();
+    p.send(&session_new(2));
+    let session = session_id(&p.ok_response());
+    p.send(&prompt(3, &session, &format!("stream {}", config.chunks / 10)));
+    p.ok_response();
+    let before = status_kib(p.pid(), "VmRSS:");
+    p.send(&prompt(4, &session, &format!("stream {}", config.chunks)));
+    let stalled_at = Instant::now();
+    let mut most = before;
+    let mut last = Cpu::read(p.pid());
+    let mut idle_polls = 0;
+    while idle_polls < 3 && stalled_at.elapsed() < config.stall_max {
+        std::thread::sleep(Duration::from_millis(100));
+        most = most.max(status_kib(p.pid(), "VmRSS:"));
+        let now = Cpu::read(p.pid());
+        idle_polls = if now.since(last) < Duration::from_millis(2) { idle_polls + 1 } else { 0 };
+        last = now;
+    }
+    let (_, notifications) = p.until_response();
+    assert!(notifications >= config.chunks, "expected {} chunks, got {notifications}", config.chunks);
+    i64::try_from(most).unwrap_or(0) - i64::try_from(before).unwrap_or(0)
 }
 
 fn run_raw(config: &Config) -> (Duration, Duration) {
     let spawned = Instant::now();
-    let mut p = Proc::spawn(&format!("{} {}", config.raw, config.chunks));
+    let mut p = Proc::spawn(&format!("{} {}", config.raw, config.chunks), config.timeout);
     p.until_response();
     let startup = spawned.elapsed();
     let started = Instant::now();
@@ -201,71 +346,316 @@ fn run_raw(config: &Config) -> (Duration, Duration) {
     let (_, notifications) = p.until_response();
     let stream = started.elapsed();
     assert_eq!(notifications, config.chunks);
-    p.finish();
     (startup, stream)
 }
 
-fn median<T: Ord + Copy>(mut values: Vec<T>) -> T {
+struct CallbackRun {
+    sequential: Duration,
+    concurrent: Duration,
+}
+
+/// Host-method round trips: `session/new` one at a time, then `concurrency` in flight.
+fn run_callback(command: &str, config: &Config) -> CallbackRun {
+    let mut p = Proc::spawn(command, config.timeout);
+    p.send(INITIALIZE);
+    p.ok_response();
+    let n = config.callback_requests;
+    let mut id = 100;
+    // Warm up (imports, JIT, allocator).
+    for _ in 0..(n / 10).max(1) {
+        id += 1;
+        p.send(&session_new(id));
+        p.ok_response();
+    }
+    let started = Instant::now();
+    for _ in 0..n {
+        id += 1;
+        p.send(&session_new(id));
+        p.ok_response();
+    }
+    let sequential = started.elapsed();
+
+    let started = Instant::now();
+    let (mut sent, mut answered) = (0, 0);
+    while answered < n {
+        let mut batch = String::new();
+        while sent < n && sent - answered < config.concurrency {
+            id += 1;
+            sent += 1;
+            batch.push_str(&session_new(id));
+            batch.push('\n');
+        }
+        if !batch.is_empty() {
+            let stdin = p.stdin.as_mut().expect("stdin open");
+            stdin.write_all(batch.as_bytes()).expect("write");
+            stdin.flush().expect("flush");
+        }
+        p.ok_response();
+        answered += 1;
+    }
+    let concurrent = started.elapsed();
+    CallbackRun { sequential, concurrent }
+}
+
+/// Runs one measurement; a panic (the agent failed) is reported and yields `None`.
+fn attempt<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    if outcome.is_err() {
+        eprintln!("  {what}: FAILED (see the message above)");
+    }
+    outcome.ok()
+}
+
+fn median<T: Ord + Copy>(mut values: Vec<T>) -> Option<T> {
     values.sort_unstable();
-    values[values.len() / 2]
+    values.get(values.len() / 2).copied()
 }
 
 fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
 }
 
-fn main() {
-    let config = parse();
-    let mut raw_startup = Vec::new();
-    let mut raw_stream = Vec::new();
-    let mut results: Vec<(String, Vec<AgentRun>)> = config.agents.iter().map(|(n, _)| (n.clone(), Vec::new())).collect();
-    // Interleave agents within each repetition so machine noise hits all of them alike.
-    for run in 0..config.runs {
-        eprintln!("run {}/{}", run + 1, config.runs);
-        let (s, t) = run_raw(&config);
-        raw_startup.push(s);
-        raw_stream.push(t);
-        for (i, (_, command)) in config.agents.iter().enumerate() {
-            results[i].1.push(run_agent(command, &config));
+fn mib(kib: i64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn command_output(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or("unknown CPU", |(_, m)| m.trim())
+        .to_owned();
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
+    let mem_gib = status_kib_file("/proc/meminfo", "MemTotal:") as f64 / 1024.0 / 1024.0;
+    format!("{model}, {cpus} CPUs, {mem_gib:.0} GiB RAM, {}", command_output("uname", &["-sr"]))
+}
+
+fn status_kib_file(path: &str, key: &str) -> u64 {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The medians of one agent's runs.
+struct AgentSummary {
+    stream: Duration,
+    startup: Duration,
+    cpu: Duration,
+    idle: u64,
+    peak: u64,
+    growth: i64,
+}
+
+fn summarize(runs: &[AgentRun]) -> Option<AgentSummary> {
+    Some(AgentSummary {
+        stream: median(runs.iter().map(|r| r.stream).collect())?,
+        startup: median(runs.iter().map(|r| r.startup).collect())?,
+        cpu: median(runs.iter().map(|r| r.echo_cpu_per_turn).collect())?,
+        idle: median(runs.iter().map(|r| r.idle_rss_kib).collect())?,
+        peak: median(runs.iter().map(|r| r.peak_rss_kib).collect())?,
+        growth: median(runs.iter().map(|r| r.stalled_growth_kib).collect())?,
+    })
+}
+
+/// The benchmark goals of issue 8, checked against the rows named as scripts/bench names them.
+fn goals(config: &Config, raw: Duration, summaries: &[(String, Option<AgentSummary>)]) -> String {
+    let get = |name: &str| summaries.iter().find(|(n, _)| n == name).and_then(|(_, s)| s.as_ref());
+    let rate = |d: Duration| config.chunks as f64 / d.as_secs_f64();
+    let verdict = |ok: bool| if ok { "met" } else { "**not met**" };
+    let mut out = String::from("| goal | measured | |\n|---|---:|---|\n");
+    if let Some(rust) = get("rust demo") {
+        let ratio = rust.stream.as_secs_f64() / raw.as_secs_f64();
+        let _ = writeln!(out, "| Rust demo `stream` time ≤ 3× raw | {ratio:.2}× | {} |", verdict(ratio <= 3.0));
+        let us = rust.cpu.as_secs_f64() * 1e6;
+        let _ = writeln!(out, "| Rust demo echo CPU/turn ≤ 20 µs | {us:.1} µs | {} |", verdict(us <= 20.0));
+    }
+    for (ours, sdk, factor, label) in [
+        ("python demo", "python sdk", 10.0, "Python demo ≥ 10× the Python SDK's rate"),
+        ("node demo", "ts sdk", 5.0, "Node demo ≥ 5× the TS SDK's rate"),
+    ] {
+        if let (Some(a), Some(b)) = (get(ours), get(sdk)) {
+            let x = rate(a.stream) / rate(b.stream);
+            let _ = writeln!(out, "| {label} | {x:.1}× | {} |", verdict(x >= factor));
         }
     }
-    let raw_time = median(raw_stream);
-    let raw_start = median(raw_startup);
+    for (name, summary) in summaries {
+        if let (true, Some(s)) = (name.ends_with("demo"), summary) {
+            let growth = mib(s.growth);
+            let _ = writeln!(
+                out,
+                "| {name}: RSS growth, stalled client ≤ 2 MiB | {growth:.2} MiB | {} |",
+                verdict(growth <= 2.0)
+            );
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_lines, reason = "one report, top to bottom")]
+fn main() {
+    let config = parse();
+    let load_before = loadavg();
+    let started = Instant::now();
+    let mut raw_startup = Vec::new();
+    let mut raw_stream = Vec::new();
+    let mut results: Vec<Vec<AgentRun>> = config.agents.iter().map(|_| Vec::new()).collect();
+    let mut callbacks: Vec<Vec<CallbackRun>> = config.callbacks.iter().map(|_| Vec::new()).collect();
+    for run in 0..config.runs {
+        eprintln!(
+            "run {}/{} ({:.0} s so far, load {})",
+            run + 1,
+            config.runs,
+            started.elapsed().as_secs_f64(),
+            loadavg()
+        );
+        if let Some((s, t)) = attempt("raw writer", || run_raw(&config)) {
+            raw_startup.push(s);
+            raw_stream.push(t);
+        }
+        for (i, (name, command)) in config.agents.iter().enumerate() {
+            eprintln!("  {name}");
+            results[i].extend(attempt(name, || run_agent(command, &config)));
+        }
+        for (i, (name, command)) in config.callbacks.iter().enumerate() {
+            eprintln!("  {name} (callbacks)");
+            callbacks[i].extend(attempt(name, || run_callback(command, &config)));
+        }
+    }
+    let elapsed = started.elapsed();
+    let load_after = loadavg();
+    let (Some(raw_time), Some(raw_start)) = (median(raw_stream), median(raw_startup)) else {
+        panic!("the raw writer failed in every run");
+    };
     let chunks = config.chunks;
     let rate = |d: Duration| chunks as f64 / d.as_secs_f64();
+
     let mut table = String::new();
-    table.push_str(&format!(
-        "`stream {chunks}` over real pipes, median of {} runs; ratios are against the raw serde_json writer measured in the same run.\n\n",
-        config.runs
-    ));
+    let _ = writeln!(
+        table,
+        "Measured {} on {}; {} runs in {:.0} s; load average (1, 5, 15 min) {load_before} before, {load_after} after.",
+        command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        machine(),
+        config.runs,
+        elapsed.as_secs_f64(),
+    );
+    for note in &config.notes {
+        let _ = writeln!(table, "{note}");
+    }
+    let _ = writeln!(
+        table,
+        "\n### Streaming, echo, startup, memory\n\n`stream {chunks}` over real pipes, median of {} runs; ratios are against the raw serde_json writer measured in the same run. Echo: CPU per `hello world` turn over {} turns. Stalled client: RSS growth while the client reads nothing of a second `stream {chunks}` (stall ends when the agent stops using CPU, at most {} s).\n",
+        config.runs,
+        config.echo_turns,
+        config.stall_max.as_secs(),
+    );
     table.push_str("| agent | stream time (ms) | notifications/s | × raw time | startup (ms) | × raw startup | echo CPU/turn (µs) | idle RSS (MiB) | peak RSS (MiB) | RSS growth, stalled client (MiB) |\n");
     table.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    table.push_str(&format!(
-        "| raw serde_json writer | {} | {:.0} | 1.00 | {} | 1.00 | – | – | – | – |\n",
+    let _ = writeln!(
+        table,
+        "| raw serde_json writer | {} | {:.0} | 1.00 | {} | 1.00 | – | – | – | – |",
         ms(raw_time),
         rate(raw_time),
         ms(raw_start)
-    ));
-    for (name, runs) in &results {
-        let stream = median(runs.iter().map(|r| r.stream).collect());
-        let startup = median(runs.iter().map(|r| r.startup).collect());
-        let cpu = median(runs.iter().map(|r| r.echo_cpu_per_turn).collect());
-        let idle = median(runs.iter().map(|r| r.idle_rss_kib).collect());
-        let peak = median(runs.iter().map(|r| r.peak_rss_kib).collect());
-        let growth = median(runs.iter().map(|r| r.stalled_growth_kib).collect());
-        table.push_str(&format!(
-            "| {name} | {} | {:.0} | {:.2} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.2} |\n",
-            ms(stream),
-            rate(stream),
-            stream.as_secs_f64() / raw_time.as_secs_f64(),
-            ms(startup),
-            startup.as_secs_f64() / raw_start.as_secs_f64(),
-            cpu.as_secs_f64() * 1e6,
-            idle as f64 / 1024.0,
-            peak as f64 / 1024.0,
-            growth as f64 / 1024.0,
-        ));
+    );
+    let mut summaries = Vec::new();
+    for ((name, _), runs) in config.agents.iter().zip(&results) {
+        let summary = summarize(runs);
+        match &summary {
+            Some(s) => {
+                let _ = writeln!(
+                    table,
+                    "| {name} | {} | {:.0} | {:.2} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.2} |",
+                    ms(s.stream),
+                    rate(s.stream),
+                    s.stream.as_secs_f64() / raw_time.as_secs_f64(),
+                    ms(s.startup),
+                    s.startup.as_secs_f64() / raw_start.as_secs_f64(),
+                    s.cpu.as_secs_f64() * 1e6,
+                    mib(i64::try_from(s.idle).unwrap_or(0)),
+                    mib(i64::try_from(s.peak).unwrap_or(0)),
+                    mib(s.growth),
+                );
+            }
+            None => {
+                let _ = writeln!(table, "| {name} | failed | | | | | | | | |");
+            }
+        }
+        if runs.len() < config.runs && summary.is_some() {
+            let _ = writeln!(
+                table,
+                "| ({name}: {} of {} runs failed) | | | | | | | | | |",
+                config.runs - runs.len(),
+                config.runs
+            );
+        }
+        summaries.push((name.clone(), summary));
     }
+
+    if !config.callbacks.is_empty() {
+        let n = config.callback_requests;
+        let _ = writeln!(
+            table,
+            "\n### Host-method callback round trips\n\n`session/new` → the host's `new_session` → response, {n} requests one at a time, then {n} with {} in flight; median of {} runs (after a warm-up of {}).\n",
+            config.concurrency,
+            config.runs,
+            (n / 10).max(1),
+        );
+        let _ = writeln!(
+            table,
+            "| host | sequential round trips/s | µs per round trip | {c}-concurrent round trips/s | × sequential |\n|---|---:|---:|---:|---:|",
+            c = config.concurrency
+        );
+        for ((name, _), runs) in config.callbacks.iter().zip(&callbacks) {
+            let seq = median(runs.iter().map(|r| r.sequential).collect());
+            let con = median(runs.iter().map(|r| r.concurrent).collect());
+            match (seq, con) {
+                (Some(seq), Some(con)) => {
+                    let per_s = |d: Duration| n as f64 / d.as_secs_f64();
+                    let _ = writeln!(
+                        table,
+                        "| {name} | {:.0} | {:.1} | {:.0} | {:.2} |",
+                        per_s(seq),
+                        seq.as_secs_f64() * 1e6 / n as f64,
+                        per_s(con),
+                        per_s(con) / per_s(seq),
+                    );
+                }
+                _ => {
+                    let _ = writeln!(table, "| {name} | failed | | | |");
+                }
+            }
+        }
+    }
+
+    let goal_table = goals(&config, raw_time, &summaries);
+    if goal_table.lines().count() > 2 {
+        let _ = write!(table, "\n### Goals (issue 8)\n\n{goal_table}");
+    }
+
     println!("{table}");
     if let Some(path) = &config.markdown {
         let doc = std::fs::read_to_string(path).unwrap_or_default();

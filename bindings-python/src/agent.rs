@@ -26,7 +26,8 @@ pub struct PyOptions {
 }
 
 fn duration(seconds: f64, what: &str) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(seconds).map_err(|_| PyValueError::new_err(format!("{what} must be a non-negative number of seconds")))
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| PyValueError::new_err(format!("{what} must be a non-negative number of seconds")))
 }
 
 #[pymethods]
@@ -171,12 +172,17 @@ async fn serve_streams(agent: Agent, streams: Arc<Py<PyAny>>) -> std::io::Result
     let input = streams.clone();
     let reader = tokio::spawn(async move {
         loop {
-            let chunk = bridge::call(&input, "read", |py| Ok(PyTuple::empty(py)), |value| {
-                value
-                    .cast::<PyBytes>()
-                    .map(|b| b.as_bytes().to_vec())
-                    .map_err(|_| acp_facade::Error::internal_msg("`read` must return bytes"))
-            })
+            let chunk = bridge::call(
+                &input,
+                "read",
+                |py| Ok(PyTuple::empty(py)),
+                |value| {
+                    value
+                        .cast::<PyBytes>()
+                        .map(|b| b.as_bytes().to_vec())
+                        .map_err(|_| acp_facade::Error::internal_msg("`read` must return bytes"))
+                },
+            )
             .await;
             match chunk {
                 Ok(chunk) if !chunk.is_empty() => {
@@ -198,7 +204,8 @@ async fn serve_streams(agent: Agent, streams: Arc<Py<PyAny>>) -> std::io::Result
                 Ok(n) => n,
             };
             let data = buf[..n].to_vec();
-            let written = bridge::call(&output, "write", move |py| args(py, (PyBytes::new(py, &data),)), |_| Ok(())).await;
+            let written =
+                bridge::call(&output, "write", move |py| args(py, (PyBytes::new(py, &data),)), |_| Ok(())).await;
             if written.is_err() {
                 break;
             }

@@ -41,19 +41,9 @@ enum Completion {
 }
 
 enum Item {
-    Call {
-        id: u64,
-        target: Arc<Py<PyAny>>,
-        method: &'static str,
-        args: MakeArgs,
-    },
-    Cancel {
-        id: u64,
-    },
-    Resolve {
-        future: u64,
-        value: Result<MakeValue, Error>,
-    },
+    Call { id: u64, target: Arc<Py<PyAny>>, method: &'static str, args: MakeArgs },
+    Cancel { id: u64 },
+    Resolve { future: u64, value: Result<MakeValue, Error> },
 }
 
 struct Bridge {
@@ -167,12 +157,7 @@ pub(crate) fn call<T: Send + 'static>(
         let _ = tx.send(answer);
     });
     bridge.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id, complete);
-    bridge.push(Item::Call {
-        id,
-        target: target.clone(),
-        method,
-        args: Box::new(args),
-    });
+    bridge.push(Item::Call { id, target: target.clone(), method, args: Box::new(args) });
     Call { id, rx, done: false }
 }
 
@@ -291,13 +276,8 @@ fn bridge_reply_cancelled(py: Python<'_>, id: u64) -> PyResult<()> {
 #[pyfunction]
 fn bridge_fail_pending(py: Python<'_>) -> PyResult<usize> {
     let bridge = get()?;
-    let pending: Vec<Complete> = bridge
-        .pending
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .drain()
-        .map(|(_, complete)| complete)
-        .collect();
+    let pending: Vec<Complete> =
+        bridge.pending.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, complete)| complete).collect();
     let count = pending.len();
     for complete in pending {
         complete(py, Err(Completion::Cancelled));

@@ -36,19 +36,14 @@ pub(crate) fn to_py_err(py: Python<'_>, error: &Error) -> PyErr {
 /// The JSON-RPC error a Python exception answers with; `method` names the host method in logs.
 pub(crate) fn from_py_err(py: Python<'_>, err: &PyErr, method: &str) -> Error {
     let value = err.value(py);
-    let is_acp = ACP_ERROR
-        .import(py, MODULE, "AcpError")
-        .is_ok_and(|ty| value.is_instance(ty).unwrap_or(false));
+    let is_acp = ACP_ERROR.import(py, MODULE, "AcpError").is_ok_and(|ty| value.is_instance(ty).unwrap_or(false));
     if is_acp {
         let code = value.getattr("code").and_then(|c| c.extract::<i32>());
         let message = value.getattr("message").and_then(|m| m.extract::<String>());
         if let (Ok(code), Ok(message)) = (code, message) {
             let mut error = Error::new(code, message);
-            let data = value
-                .getattr("data")
-                .ok()
-                .and_then(|d| crate::harness::py_to_json(&d).ok())
-                .filter(|d| !d.is_null());
+            let data =
+                value.getattr("data").ok().and_then(|d| crate::harness::py_to_json(&d).ok()).filter(|d| !d.is_null());
             if let Some(data) = data {
                 error = error.data(data);
             }
@@ -56,10 +51,7 @@ pub(crate) fn from_py_err(py: Python<'_>, err: &PyErr, method: &str) -> Error {
         }
     }
     let text = value.str().map(|s| s.to_string()).unwrap_or_default();
-    let kind = value
-        .get_type()
-        .name()
-        .map_or_else(|_| "Exception".to_owned(), |n| n.to_string());
+    let kind = value.get_type().name().map_or_else(|_| "Exception".to_owned(), |n| n.to_string());
     tracing::warn!(method, exception = %kind, "a host method raised: {text}");
     Error::internal_msg(if text.is_empty() { kind } else { text })
 }

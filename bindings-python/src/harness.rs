@@ -98,7 +98,8 @@ pub(crate) fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<
 
 /// Decodes a host's Python value into a core type; `what` names it in the error.
 pub(crate) fn decode<T: DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> Result<T, Error> {
-    let value = py_to_json(obj).map_err(|e| Error::internal_msg(format!("the host returned an invalid {what}: {e}")))?;
+    let value =
+        py_to_json(obj).map_err(|e| Error::internal_msg(format!("the host returned an invalid {what}: {e}")))?;
     serde_json::from_value(value).map_err(|e| Error::internal_msg(format!("the host returned an invalid {what}: {e}")))
 }
 

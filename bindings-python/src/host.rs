@@ -80,13 +80,7 @@ fn live_from_py(value: &Bound<'_, PyAny>) -> Result<Arc<dyn LiveSession>, Error>
 #[async_trait]
 impl SessionHost for PyHost {
     async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
-        bridge::call(
-            &self.target,
-            "new_session",
-            move |py| args(py, (setup_to_py(py, &setup)?,)),
-            live_from_py,
-        )
-        .await
+        bridge::call(&self.target, "new_session", move |py| args(py, (setup_to_py(py, &setup)?,)), live_from_py).await
     }
 }
 
@@ -159,13 +153,7 @@ fn catalog_entry(value: &serde_json::Value) -> Result<SessionCatalogEntry, Error
 #[async_trait]
 impl SessionDeleter for PyHost {
     async fn delete_session(&self, session_id: SessionId) -> HostResult<()> {
-        bridge::call(
-            &self.target,
-            "delete_session",
-            move |py| args(py, (session_id.0.to_string(),)),
-            |_| Ok(()),
-        )
-        .await
+        bridge::call(&self.target, "delete_session", move |py| args(py, (session_id.0.to_string(),)), |_| Ok(())).await
     }
 }
 
@@ -245,9 +233,12 @@ impl Compactor for PyLiveSession {
 #[async_trait]
 impl RuntimeConfig for PyLiveSession {
     async fn snapshot(&self) -> HostResult<Vec<SessionConfigOption>> {
-        bridge::call(&self.target, "config_options", |py| Ok(PyTuple::empty(py)), |value| {
-            decode(value, "config option list")
-        })
+        bridge::call(
+            &self.target,
+            "config_options",
+            |py| Ok(PyTuple::empty(py)),
+            |value| decode(value, "config option list"),
+        )
         .await
     }
 
@@ -258,10 +249,9 @@ impl RuntimeConfig for PyLiveSession {
             move |py| {
                 let value = match value {
                     SessionConfigOptionValue::Boolean { value } => serde_json::Value::Bool(value),
-                    other => serde_json::to_value(&other)
-                        .ok()
-                        .and_then(|v| v.get("value").cloned())
-                        .unwrap_or_default(),
+                    other => {
+                        serde_json::to_value(&other).ok().and_then(|v| v.get("value").cloned()).unwrap_or_default()
+                    }
                 };
                 args(py, (config_id.0.to_string(), crate::harness::json_to_py(py, &value)?))
             },

@@ -38,10 +38,7 @@ fn init_logging() {
     // Logs go to stderr only: stdout is the protocol channel.
     let filter = tracing_subscriber::EnvFilter::try_from_env("ACP_FACADE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter)
-        .try_init();
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).try_init();
 }
 
 /// The native module.

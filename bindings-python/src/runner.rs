@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use acp_facade::Error;
 use acp_facade::acp::{ContentBlock, ErrorCode, SessionConfigOption, StopReason, ToolCallStatus, ToolKind};
 use acp_facade::harness::{ApprovalAction, ToolCallId};
-use acp_facade::runner::{EventHub, MemoryStore, Permission, Runner, RunnerSession, SqliteStore, Store, Turn, TurnRunner};
+use acp_facade::runner::{
+    EventHub, MemoryStore, Permission, Runner, RunnerSession, SqliteStore, Store, Turn, TurnRunner,
+};
 use async_trait::async_trait;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -83,9 +85,8 @@ pub struct PySqliteStore {
 impl PySqliteStore {
     #[new]
     fn new(py: Python<'_>, path: &str) -> PyResult<Self> {
-        let store = py
-            .detach(|| SqliteStore::open(path))
-            .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+        let store =
+            py.detach(|| SqliteStore::open(path)).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
         Ok(Self { store: Arc::new(store) })
     }
 }
@@ -130,12 +131,7 @@ impl PyRunner {
             return Err(PyTypeError::new_err("store must be a SqliteStore or a MemoryStore"));
         };
         let config: Vec<SessionConfigOption> = extract(config_options, "config options")?;
-        let turns = PyTurnRunner {
-            target: Arc::new(adapter),
-            config,
-            has_title,
-            compaction,
-        };
+        let turns = PyTurnRunner { target: Arc::new(adapter), config, has_title, compaction };
         Ok(Self { runner: Runner::new(store, Arc::new(turns)) })
     }
 
@@ -170,11 +166,8 @@ impl TurnRunner for PyTurnRunner {
     async fn run_turn(&self, turn: &Turn) -> Result<StopReason, Error> {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
-        let config = self
-            .config
-            .iter()
-            .filter_map(|o| turn.config_value(&o.id.0).map(|v| (o.id.0.to_string(), v)))
-            .collect();
+        let config =
+            self.config.iter().filter_map(|o| turn.config_value(&o.id.0).map(|v| (o.id.0.to_string(), v))).collect();
         let handle = PyTurn {
             ops: tx,
             queued: queued.clone(),
@@ -185,12 +178,8 @@ impl TurnRunner for PyTurnRunner {
             prompt: turn.prompt().to_vec(),
             config,
         };
-        let mut call = bridge::call(
-            &self.target,
-            "run_turn",
-            move |py| args(py, (Bound::new(py, handle)?,)),
-            stop_reason,
-        );
+        let mut call =
+            bridge::call(&self.target, "run_turn", move |py| args(py, (Bound::new(py, handle)?,)), stop_reason);
         let mut cancel_sent = false;
         let outcome = loop {
             tokio::select! {
@@ -226,11 +215,16 @@ impl TurnRunner for PyTurnRunner {
             return None;
         }
         let prompt = first_prompt.to_owned();
-        let title = bridge::call_blocking(&self.target, "title", move |py| args(py, (prompt,)), |value| {
-            value
-                .extract::<Option<String>>()
-                .map_err(|_| acp_facade::error::ErrorExt::internal_msg("`title` must return a str or None"))
-        });
+        let title = bridge::call_blocking(
+            &self.target,
+            "title",
+            move |py| args(py, (prompt,)),
+            |value| {
+                value
+                    .extract::<Option<String>>()
+                    .map_err(|_| acp_facade::error::ErrorExt::internal_msg("`title` must return a str or None"))
+            },
+        );
         match title {
             Ok(title) => title.filter(|t| !t.is_empty()),
             Err(e) => {
@@ -255,13 +249,42 @@ enum Op {
     Text(String),
     Thought(String),
     Barrier(u64),
-    StartToolCall { title: String, kind: ToolKind, input: Value, future: u64 },
-    ToolProgress { call_id: ToolCallId, status: Option<ToolCallStatus>, content: Option<Vec<ContentBlock>>, future: u64 },
-    FinishToolCall { call_id: ToolCallId, output: Vec<ContentBlock>, failed: bool, future: u64 },
-    RequestPermission { call_id: ToolCallId, title: String, controls: Vec<ApprovalAction>, future: u64 },
-    AskUser { question: String, future: u64 },
-    Usage { used: u64, size: u64, future: u64 },
-    EndStep { future: u64 },
+    StartToolCall {
+        title: String,
+        kind: ToolKind,
+        input: Value,
+        future: u64,
+    },
+    ToolProgress {
+        call_id: ToolCallId,
+        status: Option<ToolCallStatus>,
+        content: Option<Vec<ContentBlock>>,
+        future: u64,
+    },
+    FinishToolCall {
+        call_id: ToolCallId,
+        output: Vec<ContentBlock>,
+        failed: bool,
+        future: u64,
+    },
+    RequestPermission {
+        call_id: ToolCallId,
+        title: String,
+        controls: Vec<ApprovalAction>,
+        future: u64,
+    },
+    AskUser {
+        question: String,
+        future: u64,
+    },
+    Usage {
+        used: u64,
+        size: u64,
+        future: u64,
+    },
+    EndStep {
+        future: u64,
+    },
 }
 
 fn resolve_str(future: u64, text: String) {
@@ -375,7 +398,13 @@ impl PyTurn {
         self.send(Op::Barrier(future)).map(|_| ())
     }
 
-    fn start_tool_call(&self, title: String, kind: &Bound<'_, PyAny>, input: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+    fn start_tool_call(
+        &self,
+        title: String,
+        kind: &Bound<'_, PyAny>,
+        input: &Bound<'_, PyAny>,
+        future: u64,
+    ) -> PyResult<()> {
         let kind = extract(kind, "tool kind")?;
         let input = crate::harness::py_to_json(input)?;
         self.send(Op::StartToolCall { title, kind, input, future }).map(|_| ())
@@ -399,7 +428,13 @@ impl PyTurn {
         self.send(Op::FinishToolCall { call_id: ToolCallId::new(call_id), output, failed, future }).map(|_| ())
     }
 
-    fn request_permission(&self, call_id: String, title: String, controls: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+    fn request_permission(
+        &self,
+        call_id: String,
+        title: String,
+        controls: &Bound<'_, PyAny>,
+        future: u64,
+    ) -> PyResult<()> {
         let controls = extract(controls, "approval controls")?;
         self.send(Op::RequestPermission { call_id: ToolCallId::new(call_id), title, controls, future }).map(|_| ())
     }

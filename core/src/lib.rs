@@ -39,3 +39,8 @@ pub use agent_client_protocol_schema::v1 as acp;
 
 pub use agent::{Agent, Options};
 pub use error::{Error, ErrorCode};
+
+/// The README's Rust quick start, compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeQuickStart;

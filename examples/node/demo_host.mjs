@@ -62,10 +62,34 @@ function defaultStore() {
   return join(base, 'acp-facade', 'demo.sqlite')
 }
 
+// Rust's `char::is_whitespace` is Unicode White_Space; JS `\s` and `trim()` differ from it
+// (they include U+FEFF and miss U+0085), so the demo uses the property itself.
+const WS_EDGES = /^\p{White_Space}+|\p{White_Space}+$/gu
+const WS_RUN = /\p{White_Space}+/u
+const trimWs = (s) => s.replace(WS_EDGES, '')
+const U64_MAX = 2n ** 64n - 1n
+
+/** Rust's `text.parse::<u64>().unwrap_or(0)`. */
+function parseU64(text) {
+  if (!/^\+?[0-9]+$/.test(text)) return 0
+  const value = BigInt(text.replace(/^\+/, ''))
+  return value <= U64_MAX ? Number(value) : 0
+}
+
+/** Sleeps `ms` milliseconds (beyond setTimeout's 2^31-1 limit too), or rejects when aborted. */
+async function sleepMs(ms, signal) {
+  let left = ms
+  do {
+    const step = Math.min(left, 2 ** 31 - 1)
+    await sleep(step, undefined, { signal })
+    left -= step
+  } while (left > 0)
+}
+
 /** The first text content block of the prompt, trimmed. */
 function commandText(turn) {
   const block = turn.prompt.find((b) => b.type === 'text')
-  return block ? block.text.trim() : ''
+  return block ? trimWs(block.text) : ''
 }
 
 const utf8Length = (s) => Buffer.byteLength(s, 'utf8')
@@ -74,9 +98,9 @@ const utf8Length = (s) => Buffer.byteLength(s, 'utf8')
 const script = {
   async runTurn(turn) {
     const text = commandText(turn)
-    const space = /\s/.exec(text)
+    const space = WS_RUN.exec(text)
     const verb = space ? text.slice(0, space.index) : text
-    const rest = space ? text.slice(space.index + space[0].length).trim() : ''
+    const rest = space ? trimWs(text.slice(space.index + space[0].length)) : ''
     const signal = turn.signal
     // The reply text of this step, for the usage report.
     let reply = ''
@@ -87,7 +111,7 @@ const script = {
     let stop = 'end_turn'
     switch (verb) {
       case 'stream': {
-        const count = /^\+?\d+$/.test(rest) ? Number(rest) : 0
+        const count = parseU64(rest)
         for (let i = 1; i <= count; i++) {
           if (signal.aborted) return 'cancelled'
           const chunk = `t${i} `
@@ -116,9 +140,9 @@ const script = {
         break
       }
       case 'sleep': {
-        const ms = /^\+?\d+$/.test(rest) ? Number(rest) : 0
+        const ms = parseU64(rest)
         try {
-          await sleep(ms, undefined, { signal })
+          await sleepMs(ms, signal)
         } catch {
           return 'cancelled'
         }
@@ -134,7 +158,7 @@ const script = {
       case 'fail':
         throw new Error('the demo turn failed, as asked')
       default: {
-        const words = text.split(/\s+/).filter((w) => w !== '')
+        const words = text.split(WS_RUN).filter((w) => w !== '')
         for (let i = 0; i < words.length; i++) {
           await say(i + 1 < words.length ? `${words[i]} ` : words[i])
         }
@@ -173,7 +197,7 @@ const script = {
   },
 
   title(firstPrompt) {
-    const title = [...firstPrompt.trim()].slice(0, 40).join('')
+    const title = [...trimWs(firstPrompt)].slice(0, 40).join('')
     return title === '' ? null : title
   },
 

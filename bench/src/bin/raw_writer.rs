@@ -1,5 +1,5 @@
 //! The raw baseline: writes the same JSON-RPC lines the demo agent writes for `stream N`, with
-//! serde_json and nothing else — no protocol, no runtime, no queues.
+//! `serde_json` and nothing else — no protocol, no runtime, no queues.
 //!
 //! Protocol with the bench driver: prints one line at start (the "initialize response"), waits for
 //! one line on stdin, then writes N `session/update` notifications and one final response line.

@@ -12,8 +12,10 @@
 //! Durable history is never touched: deleting is [`delete`](super::delete)'s job alone. When the
 //! client disconnects, every live session goes through the same steps.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use serde_json::Value;
 
 use super::session::{SessionEntry, resolve_session};
@@ -21,6 +23,7 @@ use super::{AgentInner, Reply, decode, encode};
 use crate::acp::{CloseSessionRequest, CloseSessionResponse, SessionId};
 use crate::error::{Error, ErrorExt};
 use crate::host::{LiveSession, SessionCloser};
+use crate::rpc::connection::panic_message;
 
 /// `session/close`.
 pub(crate) fn close_session_request(agent: &Arc<AgentInner>, params: Value) -> Reply {
@@ -42,14 +45,17 @@ pub(crate) async fn close(agent: &AgentInner, entry: &Arc<SessionEntry>) -> Resu
     };
     // Step 4.
     prompt_returned.cancelled().await;
-    // Step 5.
-    if let Some(closer) = entry.live.closer() {
-        shutdown(agent, &entry.id, closer).await;
-    }
+    // Step 5. A hook that fails or panics is reported to the caller, but the session is closed
+    // all the same: it must never stay registered as "closing" (a later hang-up would wait for it
+    // forever).
+    let shut_down = match entry.live.closer() {
+        Some(closer) => shutdown(agent, &entry.id, closer).await,
+        None => Ok(()),
+    };
     // Step 6.
     agent.registry.remove(&entry.id);
     tracing::info!(session = %entry.id, "session closed");
-    Ok(())
+    shut_down
 }
 
 /// Shuts down a session the host opened but the facade could not serve (a failed `session/load`
@@ -57,16 +63,30 @@ pub(crate) async fn close(agent: &AgentInner, entry: &Arc<SessionEntry>) -> Resu
 /// running.
 pub(crate) async fn discard(agent: &AgentInner, live: &dyn LiveSession) {
     if let Some(closer) = live.closer() {
-        shutdown(agent, &live.id(), closer).await;
+        let _ = shutdown(agent, &live.id(), closer).await;
     }
 }
 
-/// Calls a session's shutdown hook, bounded by the close grace period.
-async fn shutdown(agent: &AgentInner, id: &SessionId, closer: &dyn SessionCloser) {
-    match tokio::time::timeout(agent.options.close_grace, closer.shutdown()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(session = %id, error = %e.message, "shutdown failed"),
-        Err(_) => tracing::warn!(session = %id, "shutdown did not finish within the close grace period"),
+/// Calls a session's shutdown hook, bounded by the close grace period. Its error, or `-32603`
+/// when it panicked, is returned; a hook that outlives the grace period is not an error (it was
+/// asked to stop, and the session is closed regardless).
+async fn shutdown(agent: &AgentInner, id: &SessionId, closer: &dyn SessionCloser) -> Result<(), Error> {
+    let hook = AssertUnwindSafe(closer.shutdown()).catch_unwind();
+    match tokio::time::timeout(agent.options.close_grace, hook).await {
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(e))) => {
+            tracing::warn!(session = %id, error = %e.message, "shutdown failed");
+            Err(e)
+        }
+        Ok(Err(panic)) => {
+            let message = panic_message(&*panic);
+            tracing::error!(session = %id, panic = message, "shutdown panicked");
+            Err(Error::internal_msg(format!("the session's shutdown hook panicked: {message}")))
+        }
+        Err(_) => {
+            tracing::warn!(session = %id, "shutdown did not finish within the close grace period");
+            Ok(())
+        }
     }
 }
 

@@ -124,11 +124,25 @@ pub(crate) async fn apply_config_option(
 pub(crate) fn set_config_option(agent: &Arc<AgentInner>, params: Value) -> Reply {
     let agent = agent.clone();
     Box::pin(async move {
+        check_value_field(&params)?;
         let request: SetSessionConfigOptionRequest = decode(params)?;
         let entry = resolve_session(&agent, &request.session_id)?;
         let state = apply_config_option(&agent, &entry, &request.config_id.0, request.value).await?;
         encode(&SetSessionConfigOptionResponse::new(state.options))
     })
+}
+
+/// Names the `value` field when it is missing or of a shape no variant accepts (the wire type is
+/// an untagged union whose decoding error would otherwise name nothing).
+fn check_value_field(params: &Value) -> Result<(), Error> {
+    match (params.get("value"), params.get("type").and_then(Value::as_str)) {
+        (None, _) => Err(Error::invalid_params_msg("invalid params at `value`: missing field `value`")),
+        (Some(Value::Bool(_)), Some("boolean")) | (Some(Value::String(_)), _) => Ok(()),
+        (Some(_), Some("boolean")) => {
+            Err(Error::invalid_params_msg("invalid params at `value`: expected a boolean for `\"type\": \"boolean\"`"))
+        }
+        (Some(_), _) => Err(Error::invalid_params_msg("invalid params at `value`: expected a value id (string)")),
+    }
 }
 
 /// `session/set_mode`: the mode option, through the same path.

@@ -129,7 +129,12 @@ async fn ask(
             }
         },
         Err(e) => {
-            tracing::warn!(session = %entry.id, error = %e.message, "permission request failed; denied");
+            if peer.is_closed() {
+                // The client hung up: its sessions are being closed, which stops the turn first.
+                stop_turn(entry, cancel).await;
+            } else {
+                tracing::warn!(session = %entry.id, error = %e.message, "permission request failed; denied");
+            }
             ApprovalAction::Deny
         }
     }

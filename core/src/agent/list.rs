@@ -93,6 +93,26 @@ impl CursorKey {
     }
 }
 
+/// Entry points for the fuzz targets and property tests: the cursor codec under a caller-chosen
+/// key. Not part of the API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use std::path::Path;
+
+    use super::{CursorKey, InvalidCursor};
+
+    /// Encodes a cursor resuming after `after` under the `cwd` filter, authenticated with `key`.
+    pub fn encode_cursor(key: [u8; 32], after: &str, cwd: Option<&Path>) -> String {
+        CursorKey(key).encode(after, cwd)
+    }
+
+    /// Decodes and authenticates `cursor` (arbitrary bytes, as a client could send in a JSON
+    /// string after lossy UTF-8 conversion) under `key` and the `cwd` filter.
+    pub fn decode_cursor(key: [u8; 32], cursor: &[u8], cwd: Option<&Path>) -> Result<String, InvalidCursor> {
+        CursorKey(key).decode(&String::from_utf8_lossy(cursor), cwd)
+    }
+}
+
 /// `session/list`.
 pub(crate) fn list_sessions(agent: &Arc<AgentInner>, params: Value) -> Reply {
     let agent = agent.clone();

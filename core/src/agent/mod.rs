@@ -133,7 +133,8 @@ impl Agent {
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let options = ConnectionOptions { max_message_size: self.inner.options.max_message_size, ..ConnectionOptions::default() };
+        let options =
+            ConnectionOptions { max_message_size: self.inner.options.max_message_size, ..ConnectionOptions::default() };
         let inner = self.inner.clone();
         rpc::serve(reader, writer, self.inner.clone(), options, |peer| {
             let _ = inner.peer.set(peer.clone());

@@ -5,8 +5,10 @@
 //! `session/resume` is reopening right now, never reaches the host. A session the host reopened
 //! but the facade cannot serve is shut down again, never leaked.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use serde_json::Value;
 
 use super::close::{close, discard};
@@ -16,6 +18,7 @@ use super::{AgentInner, Reply, decode, encode};
 use crate::acp::{ResumeSessionRequest, ResumeSessionResponse, SessionId};
 use crate::error::{Error, ErrorExt};
 use crate::host::{LiveSession, Setup};
+use crate::rpc::connection::panic_message;
 
 /// `session/resume`.
 pub(crate) fn resume_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
@@ -54,19 +57,21 @@ pub(crate) fn ensure_not_live(agent: &AgentInner, id: &SessionId) -> Result<(), 
     Ok(())
 }
 
-/// The config state for an establishment response; when it cannot be read the session is closed
-/// again, so that a failed establishment leaves nothing live.
+/// The config state for an establishment response; when it cannot be read (the snapshot fails or
+/// panics) the session is closed again, so that a failed establishment leaves nothing live.
 pub(crate) async fn initial_state_or_close(
     agent: &AgentInner,
     entry: &Arc<SessionEntry>,
 ) -> Result<Option<ConfigState>, Error> {
-    match initial_state(agent, entry).await {
-        Ok(state) => Ok(state),
-        Err(e) => {
-            let _ = close(agent, entry).await;
-            Err(e)
+    let error = match AssertUnwindSafe(initial_state(agent, entry)).catch_unwind().await {
+        Ok(Ok(state)) => return Ok(state),
+        Ok(Err(e)) => e,
+        Err(panic) => {
+            Error::internal_msg(format!("the session's config snapshot panicked: {}", panic_message(&*panic)))
         }
-    }
+    };
+    let _ = close(agent, entry).await;
+    Err(error)
 }
 
 /// Fails when the host reopened a different session than asked for.

@@ -42,6 +42,8 @@ pub(crate) fn resolve_session(agent: &AgentInner, id: &SessionId) -> Result<Arc<
 #[derive(Default)]
 struct PromptSlot {
     in_flight: Option<InFlight>,
+    /// Fires once the last finished prompt's response is queued (see [`PromptGuard::release`]).
+    answering: Option<CancellationToken>,
 }
 
 struct InFlight {
@@ -65,16 +67,45 @@ pub(crate) struct SessionEntry {
 }
 
 /// Proof that a prompt is in flight; clears the slot (and wakes a waiting close) when dropped.
+///
+/// A prompt ends in two steps: [`PromptGuard::release`] frees the session for the next prompt as
+/// soon as the outcome is known, and the returned [`PromptAnswered`] fires once the response is
+/// queued — `session/close` waits for that, so its response can never overtake the prompt's,
+/// while a client that prompts again the moment it reads the response is never refused.
 pub(crate) struct PromptGuard {
     entry: Arc<SessionEntry>,
     pub(crate) cancel: CancellationToken,
-    finished: CancellationToken,
+    finished: Option<CancellationToken>,
+}
+
+impl PromptGuard {
+    /// Frees the session's prompt slot; the result fires "answered" when dropped.
+    pub(crate) fn release(mut self) -> PromptAnswered {
+        let finished = self.finished.take();
+        let mut slot = self.entry.lock_prompt();
+        slot.in_flight = None;
+        slot.answering.clone_from(&finished);
+        PromptAnswered(finished)
+    }
 }
 
 impl Drop for PromptGuard {
     fn drop(&mut self) {
-        self.entry.lock_prompt().in_flight = None;
-        self.finished.cancel();
+        if let Some(finished) = self.finished.take() {
+            self.entry.lock_prompt().in_flight = None;
+            finished.cancel();
+        }
+    }
+}
+
+/// Fires the prompt's "answered" signal when dropped (after its response is queued).
+pub(crate) struct PromptAnswered(Option<CancellationToken>);
+
+impl Drop for PromptAnswered {
+    fn drop(&mut self) {
+        if let Some(finished) = self.0.take() {
+            finished.cancel();
+        }
     }
 }
 
@@ -108,7 +139,7 @@ impl SessionEntry {
         let cancel = CancellationToken::new();
         let finished = CancellationToken::new();
         slot.in_flight = Some(InFlight { cancel: cancel.clone(), finished: finished.clone() });
-        Ok(PromptGuard { entry: self.clone(), cancel, finished })
+        Ok(PromptGuard { entry: self.clone(), cancel, finished: Some(finished) })
     }
 
     /// Cancels the in-flight prompt, if any; returns whether there was one.
@@ -124,7 +155,7 @@ impl SessionEntry {
     }
 
     /// Marks the session closing (new prompts are rejected from now on) and returns a token that
-    /// fires once the in-flight prompt, if any, has returned. `None` if it was already closing.
+    /// fires once the in-flight prompt, if any, has returned and its response is queued. `None` if it was already closing.
     pub(crate) fn mark_closing(&self) -> Option<CancellationToken> {
         let slot = self.lock_prompt();
         if self.closing.swap(true, Ordering::AcqRel) {
@@ -134,6 +165,9 @@ impl SessionEntry {
         let finished = if let Some(in_flight) = &slot.in_flight {
             in_flight.cancel.cancel();
             in_flight.finished.clone()
+        } else if let Some(answering) = &slot.answering {
+            // The last prompt is done but its response may not be queued yet.
+            answering.clone()
         } else {
             let done = CancellationToken::new();
             done.cancel();

@@ -23,18 +23,18 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
-use tracing::Instrument;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use super::framing::{Frame, LineReader};
-use super::trace::{Direction, WireTrace};
 use super::message::{Incoming, IncomingNotification, IncomingRequest, classify, response_line};
 use super::peer::{OUTGOING_QUEUE, Peer};
+use super::trace::{Direction, WireTrace};
 use crate::acp::RequestId;
 use crate::error::{Error, ErrorExt};
 

@@ -48,7 +48,8 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 return Ok(match skipped {
                     Some(len) => Frame::Oversize { len },
                     None if self.buf.is_empty() => Frame::Eof,
-                    None => Frame::Line(self.take_line()),
+                    // A final line without its `\n` obeys the same limit as any other.
+                    None => self.finish_line(),
                 });
             }
             let newline = memchr(available);
@@ -68,13 +69,16 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 if let Some(len) = skipped {
                     return Ok(Frame::Oversize { len });
                 }
-                let line = self.take_line();
-                if line.len() > self.max {
-                    return Ok(Frame::Oversize { len: line.len() });
-                }
-                return Ok(Frame::Line(line));
+                return Ok(self.finish_line());
             }
         }
+    }
+
+    /// The buffered line as a frame: the buffer may hold one byte over the limit (room for a
+    /// `\r`), so the limit is checked again once the `\r` is stripped.
+    fn finish_line(&mut self) -> Frame {
+        let line = self.take_line();
+        if line.len() > self.max { Frame::Oversize { len: line.len() } } else { Frame::Line(line) }
     }
 
     fn take_line(&mut self) -> Vec<u8> {
@@ -143,6 +147,18 @@ mod tests {
                 Frame::Oversize { len: 11 },
                 Frame::Eof
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_final_unterminated_line_obeys_the_limit() {
+        // Found by the `framing` fuzz target: one byte over the limit with no `\n` before EOF was
+        // handed out as a line (the spare byte kept for a `\r` was never checked at EOF).
+        assert_eq!(frames(b"01234567890", 10).await, vec![Frame::Oversize { len: 11 }, Frame::Eof]);
+        assert_eq!(frames(b"0123456789\r", 10).await, vec![Frame::Line(b"0123456789".to_vec()), Frame::Eof]);
+        assert_eq!(
+            frames(b"ok\n0123456789x", 10).await,
+            vec![Frame::Line(b"ok".to_vec()), Frame::Oversize { len: 11 }, Frame::Eof]
         );
     }
 

@@ -138,6 +138,11 @@ impl Peer {
         }
     }
 
+    /// Whether the peer's incoming side has ended (it will answer nothing more).
+    pub fn is_closed(&self) -> bool {
+        self.inner.incoming_closed.load(Ordering::Acquire)
+    }
+
     /// How many of our requests await an answer.
     pub fn pending_requests(&self) -> usize {
         self.lock_pending().len()

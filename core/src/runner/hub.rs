@@ -84,16 +84,20 @@ impl EventHub {
 
     /// Numbers `event` (its `header.seq`) and delivers it to every subscriber, waiting for room.
     pub async fn publish(&self, mut event: Event) {
-        let mut seq = self.order.lock().await;
+        // Uncontended (the usual case): no lock future to build.
+        let mut seq = match self.order.try_lock() {
+            Ok(seq) => seq,
+            Err(_) => self.order.lock().await,
+        };
         event.header.seq = *seq;
         *seq += 1;
         let subscribers = self.snapshot();
         let mut saw_closed = false;
         if let Some((last, others)) = subscribers.split_last() {
             for tx in others {
-                saw_closed |= tx.send(event.clone()).await.is_err();
+                saw_closed |= deliver(tx, event.clone()).await;
             }
-            saw_closed |= last.send(event).await.is_err();
+            saw_closed |= deliver(last, event).await;
         }
         if saw_closed {
             self.forget_closed();
@@ -124,6 +128,15 @@ impl EventHub {
             self.forget_closed();
         }
         Ok(())
+    }
+}
+
+/// Sends one event, waiting for room only when the queue is full; true if the subscriber is gone.
+async fn deliver(tx: &mpsc::Sender<Event>, event: Event) -> bool {
+    match tx.try_send(event) {
+        Ok(()) => false,
+        Err(mpsc::error::TrySendError::Closed(_)) => true,
+        Err(mpsc::error::TrySendError::Full(event)) => tx.send(event).await.is_err(),
     }
 }
 

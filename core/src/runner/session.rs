@@ -112,7 +112,7 @@ impl RunnerSession {
         let n = self.event_counter.fetch_add(1, Ordering::Relaxed);
         Event {
             header: EventHeader {
-                id: EventId::new(format!("{}#{n}", self.id)),
+                id: event_id(&self.id, n),
                 seq: 0,
                 class,
                 visibility,
@@ -241,6 +241,26 @@ impl RunnerSession {
         turn.emit(EventClass::Enduring, terminal).await;
         finished.cancel();
     }
+}
+
+/// `<session>#<n>`, built without the formatting machinery (this runs once per streamed token).
+fn event_id(session: &SessionId, n: u64) -> EventId {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + u8::try_from(rest % 10).unwrap_or(0);
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut id = String::with_capacity(session.0.len() + 1 + digits.len() - at);
+    id.push_str(&session.0);
+    id.push('#');
+    id.extend(digits[at..].iter().map(|&d| char::from(d)));
+    EventId::new(id)
 }
 
 #[async_trait]

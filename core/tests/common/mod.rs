@@ -3,6 +3,8 @@
 
 #![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate)]
 
+pub mod chaos;
+pub mod framing_model;
 pub mod host;
 pub mod lifecycle;
 pub mod runner;
@@ -50,6 +52,47 @@ pub struct TestClient {
     pub serve: JoinHandle<std::io::Result<()>>,
     /// Every message received, in order (for transcript assertions).
     pub transcript: Vec<Value>,
+    /// Every line sent, kept for the fuzz seed corpus (see [`SentLines`]).
+    sent_lines: SentLines,
+}
+
+/// The environment variable naming a directory where every [`TestClient`] leaves the lines it
+/// sent, one file per client (`fuzz/seed-corpus` turns them into the fuzz targets' seeds).
+pub const DUMP_SENT_LINES_ENV: &str = "ACP_FACADE_DUMP_SENT_LINES";
+
+/// The lines a client sent; written to [`DUMP_SENT_LINES_ENV`]'s directory when dropped.
+#[derive(Default)]
+struct SentLines {
+    dir: Option<std::path::PathBuf>,
+    bytes: Vec<u8>,
+}
+
+impl SentLines {
+    fn new() -> Self {
+        Self { dir: std::env::var_os(DUMP_SENT_LINES_ENV).filter(|d| !d.is_empty()).map(Into::into), bytes: Vec::new() }
+    }
+
+    fn record(&mut self, line: &[u8]) {
+        if self.dir.is_some() {
+            self.bytes.extend_from_slice(line);
+            self.bytes.push(b'\n');
+        }
+    }
+}
+
+impl Drop for SentLines {
+    fn drop(&mut self) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let Some(dir) = &self.dir else { return };
+        if self.bytes.is_empty() {
+            return;
+        }
+        let test = std::thread::current().name().unwrap_or("test").replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let _ = std::fs::create_dir_all(dir);
+        let _ = std::fs::write(dir.join(format!("{test}-{}-{n}.jsonl", std::process::id())), &self.bytes);
+    }
 }
 
 impl TestClient {
@@ -72,6 +115,7 @@ impl TestClient {
             next_id: 1,
             serve,
             transcript: Vec::new(),
+            sent_lines: SentLines::new(),
         }
     }
 
@@ -88,6 +132,7 @@ impl TestClient {
 
     /// Writes one raw line (a newline is appended).
     pub async fn send_raw(&mut self, line: &str) {
+        self.sent_lines.record(line.as_bytes());
         self.writer.write_all(line.as_bytes()).await.unwrap();
         self.writer.write_all(b"\n").await.unwrap();
         self.writer.flush().await.unwrap();

@@ -83,10 +83,8 @@ fn main() -> std::process::ExitCode {
         }
     };
     let runner = Runner::new(store, Arc::new(script::Script));
-    let options = runner
-        .options()
-        .agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION"))
-        .max_page_size(args.page_size);
+    let options =
+        runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
     let agent = runner.agent(options);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,

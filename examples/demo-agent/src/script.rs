@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use acp_facade::acp::{SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, StopReason, ToolKind};
+use acp_facade::acp::{
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, StopReason, ToolKind,
+};
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::ApprovalAction;
 use acp_facade::harness::content::text_block;
@@ -55,9 +57,7 @@ impl TurnRunner for Script {
             }
             "tool" => {
                 let name = if rest.is_empty() { "tool" } else { rest };
-                let call = turn
-                    .start_tool_call(name, ToolKind::Execute, serde_json::json!({ "name": name }))
-                    .await;
+                let call = turn.start_tool_call(name, ToolKind::Execute, serde_json::json!({ "name": name })).await;
                 let controls = [ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny];
                 match turn.request_permission(&call, format!("Run {name}"), &controls).await {
                     Permission::Cancelled => return Ok(StopReason::Cancelled),

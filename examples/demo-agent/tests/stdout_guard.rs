@@ -20,7 +20,8 @@ fn prints_from_host_code_go_to_stderr_not_the_protocol_stream() {
             assert!(stdout.read_line(&mut line).expect("read") > 0, "the agent closed stdout");
             let value: serde_json::Value =
                 serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-protocol line on stdout {line:?}: {e}"));
-            let done = value.get("id").and_then(serde_json::Value::as_i64).map(|id| id.to_string()).as_deref() == Some(wanted);
+            let done =
+                value.get("id").and_then(serde_json::Value::as_i64).map(|id| id.to_string()).as_deref() == Some(wanted);
             seen.push(value);
             if done {
                 return seen;
@@ -29,7 +30,8 @@ fn prints_from_host_code_go_to_stderr_not_the_protocol_stream() {
     };
     writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":1}}}}"#).unwrap();
     read("1");
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"session/new","params":{{"cwd":"/tmp","mcpServers":[]}}}}"#).unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"session/new","params":{{"cwd":"/tmp","mcpServers":[]}}}}"#)
+        .unwrap();
     let session = read("2").last().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned();
     writeln!(
         stdin,

@@ -1,0 +1,187 @@
+//! `Agent`: an ACP agent for one connection, built from a JS host object (the host interfaces)
+//! or by a `Runner`, served over stdio or over caller-supplied streams.
+
+use std::time::Duration;
+
+use acp_facade::Options;
+use napi::Env;
+use napi::bindgen_prelude::{Buffer, ClassInstance, Function, Object, PromiseRaw, ToNapiValue, Unknown};
+use napi_derive::napi;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::callback::{BuildArgs, JsMethod, ignore};
+use crate::error::{Code, Result, js_error, recode};
+use crate::host::HostParts;
+use crate::rpc::Connection;
+
+/// Settings of an agent; every field is optional.
+#[napi(object)]
+#[derive(Debug, Default, Clone)]
+pub struct AgentOptions {
+    /// `agentInfo.name`. @default "acp-facade"
+    pub agent_name: Option<String>,
+    /// `agentInfo.version`. @default the package version
+    pub agent_version: Option<String>,
+    /// The largest `session/list` page. @default 50
+    pub max_page_size: Option<u32>,
+    /// The most live sessions at once. @default 1024
+    pub max_sessions: Option<u32>,
+    /// How long `session/close` waits for a session's shutdown, in ms. @default 5000
+    pub close_grace_ms: Option<u32>,
+    /// How long a cancelled prompt waits for its turn to end, in ms. @default 10000
+    pub cancel_grace_ms: Option<u32>,
+    /// The largest incoming message, in bytes. @default 67108864
+    pub max_message_size: Option<u32>,
+    /// Whether `/compact` is offered (host interfaces only; a runner offers it when its turn
+    /// runner has `compact`). @default false
+    pub compaction: Option<bool>,
+    /// Whether `session/close` is offered. @default true
+    pub close: Option<bool>,
+}
+
+/// Applies JS options to core options.
+pub fn apply_options(mut options: Options, js: Option<AgentOptions>) -> Options {
+    let Some(js) = js else { return options };
+    if js.agent_name.is_some() || js.agent_version.is_some() {
+        let name = js.agent_name.unwrap_or_else(|| options.agent_info.name.clone());
+        let version = js.agent_version.unwrap_or_else(|| options.agent_info.version.clone());
+        options = options.agent_info(name, version);
+    }
+    if let Some(n) = js.max_page_size {
+        options = options.max_page_size(n as usize);
+    }
+    if let Some(n) = js.max_sessions {
+        options = options.max_sessions(n as usize);
+    }
+    if let Some(ms) = js.close_grace_ms {
+        options = options.close_grace(Duration::from_millis(u64::from(ms)));
+    }
+    if let Some(ms) = js.cancel_grace_ms {
+        options = options.cancel_grace(Duration::from_millis(u64::from(ms)));
+    }
+    if let Some(n) = js.max_message_size {
+        options = options.max_message_size(n as usize);
+    }
+    if let Some(on) = js.compaction {
+        options = options.compaction(on);
+    }
+    if let Some(on) = js.close {
+        options = options.close(on);
+    }
+    options
+}
+
+/// An ACP agent for one connection.
+#[napi]
+pub struct Agent {
+    agent: acp_facade::Agent,
+}
+
+#[napi]
+impl Agent {
+    /// An agent over a host implementing the host interfaces (see `Host`).
+    #[napi(constructor, ts_args_type = "host: Host, options?: AgentOptions")]
+    pub fn new(env: &Env, host: Object<'_>, options: Option<AgentOptions>) -> Result<Self> {
+        let parts = HostParts::from_object(env, &host).map_err(recode)?;
+        let session_host =
+            parts.host.ok_or_else(|| js_error(Code::InvalidArg, "a host needs a `newSession` method"))?;
+        let mut core = Options::new(session_host).agent_info("acp-facade", env!("CARGO_PKG_VERSION"));
+        if let Some(loader) = parts.loader {
+            core = core.loader(loader);
+        }
+        if let Some(resumer) = parts.resumer {
+            core = core.resumer(resumer);
+        }
+        if let Some(catalog) = parts.catalog {
+            core = core.catalog(catalog);
+        }
+        if let Some(deleter) = parts.deleter {
+            core = core.deleter(deleter);
+        }
+        if let Some(authenticator) = parts.authenticator {
+            core = core.authenticator(authenticator);
+        }
+        Ok(Self::from_core(acp_facade::Agent::new(apply_options(core, options))))
+    }
+
+    /// Serves over the process's stdin and stdout until the client hangs up; then closes every
+    /// session. Nothing else may write to stdout meanwhile. Rejects with `ERR_ACP_IO`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn serve_stdio<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let agent = self.agent.clone();
+        env.spawn_future(async move {
+            agent
+                .serve_stdio()
+                .await
+                .map_err(|e| napi::Error::new(napi::Status::GenericFailure, format!("ERR_ACP_IO: {e}")))
+        })
+        .map_err(recode)
+    }
+
+    /// Serves over a `Connection` fed by the caller; `write` receives the agent's output, in
+    /// order (return a Promise to slow the agent down). Prefer `agent.serve(input, output)`.
+    #[napi(
+        ts_args_type = "connection: Connection, write: (chunk: Buffer) => void | Promise<void>",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn serve_connection<'env>(
+        &self,
+        env: &'env Env,
+        mut connection: ClassInstance<'_, Connection>,
+        write: Function<'_, Unknown<'static>, Unknown<'static>>,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let mut input = connection
+            .take_input()
+            .ok_or_else(|| js_error(Code::InvalidArg, "this connection is already being served"))?;
+        let write = JsMethod::from_function(&write, "write").map_err(recode)?;
+        let agent = self.agent.clone();
+        env.spawn_future(async move {
+            let (reader, mut feeder) = tokio::io::duplex(64 * 1024);
+            let (writer, mut drain) = tokio::io::duplex(64 * 1024);
+            let feed = tokio::spawn(async move {
+                while let Some(chunk) = input.recv().await {
+                    if feeder.write_all(&chunk).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = feeder.shutdown().await;
+            });
+            let out = tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = match drain.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    let chunk = buf[..n].to_vec();
+                    let args: BuildArgs = Box::new(move |env| {
+                        // SAFETY: `env` is the live env of this JS thread callback.
+                        Ok(vec![unsafe { Buffer::to_napi_value(env.raw(), Buffer::from(chunk)) }?])
+                    });
+                    if let Err(e) = write.call(args, ignore()).await {
+                        tracing::warn!(error = %e.message, "the output stream failed; serving ends");
+                        break;
+                    }
+                }
+            });
+            let result = agent.serve(reader, writer).await;
+            let _ = out.await;
+            feed.abort();
+            result.map_err(|e| napi::Error::new(napi::Status::GenericFailure, format!("ERR_ACP_IO: {e}")))
+        })
+        .map_err(recode)
+    }
+
+    /// How many sessions are live.
+    #[napi(getter)]
+    pub fn live_sessions(&self) -> u32 {
+        u32::try_from(self.agent.live_sessions()).unwrap_or(u32::MAX)
+    }
+}
+
+impl Agent {
+    /// Wraps a core agent.
+    pub fn from_core(agent: acp_facade::Agent) -> Self {
+        Self { agent }
+    }
+}

@@ -1,0 +1,218 @@
+//! Calling JavaScript from Rust.
+//!
+//! A host method is held as a [`JsMethod`]: the function bound to its object (so `this` is the
+//! host), wrapped in a threadsafe function that is **weak** (it never keeps the Node event loop
+//! alive) and **not callee-handled** (the JS function receives plain arguments, not an
+//! `(err, value)` pair). A call queues the method on the JS thread, where its arguments are built;
+//! a throw is caught there and becomes an error, never a process-wide exception; the returned
+//! value may be a Promise (awaited through `then`/`catch`) or a plain value.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use acp_facade::error::{Error as AcpError, ErrorExt};
+use napi::bindgen_prelude::{Function, JsObjectValue, JsValuesTupleIntoVec, Object, PromiseRaw, Unknown};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, JsValue, Status, ValueType, sys};
+use tokio::sync::oneshot;
+
+use crate::error;
+
+/// Builds a call's arguments on the JS thread.
+pub type BuildArgs = Box<dyn FnOnce(&Env) -> napi::Result<Vec<sys::napi_value>> + Send>;
+
+/// Converts a call's settled value on the JS thread.
+pub type Convert<T> = Box<dyn FnOnce(&Env, Unknown<'_>) -> Result<T, AcpError> + Send>;
+
+/// Arguments already converted to JS values.
+pub struct JsArgs(Vec<sys::napi_value>);
+
+impl JsValuesTupleIntoVec for JsArgs {
+    fn into_vec(self, _env: sys::napi_env) -> napi::Result<Vec<sys::napi_value>> {
+        Ok(self.0)
+    }
+}
+
+type Tsfn = ThreadsafeFunction<BuildArgs, Unknown<'static>, JsArgs, Status, false, true>;
+
+/// A JS function (usually a method bound to its object), callable from any thread.
+#[derive(Clone)]
+pub struct JsMethod {
+    tsfn: Arc<Tsfn>,
+    name: Arc<str>,
+}
+
+impl std::fmt::Debug for JsMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsMethod").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl JsMethod {
+    /// `object[name]` bound to `object`, when it is a function.
+    pub fn get(object: &Object<'_>, name: &str) -> napi::Result<Option<Self>> {
+        let value: Unknown<'_> = object.get_named_property(name)?;
+        if value.get_type()? != ValueType::Function {
+            return Ok(None);
+        }
+        // SAFETY: checked to be a function.
+        let function: Function<'_, Unknown<'static>, Unknown<'static>> = unsafe { value.cast() }?;
+        let bound = function.bind(object)?;
+        Self::from_function(&bound, name).map(Some)
+    }
+
+    /// A callable for a JS function (`this` as the function has it bound, else `undefined`).
+    pub fn from_function(
+        function: &Function<'_, Unknown<'static>, Unknown<'static>>,
+        name: &str,
+    ) -> napi::Result<Self> {
+        let tsfn = function
+            .build_threadsafe_function::<BuildArgs>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build_callback(|ctx| (ctx.value)(&ctx.env).map(JsArgs))?;
+        Ok(Self { tsfn: Arc::new(tsfn), name: name.into() })
+    }
+
+    /// The method's name, for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Calls the function; resolves with the converted (awaited) result. A throw, a rejection or
+    /// a failed conversion becomes the JSON-RPC error the host meant (see [`error::from_js`]).
+    pub async fn call<T: Send + 'static>(&self, args: BuildArgs, convert: Convert<T>) -> Result<T, AcpError> {
+        let (tx, rx) = oneshot::channel();
+        self.queue(args, convert, tx)?;
+        rx.await.unwrap_or_else(|_| Err(self.gone()))
+    }
+
+    /// Calls the function from a thread that must have the answer synchronously (the core's few
+    /// synchronous hooks). Runs inside `block_in_place`, so other tasks keep running; the JS
+    /// thread is never blocked by this.
+    pub fn call_blocking<T: Send + 'static>(&self, args: BuildArgs, convert: Convert<T>) -> Result<T, AcpError> {
+        let (tx, rx) = oneshot::channel();
+        self.queue(args, convert, tx)?;
+        let wait = move || rx.blocking_recv();
+        let answer = match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        };
+        answer.unwrap_or_else(|_| Err(self.gone()))
+    }
+
+    /// Calls the function and forgets the result (a throw is logged).
+    pub fn call_detached(&self, args: BuildArgs) {
+        let name = self.name.clone();
+        let status = self.tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
+            if let Err(e) = ret {
+                tracing::warn!(method = &*name, error = %error::from_napi(&env, e).message, "a Node callback threw");
+            }
+            Ok(())
+        });
+        if status != Status::Ok {
+            tracing::debug!(method = &*self.name, ?status, "a Node callback could not be queued");
+        }
+    }
+
+    fn queue<T: Send + 'static>(
+        &self,
+        args: BuildArgs,
+        convert: Convert<T>,
+        tx: oneshot::Sender<Result<T, AcpError>>,
+    ) -> Result<(), AcpError> {
+        let status =
+            self.tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
+                match ret {
+                    Ok(value) => settle(&env, value, convert, tx),
+                    Err(e) => {
+                        let _ = tx.send(Err(error::from_napi(&env, e)));
+                    }
+                }
+                // Never an error here: an error returned from this callback would be raised as an
+                // uncaught exception, ending the process.
+                Ok(())
+            });
+        if status == Status::Ok { Ok(()) } else { Err(self.gone()) }
+    }
+
+    fn gone(&self) -> AcpError {
+        AcpError::internal_msg(format!(
+            "the Node host's `{}` cannot answer: the JavaScript environment is shutting down",
+            self.name
+        ))
+    }
+}
+
+type Slot<T> = Arc<Mutex<Option<(Convert<T>, oneshot::Sender<Result<T, AcpError>>)>>>;
+
+/// Converts a settled value, awaiting it first when it is a Promise (on the JS thread).
+fn settle<T: Send + 'static>(
+    env: &Env,
+    value: Unknown<'_>,
+    convert: Convert<T>,
+    tx: oneshot::Sender<Result<T, AcpError>>,
+) {
+    if !value.is_promise().unwrap_or(false) {
+        let _ = tx.send(convert(env, value));
+        return;
+    }
+    // SAFETY: checked to be a promise.
+    let promise: PromiseRaw<'_, Unknown<'static>> = match unsafe { value.cast() } {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = tx.send(Err(AcpError::internal_msg(format!("cannot await the Node host's Promise: {e}"))));
+            return;
+        }
+    };
+    let slot: Slot<T> = Arc::new(Mutex::new(Some((convert, tx))));
+    let on_reject = slot.clone();
+    let attached = promise
+        .then(move |ctx| {
+            if let Some((convert, tx)) = slot.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                let _ = tx.send(convert(&ctx.env, ctx.value));
+            }
+            Ok(())
+        })
+        .and_then(|then| {
+            then.catch(move |ctx: napi::bindgen_prelude::CallbackContext<Unknown<'static>>| {
+                if let Some((_, tx)) = on_reject.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                    let _ = tx.send(Err(error::from_js(&ctx.env, &ctx.value)));
+                }
+                Ok(())
+            })
+        });
+    if let Err(e) = attached {
+        tracing::warn!(error = %e, "could not await a Promise of the Node host");
+    }
+}
+
+/// Converts a settled value with serde (`undefined` reads as `null`).
+pub fn serde_convert<T: serde::de::DeserializeOwned + Send + 'static>(what: &'static str) -> Convert<T> {
+    Box::new(move |env, value| {
+        let json = if matches!(value.get_type(), Ok(ValueType::Undefined)) {
+            serde_json::Value::Null
+        } else {
+            env.from_js_value::<serde_json::Value, _>(value)
+                .map_err(|e| AcpError::internal_msg(format!("the Node host returned an invalid {what}: {e}")))?
+        };
+        serde_json::from_value(json)
+            .map_err(|e| AcpError::internal_msg(format!("the Node host returned an invalid {what}: {e}")))
+    })
+}
+
+/// Ignores the settled value.
+pub fn ignore() -> Convert<()> {
+    Box::new(|_, _| Ok(()))
+}
+
+/// Arguments converted with serde.
+pub fn serde_args(values: Vec<serde_json::Value>) -> BuildArgs {
+    Box::new(move |env| values.iter().map(|v| env.to_js_value(v).map(|u| u.raw())).collect())
+}
+
+/// No arguments.
+pub fn no_args() -> BuildArgs {
+    Box::new(|_| Ok(Vec::new()))
+}

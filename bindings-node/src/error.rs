@@ -1,0 +1,155 @@
+//! Errors in both directions.
+//!
+//! JS → Rust: a host method that throws or rejects with an `AcpError` (an `Error` whose `name` is
+//! `"AcpError"` and whose `code` is an integer) answers the request with that code, message and
+//! `data`; any other throw or rejection answers `-32603` with its message ([`from_js`]).
+//!
+//! Rust → JS: every error this binding throws carries a stable string `code` ([`Code`]).
+
+use acp_facade::error::{Error as AcpError, ErrorExt};
+use napi::bindgen_prelude::{JsObjectValue, Object, Unknown};
+use napi::{Env, JsValue, ValueType};
+
+/// The stable `code` of an error thrown to JavaScript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// An argument had the wrong type or value: `ERR_ACP_INVALID_ARG`.
+    InvalidArg,
+    /// The session store failed: `ERR_ACP_STORE`.
+    Store,
+    /// The transport failed while serving: `ERR_ACP_IO`.
+    Io,
+    /// A turn API call after the turn ended: `ERR_ACP_TURN_ENDED`.
+    TurnEnded,
+    /// The agent answered an ACP error (see the message): `ERR_ACP_PROTOCOL`.
+    Protocol,
+    /// Anything else: `ERR_ACP_INTERNAL`.
+    Internal,
+}
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        match self {
+            Self::InvalidArg => "ERR_ACP_INVALID_ARG",
+            Self::Store => "ERR_ACP_STORE",
+            Self::Io => "ERR_ACP_IO",
+            Self::TurnEnded => "ERR_ACP_TURN_ENDED",
+            Self::Protocol => "ERR_ACP_PROTOCOL",
+            Self::Internal => "ERR_ACP_INTERNAL",
+        }
+    }
+}
+
+impl From<napi::Status> for Code {
+    fn from(status: napi::Status) -> Self {
+        match status {
+            napi::Status::InvalidArg
+            | napi::Status::ObjectExpected
+            | napi::Status::StringExpected
+            | napi::Status::NameExpected
+            | napi::Status::FunctionExpected
+            | napi::Status::NumberExpected
+            | napi::Status::BooleanExpected
+            | napi::Status::ArrayExpected
+            | napi::Status::BigintExpected => Self::InvalidArg,
+            _ => Self::Internal,
+        }
+    }
+}
+
+/// The result type of exported functions (named `Result` so that napi-derive recognises it).
+pub type Result<T, E = napi::Error<Code>> = std::result::Result<T, E>;
+
+/// An error for JavaScript with a stable code.
+pub fn js_error(code: Code, message: impl Into<String>) -> napi::Error<Code> {
+    napi::Error::new(code, message.into())
+}
+
+/// Re-codes a plain napi error (a failed conversion, mostly).
+pub fn recode(error: napi::Error) -> napi::Error<Code> {
+    napi::Error::new(Code::from(error.status), error.reason.clone())
+}
+
+/// The JSON-RPC error a JavaScript throw or rejection answers with.
+pub fn from_js(env: &Env, value: &Unknown<'_>) -> AcpError {
+    match value.get_type() {
+        Ok(ValueType::Object | ValueType::Function) => {
+            // SAFETY: the value was just checked to be an object.
+            let Ok(object) = (unsafe { value.cast::<Object<'_>>() }) else {
+                return AcpError::internal_msg("the Node host failed");
+            };
+            let message = string_property(&object, "message").unwrap_or_else(|| "the Node host failed".to_owned());
+            let is_acp = string_property(&object, "name").as_deref() == Some("AcpError");
+            let code = object
+                .get_named_property::<Unknown<'_>>("code")
+                .ok()
+                .filter(|c| c.get_type().ok() == Some(ValueType::Number))
+                // SAFETY: checked to be a number.
+                .and_then(|c| unsafe { c.cast::<f64>() }.ok())
+                .filter(|c| c.fract() == 0.0 && *c >= f64::from(i32::MIN) && *c <= f64::from(i32::MAX));
+            match code {
+                #[allow(clippy::cast_possible_truncation)]
+                Some(code) if is_acp => {
+                    let mut error = AcpError::new(code as i32, message);
+                    if let Some(data) = object
+                        .get_named_property::<Unknown<'_>>("data")
+                        .ok()
+                        .filter(|d| !matches!(d.get_type(), Ok(ValueType::Undefined)))
+                        .and_then(|d| env.from_js_value::<serde_json::Value, _>(d).ok())
+                    {
+                        error = error.data(data);
+                    }
+                    error
+                }
+                _ => AcpError::internal_msg(message),
+            }
+        }
+        Ok(ValueType::String) => AcpError::internal_msg(
+            // SAFETY: checked to be a string.
+            unsafe { value.cast::<String>() }.unwrap_or_else(|_| "the Node host failed".to_owned()),
+        ),
+        _ => AcpError::internal_msg(
+            value
+                .coerce_to_string()
+                .and_then(napi::JsString::into_utf8)
+                .and_then(napi::JsStringUtf8::into_owned)
+                .unwrap_or_else(|_| "the Node host failed".to_owned()),
+        ),
+    }
+}
+
+/// The JSON-RPC error for a failure captured by napi (a throw out of a threadsafe call, or a
+/// conversion that failed).
+pub fn from_napi(env: &Env, error: napi::Error) -> AcpError {
+    if error.status == napi::Status::PendingException {
+        let value = napi::JsError::from(error).into_unknown(*env);
+        return from_js(env, &value);
+    }
+    AcpError::internal_msg(format!("the Node host failed: {}", error.reason))
+}
+
+fn string_property(object: &Object<'_>, name: &str) -> Option<String> {
+    let value = object.get_named_property::<Unknown<'_>>(name).ok()?;
+    if value.get_type().ok()? != ValueType::String {
+        return None;
+    }
+    // SAFETY: checked to be a string.
+    unsafe { value.cast::<String>() }.ok()
+}
+
+/// An ACP error surfaced to JavaScript (`ERR_ACP_PROTOCOL`, the JSON-RPC code in the message).
+pub fn acp_to_js(error: &AcpError) -> napi::Error<Code> {
+    js_error(Code::Protocol, format!("{} ({})", error.message, i32::from(error.code)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_stable() {
+        assert_eq!(Code::TurnEnded.as_ref(), "ERR_ACP_TURN_ENDED");
+        assert_eq!(Code::from(napi::Status::StringExpected), Code::InvalidArg);
+        assert_eq!(Code::from(napi::Status::GenericFailure), Code::Internal);
+    }
+}

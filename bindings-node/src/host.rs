@@ -1,0 +1,376 @@
+//! JS objects as the core's host traits.
+//!
+//! A host is a plain object (or class instance) whose methods return Promises or plain values;
+//! optional methods switch the matching ACP capability on:
+//!
+//! | JS method | core trait | capability |
+//! |---|---|---|
+//! | `newSession(setup)` (required) | [`SessionHost`] | |
+//! | `loadSession(sessionId, setup)` → `{ session, history }` | [`SessionLoader`] | `loadSession` |
+//! | `resumeSession(sessionId, setup)` | [`SessionResumer`] | `sessionCapabilities.resume` |
+//! | `listSessions()` | [`SessionCatalog`] | `sessionCapabilities.list` |
+//! | `deleteSession(sessionId)` | [`SessionDeleter`] | `sessionCapabilities.delete` |
+//! | `authenticate(methodId)` with `authMethods` | [`Authenticator`] | `authMethods` |
+//!
+//! A live session is an object with `id`, `events` (an `EventHub` it publishes to), `submit`,
+//! `interrupt`, `respondGate`, and optionally `shutdown` ([`SessionCloser`]), `compact`
+//! ([`Compactor`]) and `configOptions` + `setConfigOption` ([`RuntimeConfig`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use acp_facade::acp::{
+    AuthMethod, AuthMethodId, ContentBlock, SessionConfigId, SessionConfigOption, SessionConfigOptionValue, SessionId,
+};
+use acp_facade::error::{Error as AcpError, ErrorExt};
+use acp_facade::harness::{CommandId, Event, GateId, GateResponse};
+use acp_facade::host::{
+    Authenticator, Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog,
+    SessionCatalogEntry, SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
+};
+use acp_facade::runner::EventHub;
+use async_trait::async_trait;
+use napi::bindgen_prelude::{ClassInstance, JsObjectValue, Object, Unknown};
+use napi::{Env, ValueType};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::callback::{Convert, JsMethod, ignore, no_args, serde_args, serde_convert};
+use crate::harness::{event_from_json, setup_to_json};
+
+fn method(object: &Object<'_>, name: &str) -> napi::Result<Option<JsMethod>> {
+    JsMethod::get(object, name)
+}
+
+fn required(object: &Object<'_>, what: &str, name: &str) -> napi::Result<JsMethod> {
+    method(object, name)?
+        .ok_or_else(|| napi::Error::new(napi::Status::InvalidArg, format!("{what} needs a `{name}` method")))
+}
+
+/// The host parts found on a JS host object.
+#[derive(Default)]
+pub struct HostParts {
+    /// `newSession`.
+    pub host: Option<Arc<dyn SessionHost>>,
+    /// `loadSession`.
+    pub loader: Option<Arc<dyn SessionLoader>>,
+    /// `resumeSession`.
+    pub resumer: Option<Arc<dyn SessionResumer>>,
+    /// `listSessions`.
+    pub catalog: Option<Arc<dyn SessionCatalog>>,
+    /// `deleteSession`.
+    pub deleter: Option<Arc<dyn SessionDeleter>>,
+    /// `authenticate` + `authMethods`.
+    pub authenticator: Option<Arc<dyn Authenticator>>,
+}
+
+impl HostParts {
+    /// Reads a JS host object (on the JS thread).
+    pub fn from_object(env: &Env, object: &Object<'_>) -> napi::Result<Self> {
+        let new_session = required(object, "a host", "newSession")?;
+        let authenticator: Option<Arc<dyn Authenticator>> = match method(object, "authenticate")? {
+            Some(authenticate) => Some(Arc::new(JsAuthenticator::from_object(env, object, authenticate)?)),
+            None => None,
+        };
+        Ok(Self {
+            host: Some(Arc::new(JsHost { new_session })),
+            loader: method(object, "loadSession")?.map(|m| Arc::new(JsLoader(m)) as Arc<dyn SessionLoader>),
+            resumer: method(object, "resumeSession")?.map(|m| Arc::new(JsResumer(m)) as Arc<dyn SessionResumer>),
+            catalog: method(object, "listSessions")?.map(|m| Arc::new(JsCatalog(m)) as Arc<dyn SessionCatalog>),
+            deleter: method(object, "deleteSession")?.map(|m| Arc::new(JsDeleter(m)) as Arc<dyn SessionDeleter>),
+            authenticator,
+        })
+    }
+}
+
+struct JsHost {
+    new_session: JsMethod,
+}
+
+#[async_trait]
+impl SessionHost for JsHost {
+    async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
+        let session = self.new_session.call(serde_args(vec![setup_to_json(&setup)]), live_session_convert()).await?;
+        Ok(session)
+    }
+}
+
+struct JsLoader(JsMethod);
+
+#[async_trait]
+impl SessionLoader for JsLoader {
+    async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession> {
+        let args = serde_args(vec![json!(session_id.0), setup_to_json(&setup)]);
+        let convert: Convert<LoadedSession> = Box::new(|env, value| {
+            let object = as_object(&value, "loadSession result")?;
+            let session_value: Unknown<'_> = object.get_named_property("session").map_err(|e| {
+                AcpError::internal_msg(format!("loadSession must return `{{ session, history }}`: {e}"))
+            })?;
+            let session = live_session_from(env, &session_value)?;
+            let history = match object.get_named_property::<Unknown<'_>>("history") {
+                Ok(h) if !matches!(h.get_type(), Ok(ValueType::Undefined | ValueType::Null)) => {
+                    let events: Vec<Value> = env
+                        .from_js_value(h)
+                        .map_err(|e| AcpError::internal_msg(format!("loadSession returned an invalid history: {e}")))?;
+                    events
+                        .into_iter()
+                        .map(event_from_json)
+                        .collect::<Result<Vec<Event>, String>>()
+                        .map_err(|e| AcpError::internal_msg(format!("loadSession returned an {e}")))?
+                }
+                _ => Vec::new(),
+            };
+            Ok(LoadedSession { session, history })
+        });
+        self.0.call(args, convert).await
+    }
+}
+
+struct JsResumer(JsMethod);
+
+#[async_trait]
+impl SessionResumer for JsResumer {
+    async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
+        let args = serde_args(vec![json!(session_id.0), setup_to_json(&setup)]);
+        self.0.call(args, live_session_convert()).await
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CatalogEntryInput {
+    session_id: String,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    additional_directories: Vec<PathBuf>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    updated_at: Option<String>,
+}
+
+struct JsCatalog(JsMethod);
+
+#[async_trait]
+impl SessionCatalog for JsCatalog {
+    async fn list_sessions(&self) -> HostResult<Vec<SessionCatalogEntry>> {
+        let entries: Vec<CatalogEntryInput> = self.0.call(no_args(), serde_convert("session list")).await?;
+        Ok(entries
+            .into_iter()
+            .map(|e| SessionCatalogEntry {
+                session_id: SessionId::new(e.session_id),
+                cwd: e.cwd,
+                additional_directories: e.additional_directories,
+                title: e.title,
+                updated_at: e.updated_at,
+            })
+            .collect())
+    }
+}
+
+struct JsDeleter(JsMethod);
+
+#[async_trait]
+impl SessionDeleter for JsDeleter {
+    async fn delete_session(&self, session_id: SessionId) -> HostResult<()> {
+        self.0.call(serde_args(vec![json!(session_id.0)]), ignore()).await
+    }
+}
+
+struct JsAuthenticator {
+    methods: Vec<AuthMethod>,
+    authenticate: JsMethod,
+    requires_authentication: Option<JsMethod>,
+    requires_default: bool,
+    logout: Option<JsMethod>,
+}
+
+impl JsAuthenticator {
+    fn from_object(env: &Env, object: &Object<'_>, authenticate: JsMethod) -> napi::Result<Self> {
+        let methods_value: Unknown<'_> = object.get_named_property("authMethods")?;
+        let methods: Vec<AuthMethod> = if matches!(methods_value.get_type()?, ValueType::Undefined) {
+            Vec::new()
+        } else {
+            let json: Value = env.from_js_value(methods_value)?;
+            serde_json::from_value(json)
+                .map_err(|e| napi::Error::new(napi::Status::InvalidArg, format!("invalid `authMethods`: {e}")))?
+        };
+        let requires_value: Unknown<'_> = object.get_named_property("requiresAuthentication")?;
+        let requires_default = match requires_value.get_type()? {
+            // SAFETY: checked to be a boolean.
+            ValueType::Boolean => unsafe { requires_value.cast::<bool>() }?,
+            _ => true,
+        };
+        Ok(Self {
+            methods,
+            authenticate,
+            requires_authentication: method(object, "requiresAuthentication")?,
+            requires_default,
+            logout: method(object, "logout")?,
+        })
+    }
+}
+
+#[async_trait]
+impl Authenticator for JsAuthenticator {
+    fn methods(&self) -> Vec<AuthMethod> {
+        self.methods.clone()
+    }
+
+    fn requires_authentication(&self) -> bool {
+        match &self.requires_authentication {
+            Some(m) => {
+                m.call_blocking(no_args(), serde_convert::<bool>("requiresAuthentication answer")).unwrap_or(true)
+            }
+            None => self.requires_default,
+        }
+    }
+
+    async fn authenticate(&self, method_id: AuthMethodId) -> HostResult<()> {
+        self.authenticate.call(serde_args(vec![json!(method_id.0)]), ignore()).await
+    }
+
+    fn supports_logout(&self) -> bool {
+        self.logout.is_some()
+    }
+
+    async fn logout(&self) -> HostResult<()> {
+        match &self.logout {
+            Some(m) => m.call(no_args(), ignore()).await,
+            None => Err(AcpError::method_not_found_msg("logout")),
+        }
+    }
+}
+
+fn as_object<'a>(value: &Unknown<'a>, what: &str) -> Result<Object<'a>, AcpError> {
+    match value.get_type() {
+        // SAFETY: checked to be an object.
+        Ok(ValueType::Object) => {
+            unsafe { value.cast::<Object<'a>>() }.map_err(|e| AcpError::internal_msg(format!("invalid {what}: {e}")))
+        }
+        _ => Err(AcpError::internal_msg(format!("the Node host returned no object for {what}"))),
+    }
+}
+
+fn live_session_convert() -> Convert<Arc<dyn LiveSession>> {
+    Box::new(|env, value| live_session_from(env, &value))
+}
+
+/// A JS live session (on the JS thread).
+fn live_session_from(env: &Env, value: &Unknown<'_>) -> Result<Arc<dyn LiveSession>, AcpError> {
+    let _ = env;
+    let object = as_object(value, "a live session")?;
+    let invalid = |e: napi::Error| AcpError::internal_msg(format!("invalid live session: {e}"));
+    let id: String = object
+        .get_named_property::<String>("id")
+        .map_err(|_| AcpError::internal_msg("a live session needs a string `id`"))?;
+    let hub: ClassInstance<'_, crate::runner::hub::JsEventHub> = object.get_named_property("events").map_err(|e| {
+        AcpError::internal_msg(format!("a live session needs `events`, an EventHub it publishes to ({e})"))
+    })?;
+    let need = |name: &str| required(&object, "a live session", name).map_err(invalid);
+    let opt = |name: &str| method(&object, name).map_err(invalid);
+    let config = match (opt("configOptions")?, opt("setConfigOption")?) {
+        (Some(snapshot), Some(set)) => Some(JsConfig { snapshot, set }),
+        _ => None,
+    };
+    Ok(Arc::new(JsLiveSession {
+        id: SessionId::new(id),
+        hub: hub.hub(),
+        submit: need("submit")?,
+        interrupt: need("interrupt")?,
+        respond_gate: need("respondGate")?,
+        closer: opt("shutdown")?.map(JsCloser),
+        compactor: opt("compact")?.map(JsCompactor),
+        config,
+    }))
+}
+
+struct JsLiveSession {
+    id: SessionId,
+    hub: Arc<EventHub>,
+    submit: JsMethod,
+    interrupt: JsMethod,
+    respond_gate: JsMethod,
+    closer: Option<JsCloser>,
+    compactor: Option<JsCompactor>,
+    config: Option<JsConfig>,
+}
+
+#[async_trait]
+impl LiveSession for JsLiveSession {
+    fn id(&self) -> SessionId {
+        self.id.clone()
+    }
+
+    fn subscribe_events(&self) -> HostResult<EventStream> {
+        Ok(self.hub.subscribe())
+    }
+
+    async fn submit(&self, prompt: Vec<ContentBlock>) -> HostResult<CommandId> {
+        let prompt = serde_json::to_value(prompt).map_err(|e| AcpError::internal_msg(e.to_string()))?;
+        let id: String = self.submit.call(serde_args(vec![prompt]), serde_convert("command id")).await?;
+        Ok(CommandId::new(id))
+    }
+
+    async fn interrupt(&self) -> HostResult<()> {
+        self.interrupt.call(no_args(), ignore()).await
+    }
+
+    async fn respond_gate(&self, gate_id: GateId, response: GateResponse) -> HostResult<()> {
+        let response = serde_json::to_value(response).map_err(|e| AcpError::internal_msg(e.to_string()))?;
+        self.respond_gate.call(serde_args(vec![json!(gate_id.as_str()), response]), ignore()).await
+    }
+
+    fn closer(&self) -> Option<&dyn SessionCloser> {
+        self.closer.as_ref().map(|c| c as &dyn SessionCloser)
+    }
+
+    fn compactor(&self) -> Option<&dyn Compactor> {
+        self.compactor.as_ref().map(|c| c as &dyn Compactor)
+    }
+
+    fn config(&self) -> Option<&dyn RuntimeConfig> {
+        self.config.as_ref().map(|c| c as &dyn RuntimeConfig)
+    }
+}
+
+struct JsCloser(JsMethod);
+
+#[async_trait]
+impl SessionCloser for JsCloser {
+    async fn shutdown(&self) -> HostResult<()> {
+        self.0.call(no_args(), ignore()).await
+    }
+}
+
+struct JsCompactor(JsMethod);
+
+#[async_trait]
+impl Compactor for JsCompactor {
+    async fn compact(&self) -> HostResult<CommandId> {
+        let id: String = self.0.call(no_args(), serde_convert("command id")).await?;
+        Ok(CommandId::new(id))
+    }
+}
+
+struct JsConfig {
+    snapshot: JsMethod,
+    set: JsMethod,
+}
+
+#[async_trait]
+impl RuntimeConfig for JsConfig {
+    async fn snapshot(&self) -> HostResult<Vec<SessionConfigOption>> {
+        self.snapshot.call(no_args(), serde_convert("config options")).await
+    }
+
+    async fn set_option(&self, config_id: SessionConfigId, value: SessionConfigOptionValue) -> HostResult<()> {
+        let value = match value {
+            SessionConfigOptionValue::ValueId { value } => json!(value.0),
+            SessionConfigOptionValue::Boolean { value } => json!(value),
+            other => serde_json::to_value(other).unwrap_or(Value::Null),
+        };
+        self.set.call(serde_args(vec![json!(config_id.0), value]), ignore()).await
+    }
+}

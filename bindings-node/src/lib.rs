@@ -1,0 +1,49 @@
+//! # acp-facade for Node.js
+//!
+//! The napi-rs binding of [`acp_facade`]: Rust owns the tokio runtime and the whole protocol; this
+//! crate only converts values and plumbs callbacks. Its modules mirror the core's:
+//!
+//! - [`error`]: `AcpError` in both directions and the stable `code` of errors surfaced to JS.
+//! - [`callback`]: calling JavaScript host methods from Rust (weak, non-callee-handled
+//!   threadsafe functions, `this` bound to the host object, Promise or plain return values).
+//! - [`host`]: JS objects implementing the host interfaces.
+//! - [`harness`]: conversion of harness events and gate answers.
+//! - [`agent`]: the `Agent` class, its options, and serving over stdio or caller-supplied streams.
+//! - [`runner`]: the batteries-included runner: stores, the JS turn runner and the `Turn` handle.
+//!
+//! Nothing here writes to stdout: stdout is the protocol channel. Logs go to stderr, filtered by
+//! `ACP_FACADE_LOG` (default `warn`).
+
+// napi-derive's generated glue is `unsafe` FFI; the hand-written code keeps its few `unsafe`
+// blocks next to a SAFETY comment.
+#![allow(unsafe_code)]
+// The exported items are documented for JS (their `///` docs become JSDoc); napi-derive also
+// generates undocumented registration items.
+#![allow(missing_docs)]
+// Exported functions take owned arguments (`String`, `Buffer`): napi-derive converts into them.
+#![allow(clippy::needless_pass_by_value)]
+// napi values (`Env`, `Unknown`) are small `Copy` handles, passed by reference like other values.
+#![allow(clippy::trivially_copy_pass_by_ref)]
+
+pub mod agent;
+pub mod callback;
+pub mod error;
+pub mod harness;
+pub mod host;
+pub mod rpc;
+pub mod runner;
+
+use napi_derive::module_init;
+
+#[module_init]
+fn init() {
+    // Diagnostics go to stderr only. A host that installed its own subscriber keeps it.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ACP_FACADE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
+}

@@ -1,0 +1,438 @@
+//! `Turn`: the JS handle of one running turn.
+//!
+//! The core's [`Turn`](acp_facade::runner::Turn) is borrowed by `run_turn` for the duration of
+//! the turn, so the JS handle does not touch it directly: each call queues an [`Op`] that
+//! [`run`] applies to the core turn, in call order, while it awaits the JS `runTurn` Promise.
+//! Streaming calls (`text`, `thought`, tool progress, usage) are therefore one cheap queue push
+//! that returns `null`, or a Promise to await when the backlog is long (the client reads slower
+//! than the turn writes). Calls with an answer (`startToolCall`, `requestPermission`, `askUser`)
+//! return Promises.
+//!
+//! Cancellation: `turn.signal` is an `AbortSignal` aborted on `session/cancel`, `$/cancel_request`
+//! or close; `turn.isCancelled` reads the same state synchronously. A turn whose `runTurn` has
+//! not settled [`CANCEL_GRACE`] after cancellation ends `cancelled` anyway.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use acp_facade::acp::{ContentBlock, StopReason, ToolCallStatus, ToolKind};
+use acp_facade::error::Error as AcpError;
+use acp_facade::harness::content::text_block;
+use acp_facade::harness::{ApprovalAction, ToolCallId};
+use acp_facade::runner::{Permission, Turn as CoreTurn};
+use napi::bindgen_prelude::{
+    Function, JsObjectValue, Object, ObjectFinalize, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
+};
+use napi::{Env, JsValue};
+use napi_derive::napi;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::hub::Backlog;
+use crate::callback::{BuildArgs, JsMethod, serde_convert};
+use crate::error::{Code, Result, js_error, recode};
+
+/// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
+pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
+
+/// One queued turn API call.
+enum Op {
+    Text(String),
+    Thought(String),
+    StartTool { title: String, kind: ToolKind, input: Value, reply: oneshot::Sender<ToolCallId> },
+    Progress { call: ToolCallId, status: Option<ToolCallStatus>, content: Option<Vec<ContentBlock>> },
+    Finish { call: ToolCallId, output: Vec<ContentBlock>, failed: bool },
+    Permission { call: ToolCallId, title: String, controls: Vec<ApprovalAction>, reply: oneshot::Sender<Permission> },
+    Ask { question: String, reply: oneshot::Sender<Option<Value>> },
+    Usage { used: u64, size: u64 },
+    EndStep,
+}
+
+async fn apply(turn: &CoreTurn, op: Op) {
+    match op {
+        Op::Text(text) => turn.text(text).await,
+        Op::Thought(text) => turn.thought(text).await,
+        Op::StartTool { title, kind, input, reply } => {
+            let _ = reply.send(turn.start_tool_call(title, kind, input).await);
+        }
+        Op::Progress { call, status, content } => turn.tool_progress(&call, status, content).await,
+        Op::Finish { call, output, failed: false } => turn.complete_tool_call(&call, output).await,
+        Op::Finish { call, output, failed: true } => turn.fail_tool_call(&call, output).await,
+        Op::Permission { call, title, controls, reply } => {
+            let _ = reply.send(turn.request_permission(&call, title, &controls).await);
+        }
+        Op::Ask { question, reply } => {
+            let _ = reply.send(turn.ask_user(question).await);
+        }
+        Op::Usage { used, size } => turn.usage(used, size).await,
+        Op::EndStep => turn.end_step().await,
+    }
+}
+
+/// State shared by the JS handle and [`run`].
+struct Shared {
+    backlog: Arc<Backlog>,
+    cancel: CancellationToken,
+    abort: OnceLock<JsMethod>,
+}
+
+impl Shared {
+    fn abort(&self) {
+        if let Some(abort) = self.abort.get() {
+            abort.call_detached(Box::new(|_| Ok(Vec::new())));
+        }
+    }
+}
+
+/// What the JS handle is built from.
+struct TurnInit {
+    tx: mpsc::UnboundedSender<Op>,
+    shared: Arc<Shared>,
+    session_id: String,
+    cwd: String,
+    prompt: Value,
+    prompt_text: String,
+    config: HashMap<String, String>,
+}
+
+/// One running turn, handed to `runTurn`.
+#[napi(custom_finalize)]
+pub struct Turn {
+    tx: mpsc::UnboundedSender<Op>,
+    shared: Arc<Shared>,
+    session_id: String,
+    cwd: String,
+    prompt: Value,
+    prompt_text: String,
+    config: HashMap<String, String>,
+    signal: ObjectRef<false>,
+}
+
+impl ObjectFinalize for Turn {
+    fn finalize(self, env: Env) -> napi::Result<()> {
+        self.signal.unref(&env)
+    }
+}
+
+fn content(value: Option<Value>) -> Result<Vec<ContentBlock>> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(text)) => Ok(vec![text_block(text)]),
+        Some(other) => {
+            serde_json::from_value(other).map_err(|e| js_error(Code::InvalidArg, format!("invalid content: {e}")))
+        }
+    }
+}
+
+fn enum_value<T: serde::de::DeserializeOwned>(what: &str, value: &str) -> Result<T> {
+    serde_json::from_value(Value::String(value.to_owned()))
+        .map_err(|_| js_error(Code::InvalidArg, format!("unknown {what} `{value}`")))
+}
+
+fn ended() -> napi::Error<Code> {
+    js_error(Code::TurnEnded, "the turn has ended")
+}
+
+fn u64_arg(what: &str, value: f64) -> Result<u64> {
+    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= 9_007_199_254_740_991.0 {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Ok(value as u64)
+    } else {
+        Err(js_error(Code::InvalidArg, format!("`{what}` must be a non-negative integer")))
+    }
+}
+
+#[napi]
+impl Turn {
+    /// The session this turn runs in.
+    #[napi(getter)]
+    pub fn session_id(&self) -> String {
+        self.session_id.clone()
+    }
+
+    /// The session's working directory.
+    #[napi(getter)]
+    pub fn cwd(&self) -> String {
+        self.cwd.clone()
+    }
+
+    /// The prompt's content blocks, as the client sent them.
+    #[napi(getter, ts_return_type = "ContentBlock[]")]
+    pub fn prompt<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        env.to_js_value(&self.prompt)
+    }
+
+    /// The prompt's text blocks, concatenated.
+    #[napi(getter)]
+    pub fn prompt_text(&self) -> String {
+        self.prompt_text.clone()
+    }
+
+    /// Aborted when the turn is cancelled (`session/cancel`, `$/cancel_request`, close).
+    #[napi(getter, ts_return_type = "AbortSignal")]
+    pub fn signal<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        Ok(self.signal.get_value(env)?.to_unknown())
+    }
+
+    /// Whether the turn was cancelled.
+    #[napi(getter)]
+    pub fn is_cancelled(&self) -> bool {
+        self.shared.cancel.is_cancelled()
+    }
+
+    /// The value a select config option had when the turn started (`null` if unknown).
+    #[napi]
+    pub fn config_value(&self, config_id: String) -> Option<String> {
+        self.config.get(&config_id).cloned()
+    }
+
+    fn push<'env>(&self, env: &'env Env, op: Op) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let wait = self.shared.backlog.added();
+        if self.tx.send(op).is_err() {
+            self.shared.backlog.not_added();
+            return Err(ended());
+        }
+        self.shared.backlog.pace(env, wait)
+    }
+
+    fn ask<'env, T: Send + ToNapiValue + 'static, R: Send + 'static>(
+        &self,
+        env: &'env Env,
+        make: impl FnOnce(oneshot::Sender<R>) -> Op,
+        map: impl FnOnce(R) -> T + Send + 'static,
+    ) -> Result<PromiseRaw<'env, T>> {
+        let (reply, answer) = oneshot::channel();
+        self.shared.backlog.added();
+        if self.tx.send(make(reply)).is_err() {
+            self.shared.backlog.not_added();
+            return Err(ended());
+        }
+        env.spawn_future(async move {
+            answer
+                .await
+                .map(map)
+                .map_err(|_| napi::Error::new(napi::Status::GenericFailure, "ERR_ACP_TURN_ENDED: the turn has ended"))
+        })
+        .map_err(recode)
+    }
+
+    /// Streams reply text (`agent_message_chunk`). Returns `null`, or a Promise to await when
+    /// the client reads slower than the turn writes; `await turn.text(..)` works either way.
+    #[napi(ts_return_type = "Promise<void> | null")]
+    pub fn text<'env>(&self, env: &'env Env, text: String) -> Result<Option<PromiseRaw<'env, ()>>> {
+        self.push(env, Op::Text(text))
+    }
+
+    /// Streams reasoning (`agent_thought_chunk`); paced like `text`.
+    #[napi(ts_return_type = "Promise<void> | null")]
+    pub fn thought<'env>(&self, env: &'env Env, text: String) -> Result<Option<PromiseRaw<'env, ()>>> {
+        self.push(env, Op::Thought(text))
+    }
+
+    /// Announces a tool call (`tool_call`, status pending); resolves with its id.
+    /// @param kind - the ACP tool kind. @default "other"
+    #[napi(ts_args_type = "title: string, kind?: ToolKind, input?: unknown")]
+    pub fn start_tool_call<'env>(
+        &self,
+        env: &'env Env,
+        title: String,
+        kind: Option<String>,
+        input: Option<Value>,
+    ) -> Result<PromiseRaw<'env, String>> {
+        let kind = match kind {
+            Some(kind) => enum_value::<ToolKind>("tool kind", &kind)?,
+            None => ToolKind::Other,
+        };
+        let input = input.unwrap_or(Value::Null);
+        self.ask(env, |reply| Op::StartTool { title, kind, input, reply }, |id: ToolCallId| id.to_string())
+    }
+
+    /// Reports progress of a tool call (`tool_call_update`); paced like `text`.
+    #[napi(
+        ts_args_type = "callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null",
+        ts_return_type = "Promise<void> | null"
+    )]
+    pub fn tool_progress<'env>(
+        &self,
+        env: &'env Env,
+        call_id: String,
+        status: Option<String>,
+        content: Option<Value>,
+    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let status = status.map(|s| enum_value::<ToolCallStatus>("tool call status", &s)).transpose()?;
+        let content = match content {
+            None | Some(Value::Null) => None,
+            some => Some(self::content(some)?),
+        };
+        self.push(env, Op::Progress { call: ToolCallId::new(call_id), status, content })
+    }
+
+    /// Finishes a tool call successfully (`tool_call_update`, status completed).
+    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void> | null")]
+    pub fn complete_tool_call<'env>(
+        &self,
+        env: &'env Env,
+        call_id: String,
+        output: Option<Value>,
+    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let output = content(output)?;
+        self.push(env, Op::Finish { call: ToolCallId::new(call_id), output, failed: false })
+    }
+
+    /// Finishes a tool call as failed (`tool_call_update`, status failed).
+    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void> | null")]
+    pub fn fail_tool_call<'env>(
+        &self,
+        env: &'env Env,
+        call_id: String,
+        output: Option<Value>,
+    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let output = content(output)?;
+        self.push(env, Op::Finish { call: ToolCallId::new(call_id), output, failed: true })
+    }
+
+    /// Asks the client for permission to run a tool call (`session/request_permission`);
+    /// resolves with the answer, `"cancelled"` when the turn is cancelled while waiting.
+    /// @param controls - the choices offered. @default `["approve", "approve_always", "deny"]`
+    #[napi(
+        ts_args_type = "callId: string, title: string, controls?: ApprovalAction[]",
+        ts_return_type = "Promise<Permission>"
+    )]
+    pub fn request_permission<'env>(
+        &self,
+        env: &'env Env,
+        call_id: String,
+        title: String,
+        controls: Option<Vec<String>>,
+    ) -> Result<PromiseRaw<'env, String>> {
+        let controls = match controls {
+            Some(list) => {
+                list.iter().map(|c| enum_value::<ApprovalAction>("approval action", c)).collect::<Result<Vec<_>>>()?
+            }
+            None => vec![ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny],
+        };
+        let call = ToolCallId::new(call_id);
+        self.ask(
+            env,
+            |reply| Op::Permission { call, title, controls, reply },
+            |answer: Permission| {
+                match answer {
+                    Permission::Allowed => "allowed",
+                    Permission::AllowedAlways => "allowed_always",
+                    Permission::Denied => "denied",
+                    Permission::Cancelled => "cancelled",
+                }
+                .to_owned()
+            },
+        )
+    }
+
+    /// Asks the user a question. ACP v1.20.0 has no wire form for it, so over ACP this resolves
+    /// `null` when the turn is cancelled.
+    #[napi(ts_return_type = "Promise<unknown>")]
+    pub fn ask_user<'env>(&self, env: &'env Env, question: String) -> Result<PromiseRaw<'env, Option<Value>>> {
+        self.ask(env, |reply| Op::Ask { question, reply }, |answer| answer)
+    }
+
+    /// Reports context usage (`usage_update`); closes the current step first.
+    #[napi(ts_return_type = "Promise<void> | null")]
+    pub fn usage<'env>(&self, env: &'env Env, used: f64, size: f64) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let (used, size) = (u64_arg("used", used)?, u64_arg("size", size)?);
+        self.push(env, Op::Usage { used, size })
+    }
+
+    /// Closes the current step, if it has content.
+    #[napi(ts_return_type = "Promise<void> | null")]
+    pub fn end_step<'env>(&self, env: &'env Env) -> Result<Option<PromiseRaw<'env, ()>>> {
+        self.push(env, Op::EndStep)
+    }
+}
+
+impl TurnInit {
+    /// Builds the JS handle and its `AbortSignal` (on the JS thread).
+    fn into_js(self, env: &Env) -> napi::Result<napi::sys::napi_value> {
+        let global = env.get_global()?;
+        let constructor: Function<'_, (), Unknown<'static>> = global.get_named_property("AbortController")?;
+        let controller = constructor.new_instance(())?;
+        // SAFETY: `new AbortController()` is an object.
+        let controller: Object<'_> = unsafe { controller.cast() }?;
+        let signal: Object<'_> = controller.get_named_property("signal")?;
+        let abort: Function<'_, Unknown<'static>, Unknown<'static>> = controller.get_named_property("abort")?;
+        let abort = abort.bind(controller)?;
+        let _ = self.shared.abort.set(JsMethod::from_function(&abort, "abort")?);
+        if self.shared.cancel.is_cancelled() {
+            let abort_now: Function<'_, (), Unknown<'static>> = controller.get_named_property("abort")?;
+            abort_now.apply(controller, ())?;
+        }
+        let turn = Turn {
+            tx: self.tx,
+            shared: self.shared,
+            session_id: self.session_id,
+            cwd: self.cwd,
+            prompt: self.prompt,
+            prompt_text: self.prompt_text,
+            config: self.config,
+            signal: signal.create_ref::<false>()?,
+        };
+        // SAFETY: `env` is the live env of this JS thread callback.
+        unsafe { Turn::to_napi_value(env.raw(), turn) }
+    }
+}
+
+/// Runs one turn on the JS `runTurn`: builds the handle, applies its calls in order and returns
+/// what `runTurn` settled with (`undefined` is `end_turn`).
+pub async fn run(run_turn: &JsMethod, turn: &CoreTurn, config_ids: &[String]) -> Result<StopReason, AcpError> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        backlog: Arc::new(Backlog::default()),
+        cancel: turn.cancellation().clone(),
+        abort: OnceLock::new(),
+    });
+    let init = TurnInit {
+        tx,
+        shared: shared.clone(),
+        session_id: turn.session_id().0.to_string(),
+        cwd: turn.cwd().to_string_lossy().into_owned(),
+        prompt: serde_json::to_value(turn.prompt()).unwrap_or(Value::Array(Vec::new())),
+        prompt_text: turn.prompt_text(),
+        config: config_ids.iter().filter_map(|id| turn.config_value(id).map(|v| (id.clone(), v))).collect(),
+    };
+    let args: BuildArgs = Box::new(move |env| init.into_js(env).map(|turn| vec![turn]));
+    let outcome = run_turn.call(args, serde_convert::<Option<StopReason>>("stop reason"));
+    tokio::pin!(outcome);
+    let mut open = true;
+    let mut aborted = false;
+    let grace = tokio::time::sleep(Duration::from_secs(365 * 86_400));
+    tokio::pin!(grace);
+    let result = loop {
+        tokio::select! {
+            biased;
+            op = rx.recv(), if open => match op {
+                Some(op) => {
+                    shared.backlog.took();
+                    apply(turn, op).await;
+                }
+                None => open = false,
+            },
+            result = &mut outcome => break result,
+            () = turn.cancelled(), if !aborted => {
+                aborted = true;
+                shared.abort();
+                grace.as_mut().reset(tokio::time::Instant::now() + CANCEL_GRACE);
+            }
+            () = &mut grace, if aborted => {
+                tracing::debug!("a cancelled Node turn did not settle in time; ending it as cancelled");
+                break Ok(Some(StopReason::Cancelled));
+            }
+        }
+    };
+    // Calls made before `runTurn` settled are applied; later ones fail with ERR_ACP_TURN_ENDED.
+    rx.close();
+    while let Ok(op) = rx.try_recv() {
+        shared.backlog.took();
+        apply(turn, op).await;
+    }
+    result.map(|stop| stop.unwrap_or(StopReason::EndTurn))
+}

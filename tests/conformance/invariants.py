@@ -1,0 +1,117 @@
+"""Rules checked on every transcript, whatever the scenario (DESIGN.md, ARCHITECTURE.md):
+
+- every agent message is valid against the pinned schema, and stdout carries JSON-RPC only
+  (checked as the lines arrive, see ``wire``);
+- every client request gets exactly one response, and no response names an id never asked;
+- every ``session/prompt`` answered ``end_turn`` was preceded by a ``usage_update`` of its turn
+  (except ``/compact``: it runs no turn of the script, so no step reports usage — DEMO.md's "every
+  finished step also reports context usage");
+- a ``session/update`` for a session is only written while a request naming that session is in
+  flight: never after a turn's ``session/prompt`` response, never unprompted;
+- a ``session/list`` page is sorted by session id bytes, each session once;
+- on EOF the agent exits 0 (see ``Run.finish``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+from .wire import Entry
+
+
+def _is_request(m: Any) -> bool:
+    return (
+        isinstance(m, dict)
+        and m.get("jsonrpc") == "2.0"
+        and isinstance(m.get("method"), str)
+        and isinstance(m.get("id"), (str, int))
+        and not isinstance(m.get("id"), bool)
+    )
+
+
+def _is_response(m: Any) -> bool:
+    return isinstance(m, dict) and "method" not in m and "id" in m and ("result" in m or "error" in m)
+
+
+def _session_of(m: Dict[str, Any]) -> Optional[str]:
+    params = m.get("params")
+    if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+        return params["sessionId"]
+    return None
+
+
+def _prompt_text(m: Dict[str, Any]) -> Optional[str]:
+    """The first text block of a prompt, trimmed (what the demo script looks at)."""
+    params = m.get("params")
+    blocks = params.get("prompt") if isinstance(params, dict) else None
+    for block in blocks if isinstance(blocks, list) else []:
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            return block["text"].strip()
+    return None
+
+
+def check(entries: List[Entry], killed: Optional[set] = None) -> List[str]:
+    """The violations of the transcript-wide rules."""
+    killed = killed or set()
+    problems: List[str] = []
+    procs = sorted({e.proc for e in entries})
+    for proc in procs:
+        mine = [e for e in entries if e.proc == proc and e.dir != "note"]
+        problems += [f"p{proc}: {p}" for p in _check_process(mine, complete=proc not in killed)]
+    return problems
+
+
+def _check_process(entries: List[Entry], complete: bool) -> List[str]:
+    problems: List[str] = []
+    asked: Dict[str, int] = {}
+    answered: Dict[str, int] = {}
+    # In-flight client requests: id -> (method, session id, index of the request).
+    in_flight: Dict[str, Any] = {}
+    prompt_usage: Dict[str, bool] = {}
+    mentioned: set = set()
+    for index, e in enumerate(entries):
+        m = e.msg
+        if e.dir == "in" and isinstance(m, dict) and "method" in m and m.get("id") is not None:
+            # Not a valid request, but its id can be echoed in the error that answers it.
+            mentioned.add(json.dumps(m["id"]))
+        if e.dir == "in" and _is_request(m):
+            key = json.dumps(m["id"])
+            asked[key] = asked.get(key, 0) + 1
+            if key not in in_flight:
+                in_flight[key] = (m["method"], _session_of(m), index)
+                if m["method"] == "session/prompt" and _prompt_text(m) != "/compact":
+                    prompt_usage[key] = False
+        elif e.dir == "out" and _is_response(m):
+            key = json.dumps(m["id"])
+            if m["id"] is not None:
+                answered[key] = answered.get(key, 0) + 1
+                if key not in asked and not (key in mentioned and "error" in m):
+                    problems.append(f"a response to an id the client never used: {e.line[:300]}")
+            request = in_flight.get(key)
+            if request is not None and request[0] == "session/list" and isinstance(m.get("result"), dict):
+                ids = [s.get("sessionId") for s in m["result"].get("sessions") or [] if isinstance(s, dict)]
+                as_bytes = [i.encode() for i in ids if isinstance(i, str)]
+                if as_bytes != sorted(set(as_bytes)) or len(as_bytes) != len(ids):
+                    problems.append(f"a session/list page not sorted by id bytes (or with a repeat): {ids}")
+            if request is not None and answered[key] >= asked.get(key, 0):
+                in_flight.pop(key)
+            if request is not None and request[0] == "session/prompt":
+                result = m.get("result")
+                if isinstance(result, dict) and result.get("stopReason") == "end_turn" and prompt_usage.get(key) is False:
+                    problems.append(f"a prompt answered end_turn with no usage_update of its turn before: {e.line[:300]}")
+        elif e.dir == "out" and isinstance(m, dict) and m.get("method") == "session/update":
+            session = _session_of(m)
+            naming = [k for k, (_, s, _) in in_flight.items() if s == session]
+            if not naming:
+                problems.append(f"a session/update with no request for its session in flight: {e.line[:300]}")
+            if ((m.get("params") or {}).get("update") or {}).get("sessionUpdate") == "usage_update":
+                for k in naming:
+                    if k in prompt_usage:
+                        prompt_usage[k] = True
+    if complete:
+        for key, count in asked.items():
+            got = answered.get(key, 0)
+            if got != count:
+                problems.append(f"request id {key}: {count} request(s), {got} response(s)")
+    return problems

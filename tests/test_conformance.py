@@ -1,0 +1,50 @@
+"""Every scenario against every demo agent, then the agents' wire compared.
+
+``test_scenario[<scenario>-<agent>]``: the scenario's own assertions (DEMO.md, DESIGN.md), every
+agent message valid against the pinned schema, and the transcript-wide rules.
+
+``test_same_wire[<scenario>]``: the normalised transcripts of every available agent equal the
+first agent's (Rust), message for message; a difference fails with a unified diff.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import AGENTS, Outcomes, usable
+from conformance.normalize import difference
+from conformance.scenario import MULTISET, NONE, SCENARIOS
+
+
+@pytest.mark.parametrize("agent", AGENTS, ids=[a.name for a in AGENTS])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario(name: str, agent, outcomes: Outcomes) -> None:
+    usable(agent)
+    outcome = outcomes.get(name, agent)
+    if not outcome.passed:
+        pytest.fail(f"{name} against the {agent.name} demo agent:\n\n{outcome.report()}", pytrace=False)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_same_wire(name: str, outcomes: Outcomes) -> None:
+    s = SCENARIOS[name]
+    if s.compare == NONE:
+        pytest.skip(f"not compared: {s.why}")
+    available = [a for a in AGENTS if a.available]
+    if len(available) < 2:
+        pytest.skip("fewer than two agents available")
+    reference = available[0]
+    base = outcomes.get(name, reference)
+    reports = []
+    for agent in available[1:]:
+        other = outcomes.get(name, agent)
+        diff = difference(reference.name, base.lines, agent.name, other.lines, multiset=s.compare == MULTISET)
+        if diff:
+            outcomes.differences.setdefault(name, []).append(agent.name)
+            reports.append(
+                f"--- the {agent.name} agent's wire differs from the {reference.name} agent's"
+                + (" (compared as a multiset)" if s.compare == MULTISET else "")
+                + f"\n    ({base.directory}/normalised.txt vs {other.directory}/normalised.txt)\n{diff}"
+            )
+    if reports:
+        pytest.fail(f"{name}: the agents differ on the wire\n\n" + "\n\n".join(reports), pytrace=False)

@@ -1,0 +1,89 @@
+"""The harness checks itself: a schema violation, a broken transcript rule and a wire difference
+are each caught, and normalisation only hides what legitimately varies."""
+
+from __future__ import annotations
+
+import json
+
+from conformance import invariants
+from conformance.normalize import difference, normalise
+from conformance.schema import check_agent_message, id_key
+from conformance.wire import Entry
+
+
+def entry(direction: str, message, proc: int = 1) -> Entry:
+    return Entry(direction, proc, json.dumps(message), message)
+
+
+def update(session: str, kind: str, **fields):
+    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": {"sessionUpdate": kind, **fields}}}
+
+
+def prompt(request_id: int, session: str, text: str):
+    return {"jsonrpc": "2.0", "id": request_id, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}
+
+
+def test_schema_violations_are_caught() -> None:
+    asked = {id_key(1): ["session/prompt"]}
+    assert check_agent_message({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}, asked) == []
+    asked = {id_key(1): ["session/prompt"]}
+    assert check_agent_message({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "finished"}}, asked)
+    assert check_agent_message(update("s", "agent_message_chunk", content={"type": "text"}), {})
+    assert check_agent_message({"jsonrpc": "2.0", "id": 9, "result": {}}, {}), "a result for an id never used"
+    assert check_agent_message({"jsonrpc": "2.0", "method": "fs/read_text_file", "id": 3, "params": {}}, {})
+    assert check_agent_message({"jsonrpc": "2.0", "id": None, "error": {"code": "x", "message": "m"}}, {})
+
+
+def test_transcript_rules_are_caught() -> None:
+    good = [
+        entry("in", prompt(1, "s", "hi")),
+        entry("out", update("s", "agent_message_chunk", content={"type": "text", "text": "hi"})),
+        entry("out", update("s", "usage_update", used=4, size=10)),
+        entry("out", {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}),
+    ]
+    assert invariants.check(good) == []
+    no_usage = [good[0], good[1], good[3]]
+    assert any("usage_update" in p for p in invariants.check(no_usage))
+    late = good + [entry("out", update("s", "agent_message_chunk", content={"type": "text", "text": "late"}))]
+    assert any("no request for its session in flight" in p for p in invariants.check(late))
+    unanswered = good + [entry("in", prompt(2, "s", "again"))]
+    assert any("1 request(s), 0 response(s)" in p for p in invariants.check(unanswered))
+    unsorted = [
+        entry("in", {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}}),
+        entry("out", {"jsonrpc": "2.0", "id": 3, "result": {"sessions": [{"sessionId": "b", "cwd": "/"}, {"sessionId": "a", "cwd": "/"}]}}),
+    ]
+    assert any("not sorted" in p for p in invariants.check(unsorted))
+
+
+def test_normalisation_hides_ids_and_times_only() -> None:
+    def run(session: str, tool: str, cursor: str, time: str, text: str):
+        return [
+            entry("in", {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
+            entry("out", {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": session}}),
+            entry("out", update(session, "tool_call", toolCallId=tool, title="x")),
+            entry("out", update(session, "session_info_update", title="t", updatedAt=time)),
+            entry("in", {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {"cursor": cursor}}),
+            entry("out", {"jsonrpc": "2.0", "id": 2, "error": {"code": -32002, "message": f"session not found: {session} at {time}"}}),
+            entry("out", update(session, "agent_message_chunk", content={"type": "text", "text": text})),
+        ]
+
+    a = normalise(run("sess_aaaaaaaa1", "call_1", "c1", "2026-01-01T00:00:00.000Z", "same"))
+    b = normalise(run("sess_bbbbbbbb2", "call_9", "c2", "2027-02-02T10:11:12Z", "same"))
+    assert a == b
+    assert "sess_" not in "".join(a) and "2026" not in "".join(a)
+    c = normalise(run("sess_bbbbbbbb2", "call_9", "c2", "2027-02-02T10:11:12Z", "other"))
+    diff = difference("rust", a, "node", c, multiset=False)
+    assert '-← p1' in diff and '"other"' in diff
+    # Client-invented ids are not hidden: two agents must answer them identically.
+    unknown = [
+        entry("in", {"jsonrpc": "2.0", "id": 1, "method": "session/close", "params": {"sessionId": "nope-1"}}),
+        entry("out", {"jsonrpc": "2.0", "id": 1, "error": {"code": -32002, "message": "session not found: nope-1"}}),
+    ]
+    assert "nope-1" in "".join(normalise(unknown))
+
+
+def test_multiset_ignores_order_only() -> None:
+    a, b = ["x", "y", "y"], ["y", "x", "y"]
+    assert difference("rust", a, "python", b, multiset=True) == ""
+    assert difference("rust", a, "python", b, multiset=False) != ""
+    assert difference("rust", a, "python", ["x", "y"], multiset=True) != ""
