@@ -60,7 +60,7 @@ fn parse() -> Config {
         stall_max: Duration::from_secs(20),
         callback_requests: 3_000,
         concurrency: 64,
-        timeout: Duration::from_secs(180),
+        timeout: Duration::from_secs(60),
         raw: "target/release/raw-writer".into(),
         agents: Vec::new(),
         callbacks: Vec::new(),

@@ -206,7 +206,12 @@ fn bridge_fileno() -> PyResult<i32> {
 #[pyfunction]
 fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let bridge = get()?;
-    bridge.woken.store(false, Ordering::Release);
+    // Empty the wake-up socket first, THEN clear `woken`, then take the queue. The other order
+    // loses wake-ups: a push between clearing `woken` and reading the socket sets `woken` again and
+    // writes a byte that this read then discards, so every later push sees `woken` set, writes
+    // nothing, and the loop is never woken again (host calls hang; seen with 64 concurrent
+    // `session/new` in the callback benchmark). In this order a push after the clear always writes
+    // a byte that is still there for the next wake-up, and its item is in this drain or the next.
     let mut sink = [0u8; 256];
     loop {
         match (&bridge.wake_rx).read(&mut sink) {
@@ -216,6 +221,7 @@ fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
             Err(_) => break,
         }
     }
+    bridge.woken.store(false, Ordering::Release);
     let items = std::mem::take(&mut *bridge.queue.lock().unwrap_or_else(PoisonError::into_inner));
     let out = PyList::empty(py);
     for item in items {

@@ -15,6 +15,13 @@
 //! validated (absolute, canonical `cwd`) before it reaches the host; a host method's error is
 //! answered to the client with its code and message, and a panic fails only that one request
 //! (`-32603`), never the connection.
+//!
+//! What the facade asks of every host method: be cancel-safe. When the client cancels a request
+//! with `$/cancel_request` while its host call is still pending, the call's future is dropped
+//! (and the request answered `-32800`), so a host must not leave behind anything that only the
+//! completed call would have handed over — e.g. open a session's resources at the end of
+//! `new_session`, not before an `.await`. Once a host call has returned, the facade finishes the
+//! lifecycle step (registering, replaying, closing) whatever the client sends.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

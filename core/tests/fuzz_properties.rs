@@ -195,6 +195,69 @@ fn invalid_requests_are_answered_once_with_their_id() {
     assert_eq!(answers(Value::Null), 2, "ids that cannot be read are answered with null");
 }
 
+/// Found by the `dispatcher` fuzz target: `session/resume` cancelled with `$/cancel_request` while
+/// the host was reopening the session, then `session/load` of the same id. The cancelled request is
+/// answered `-32800` once, nothing the host opened is left unserved, every session is shut down once.
+#[test]
+fn a_resume_cancelled_while_the_host_reopens_leaves_nothing_behind() {
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/resume","params":{"sessionId":"stored-1","cwd":"/tmp","mcpServers":[]}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/load","params":{"sessionId":"stored-1","cwd":"/tmp","mcpServers":[]}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"stored-1","cwd":"/tmp","mcpServers":[]}}"#,
+        "\n",
+    );
+    let setup = WireSetup::default();
+    let report = chaos::run_raw(&setup, input.as_bytes(), 4096);
+    report.assert_ok(setup.max_message_size);
+    let resumed = report.output.iter().find(|m| m.get("id") == Some(&json!(3))).expect("answered");
+    assert_eq!(resumed.pointer("/error/code"), Some(&json!(-32800)), "{resumed}");
+}
+
+/// Found while fixing the above: a `session/close` cancelled with `$/cancel_request` while it
+/// waited for the session's prompt was dropped half-way, leaving the session "closing" in the
+/// registry forever — the hang-up then never finished. A close now always runs to its end.
+#[test]
+fn a_close_cancelled_mid_way_still_closes_and_the_hang_up_finishes() {
+    for prompt in ["wait", "gate", "nostart", "stream 3"] {
+        let steps = vec![
+            Step::Request { method: "initialize".into(), params: chaos::valid_params("initialize", "", 0) },
+            Step::Request { method: "session/new".into(), params: json!({"cwd": "/tmp", "mcpServers": []}) },
+            Step::Request {
+                method: "session/prompt".into(),
+                params: json!({"sessionId": "f1", "prompt": [{"type": "text", "text": prompt}]}),
+            },
+            Step::Settle,
+            // Both lines in one write: the cancel is read while the close waits for the prompt.
+            Step::Raw(
+                concat!(
+                    r#"{"jsonrpc":"2.0","id":40,"method":"session/close","params":{"sessionId":"f1"}}"#,
+                    "\n",
+                    r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":40}}"#,
+                )
+                .as_bytes()
+                .to_vec(),
+            ),
+            Step::Settle,
+            Step::Request { method: "session/close".into(), params: json!({"sessionId": "f1"}) },
+        ];
+        let setup = WireSetup::default();
+        let report = chaos::run_steps(&setup, &steps);
+        report.assert_ok(setup.max_message_size);
+        let closed = report.output.iter().find(|m| m.get("id") == Some(&json!(40))).expect("answered");
+        assert_eq!(closed.get("result"), Some(&json!({})), "{prompt}: {closed}");
+        let again = report.output.iter().find(|m| m.get("id") == Some(&json!(4))).expect("answered");
+        // Closed (`-32002`), or still closing when the prompt waits out its cancel grace (`-32600`).
+        let code = again.pointer("/error/code").and_then(Value::as_i64);
+        assert!(matches!(code, Some(-32002 | -32600)), "{prompt}: {again}");
+    }
+}
+
 // ---- cursors -------------------------------------------------------------------------------------
 
 /// One way to alter a cursor.

@@ -111,16 +111,22 @@ impl Wire {
         let id = self.next_id;
         self.next_id += 1;
         self.sent.insert(id.to_string(), method.to_owned());
-        self.queue(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        message["params"] = params;
+        self.queue(&message);
         id
     }
 
     fn notify(&mut self, method: &str, params: Value) {
-        self.queue(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        message["params"] = params;
+        self.queue(&message);
     }
 
     fn respond(&mut self, id: &Value, result: Value) {
-        self.queue(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        let mut message = json!({"jsonrpc": "2.0", "id": id});
+        message["result"] = result;
+        self.queue(&message);
     }
 
     /// The next message (after writing everything queued), or a panic after [`STEP`].
@@ -131,7 +137,7 @@ impl Wire {
             .expect("hang: no message from the agent")
             .expect("the agent closed the connection");
         self.received += 1;
-        if self.received % 32 == 0 {
+        if self.received.is_multiple_of(32) {
             schema::validate_agent_message(&message, &self.sent, &mut self.agent_requests);
         }
         message
@@ -152,11 +158,10 @@ impl Wire {
         self.flush().await;
         self.writer.shutdown().await.expect("shutdown");
         let mut rest = Vec::new();
-        loop {
-            match tokio::time::timeout(STEP, self.incoming.recv()).await.expect("hang: the agent did not finish") {
-                Some(message) => rest.push(message),
-                None => break,
-            }
+        while let Some(message) =
+            tokio::time::timeout(STEP, self.incoming.recv()).await.expect("hang: the agent did not finish")
+        {
+            rest.push(message);
         }
         let served =
             tokio::time::timeout(STEP, self.serve).await.expect("hang: serve did not return").expect("serve task");
@@ -343,13 +348,14 @@ fn start_next(wire: &mut Wire, session: &mut Session) -> bool {
 fn check_outcome(op: Op, response: &Value, sid: &str) {
     let context = format!("{sid} {op:?}: {response}");
     match op {
-        Op::Stream(_) | Op::Plain | Op::Compact => assert_eq!(stop_reason(response), "end_turn", "{context}"),
         Op::Wait(_) => assert_eq!(stop_reason(response), "cancelled", "{context}"),
         // The cancel is sent on the first update; the stream may end before it is read.
         Op::StreamCancelled(_) | Op::Gate("cancelled") => {
-            assert!(matches!(stop_reason(response), "end_turn" | "cancelled"), "{context}")
+            assert!(matches!(stop_reason(response), "end_turn" | "cancelled"), "{context}");
         }
-        Op::Gate(_) => assert_eq!(stop_reason(response), "end_turn", "{context}"),
+        Op::Stream(_) | Op::Plain | Op::Compact | Op::Gate(_) => {
+            assert_eq!(stop_reason(response), "end_turn", "{context}");
+        }
         Op::SetMode(_) | Op::Close | Op::Delete => assert_eq!(response["result"], json!({}), "{context}"),
         Op::Resume => assert!(response.get("result").is_some(), "{context}"),
         Op::DeleteLive => assert_eq!(error_code(response), -32600, "{context}"),
@@ -358,6 +364,7 @@ fn check_outcome(op: Op, response: &Value, sid: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn a_thousand_sessions_interleave_prompts_permissions_cancels_closes_and_deletes() {
     const SESSIONS: usize = 1_000;
     let host = ChaosHost::new();
@@ -590,13 +597,14 @@ async fn ten_thousand_randomly_timed_cancels_each_settle_one_prompt() {
         });
         for (i, request) in due {
             let session = &mut sessions[i];
-            if let Some((current, _, how, _, sent)) = session.prompt.as_mut() {
-                if *current == request && !*sent {
-                    *sent = true;
-                    cancels += 1;
-                    let how = *how;
-                    send_cancel(&mut wire, &sessions[i], request, how);
-                }
+            if let Some((current, _, how, _, sent)) = session.prompt.as_mut()
+                && *current == request
+                && !*sent
+            {
+                *sent = true;
+                cancels += 1;
+                let how = *how;
+                send_cancel(&mut wire, &sessions[i], request, how);
             }
         }
         if let Some(id) = response_id(&message) {
@@ -640,13 +648,14 @@ async fn ten_thousand_randomly_timed_cancels_each_settle_one_prompt() {
             panic!("an update for {sid}, which has no prompt in flight: {message}");
         };
         *seen += 1;
-        if let Timing::OnUpdate(n) = timing {
-            if *seen == *n && !*sent {
-                *sent = true;
-                cancels += 1;
-                let (request, how) = (*request, *how);
-                send_cancel(&mut wire, &sessions[i], request, how);
-            }
+        if let Timing::OnUpdate(n) = timing
+            && *seen == *n
+            && !*sent
+        {
+            *sent = true;
+            cancels += 1;
+            let (request, how) = (*request, *how);
+            send_cancel(&mut wire, &sessions[i], request, how);
         }
     }
     assert_eq!(answered.len(), SESSIONS * PROMPTS);

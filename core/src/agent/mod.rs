@@ -173,6 +173,20 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
     })
 }
 
+/// Awaits a host call that the client may cancel with `$/cancel_request`: `-32800` (the host's
+/// future dropped) when the cancellation comes first. Host calls must therefore be cancel-safe.
+pub(crate) async fn cancellable<T>(
+    cancelled: &tokio_util::sync::CancellationToken,
+    method: &str,
+    call: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    tokio::select! {
+        biased;
+        () = cancelled.cancelled() => Err(Error::cancelled_msg(format!("`{method}` was cancelled"))),
+        result = call => result,
+    }
+}
+
 /// Serialises a response.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Value, Error> {
     serde_json::to_value(value).map_err(|e| Error::internal_msg(format!("could not encode the response: {e}")))
@@ -278,10 +292,10 @@ impl AgentInner {
         match method.as_str() {
             method::AUTHENTICATE => Self::authenticate(this, params),
             method::LOGOUT => Self::logout(this),
-            method::SESSION_NEW => session::new_session(this, params),
+            method::SESSION_NEW => session::new_session(this, params, cx.cancelled),
             method::SESSION_PROMPT => prompt::accept_prompt(this, params, cx),
-            method::SESSION_LOAD if o.loader.is_some() => replay::load_session(this, params),
-            method::SESSION_RESUME if o.resumer.is_some() => resume::resume_session(this, params),
+            method::SESSION_LOAD if o.loader.is_some() => replay::load_session(this, params, cx.cancelled),
+            method::SESSION_RESUME if o.resumer.is_some() => resume::resume_session(this, params, cx.cancelled),
             method::SESSION_LIST if o.catalog.is_some() => list::list_sessions(this, params),
             method::SESSION_DELETE if o.deleter.is_some() => delete::delete_session(this, params),
             method::SESSION_CLOSE if o.close => close::close_session_request(this, params),
@@ -302,7 +316,20 @@ impl Handler for AgentInner {
     }
 
     fn answers_cancellation(&self, method: &str) -> bool {
-        method == method::SESSION_PROMPT
+        // `session/prompt` answers `cancelled`. The session lifecycle methods are never abandoned
+        // half-way (found by fuzzing): a `session/close` dropped while it waits for the prompt left
+        // the session "closing" in the registry forever, so the hang-up never finished; a
+        // `session/load`, `resume` or `new` dropped after the host opened the session left it
+        // unserved and never shut down. They honour the cancellation only while the host call
+        // itself is pending (see [`cancellable`]); `session/close` always runs to its end.
+        matches!(
+            method,
+            method::SESSION_PROMPT
+                | method::SESSION_NEW
+                | method::SESSION_LOAD
+                | method::SESSION_RESUME
+                | method::SESSION_CLOSE
+        )
     }
 
     fn notification(self: Arc<Self>, notification: IncomingNotification) -> BoxFuture<'static, ()> {

@@ -283,6 +283,11 @@ async fn forward(
     session_id: &crate::acp::SessionId,
     event: crate::harness::Event,
 ) -> Result<(), Error> {
+    if let (true, EventKind::TokenDelta { text, channel }) = (event.is_public(), &event.kind) {
+        let line = translate::text_chunk_line(&session_id.0, *channel, text);
+        agent.peer().send_line(line).await?;
+        return Ok(());
+    }
     if let Some(update) = translate::translate_owned(event) {
         send_update(agent, session_id, update).await?;
     }

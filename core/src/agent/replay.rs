@@ -20,13 +20,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::close::discard;
 use super::prompt::send_update;
 use super::resume::{ensure_not_live, ensure_same_id, initial_state_or_close};
 use super::session::{register, validate_session_id};
 use super::translate::completed_fields;
-use super::{AgentInner, Reply, decode, encode};
+use super::{AgentInner, Reply, cancellable, decode, encode};
 use crate::acp::{
     ContentBlock, ContentChunk, LoadSessionRequest, LoadSessionResponse, SessionUpdate, ToolCall, ToolCallStatus,
     ToolKind, UsageUpdate,
@@ -36,7 +37,7 @@ use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCall
 use crate::host::Setup;
 
 /// `session/load`.
-pub(crate) fn load_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
+pub(crate) fn load_session(agent: &Arc<AgentInner>, params: Value, cancelled: CancellationToken) -> Reply {
     let agent = agent.clone();
     Box::pin(async move {
         let request: LoadSessionRequest = decode(params)?;
@@ -46,7 +47,9 @@ pub(crate) fn load_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
         let setup = Setup::new(request.cwd, request.additional_directories.clone(), request.mcp_servers.clone())?;
         let host = agent.options.loader.clone().ok_or_else(|| Error::method_not_found_msg("session/load"))?;
         let reservation = agent.registry.reserve_id(&request.session_id)?;
-        let loaded = host.load_session(request.session_id.clone(), setup.clone()).await?;
+        let loaded =
+            cancellable(&cancelled, "session/load", host.load_session(request.session_id.clone(), setup.clone()))
+                .await?;
         let live = loaded.session;
         let replayed = async {
             ensure_same_id(&request.session_id, live.as_ref())?;

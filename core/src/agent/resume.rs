@@ -10,18 +10,19 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::close::{close, discard};
 use super::config::{ConfigState, initial_state};
 use super::session::{SessionEntry, register, validate_session_id};
-use super::{AgentInner, Reply, decode, encode};
+use super::{AgentInner, Reply, cancellable, decode, encode};
 use crate::acp::{ResumeSessionRequest, ResumeSessionResponse, SessionId};
 use crate::error::{Error, ErrorExt};
 use crate::host::{LiveSession, Setup};
 use crate::rpc::connection::panic_message;
 
 /// `session/resume`.
-pub(crate) fn resume_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
+pub(crate) fn resume_session(agent: &Arc<AgentInner>, params: Value, cancelled: CancellationToken) -> Reply {
     let agent = agent.clone();
     Box::pin(async move {
         let request: ResumeSessionRequest = decode(params)?;
@@ -31,7 +32,8 @@ pub(crate) fn resume_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
         let setup = Setup::new(request.cwd, request.additional_directories.clone(), request.mcp_servers.clone())?;
         let resumer = agent.options.resumer.clone().ok_or_else(|| Error::method_not_found_msg("session/resume"))?;
         let reservation = agent.registry.reserve_id(&request.session_id)?;
-        let live = resumer.resume_session(request.session_id.clone(), setup.clone()).await?;
+        let reopening = resumer.resume_session(request.session_id.clone(), setup.clone());
+        let live = cancellable(&cancelled, "session/resume", reopening).await?;
         let registered = ensure_same_id(&request.session_id, live.as_ref())
             .and_then(|()| register(&agent, reservation, live.clone(), setup));
         let entry = match registered {

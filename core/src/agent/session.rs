@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{AgentInner, Reply, decode, encode};
+use super::{AgentInner, Reply, cancellable, decode, encode};
 use crate::acp::{NewSessionRequest, NewSessionResponse, SessionId};
 use crate::error::{Error, ErrorExt};
 use crate::host::{LiveSession, Setup};
@@ -198,14 +198,14 @@ pub(crate) fn register(
 }
 
 /// `session/new`.
-pub(crate) fn new_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
+pub(crate) fn new_session(agent: &Arc<AgentInner>, params: Value, cancelled: CancellationToken) -> Reply {
     let agent = agent.clone();
     Box::pin(async move {
         let request: NewSessionRequest = decode(params)?;
         agent.require_authenticated()?;
         let setup = Setup::new(request.cwd, request.additional_directories.clone(), request.mcp_servers)?;
         let reservation = agent.registry.reserve()?;
-        let live = agent.options.host.new_session(setup.clone()).await?;
+        let live = cancellable(&cancelled, "session/new", agent.options.host.new_session(setup.clone())).await?;
         let entry = register(&agent, reservation, live, setup)?;
         let mut response = NewSessionResponse::new(entry.id.clone());
         if let Some(state) = super::resume::initial_state_or_close(&agent, &entry).await? {

@@ -8,8 +8,9 @@
 //! Python `print()` or `console.log` in host code therefore lands on stderr and can never corrupt
 //! the protocol stream.
 //!
-//! Why threads: tokio's own `Stdin` and `Stdout` perform every read and write on the blocking pool,
-//! a thread handoff per operation. [`ThreadStdin`] is one thread reading stdin in large chunks into
+//! Pipes (the normal case: an editor starts the agent with piped stdio) are registered with the
+//! runtime's reactor and need no thread. Otherwise, why threads: tokio's own `Stdin` and `Stdout`
+//! perform every read and write on the blocking pool, a thread handoff per operation. [`ThreadStdin`] is one thread reading stdin in large chunks into
 //! a bounded channel. [`ThreadStdout`] queues the writer's (already batched) buffers on a bounded channel
 //! to one thread that owns stdout; a flush returns once its bytes are queued, and shutdown waits
 //! until the thread has written and flushed everything. The channel is bounded, so a client that
@@ -26,13 +27,75 @@ use tokio_util::sync::PollSender;
 /// Buffers in flight between the writer task and the stdout thread.
 const STDOUT_QUEUE: usize = 16;
 
-/// The process's stdin and stdout, each served by a dedicated thread, as a transport pair.
+/// The process's stdin and stdout as a transport pair.
 ///
-/// Installs the stdout guard: from now on fd 1 is a copy of stderr, and only the returned
-/// [`ThreadStdout`] writes to the real stdout.
-pub fn transport() -> std::io::Result<(ThreadStdin, ThreadStdout)> {
+/// Installs the stdout guard: from now on fd 1 is a copy of stderr, and only the returned writer
+/// writes to the real stdout. When stdin and stdout are pipes (as when an editor starts the agent)
+/// both are driven by the runtime's reactor directly — no thread handoff per message; otherwise
+/// (a terminal, a file) a dedicated thread serves each. Must be called inside a tokio runtime.
+pub fn transport() -> std::io::Result<(StdioReader, StdioWriter)> {
+    use std::os::fd::AsFd;
     let protocol = guard_stdout()?;
-    Ok((ThreadStdin::spawn()?, ThreadStdout::spawn(protocol)?))
+    let writer = match tokio::net::unix::pipe::Sender::from_file(protocol.try_clone()?) {
+        Ok(pipe) => StdioWriter::Pipe(pipe),
+        Err(_) => StdioWriter::Thread(ThreadStdout::spawn(protocol)?),
+    };
+    let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let reader = match tokio::net::unix::pipe::Receiver::from_file(stdin) {
+        Ok(pipe) => StdioReader::Pipe(pipe),
+        Err(_) => StdioReader::Thread(ThreadStdin::spawn()?),
+    };
+    Ok((reader, writer))
+}
+
+/// The reading half of the stdio transport.
+#[derive(Debug)]
+pub enum StdioReader {
+    /// Stdin is a pipe, read through the reactor.
+    Pipe(tokio::net::unix::pipe::Receiver),
+    /// Stdin is something else, read by a thread.
+    Thread(ThreadStdin),
+}
+
+/// The writing half of the stdio transport (the real stdout).
+#[derive(Debug)]
+pub enum StdioWriter {
+    /// Stdout is a pipe, written through the reactor.
+    Pipe(tokio::net::unix::pipe::Sender),
+    /// Stdout is something else, written by a thread.
+    Thread(ThreadStdout),
+}
+
+impl AsyncRead for StdioReader {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Pipe(pipe) => Pin::new(pipe).poll_read(cx, buf),
+            Self::Thread(thread) => Pin::new(thread).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for StdioWriter {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Self::Pipe(pipe) => Pin::new(pipe).poll_write(cx, buf),
+            Self::Thread(thread) => Pin::new(thread).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Pipe(pipe) => Pin::new(pipe).poll_flush(cx),
+            Self::Thread(thread) => Pin::new(thread).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Self::Pipe(pipe) => Pin::new(pipe).poll_shutdown(cx),
+            Self::Thread(thread) => Pin::new(thread).poll_shutdown(cx),
+        }
+    }
 }
 
 /// Moves the real stdout to a new descriptor and points fd 1 at stderr; returns the real stdout.

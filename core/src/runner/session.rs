@@ -45,6 +45,8 @@ pub struct RunnerSession {
     gates: Mutex<HashMap<GateId, oneshot::Sender<GateResponse>>>,
     /// Enduring events published but not yet journaled (see [`RunnerSession::publish`]).
     unjournaled: Mutex<Vec<Event>>,
+    /// Title and update time to record with the next journal write (the turn's start).
+    pending_touch: Mutex<Option<(Option<String>, String)>>,
     config: Mutex<Vec<SessionConfigOption>>,
     counter: AtomicU64,
     event_counter: AtomicU64,
@@ -74,6 +76,7 @@ impl RunnerSession {
             running: Mutex::default(),
             gates: Mutex::default(),
             unjournaled: Mutex::default(),
+            pending_touch: Mutex::default(),
             config: Mutex::new(config),
             counter: AtomicU64::new(turns_so_far),
             event_counter: AtomicU64::new(0),
@@ -156,7 +159,14 @@ impl RunnerSession {
                 if flush { std::mem::take(&mut *pending) } else { Vec::new() }
             };
             if !batch.is_empty() {
-                if let Err(e) = self.runner.store.append_events(&self.id, &batch) {
+                let touch = self.pending_touch.lock().unwrap_or_else(PoisonError::into_inner).take();
+                let journaled = match &touch {
+                    Some((title, at)) => {
+                        self.runner.store.append_events_and_touch(&self.id, &batch, title.as_deref(), at)
+                    }
+                    None => self.runner.store.append_events(&self.id, &batch),
+                };
+                if let Err(e) = journaled {
                     tracing::error!(session = %self.id, error = %e, "could not journal events");
                 }
             }
@@ -203,6 +213,10 @@ impl RunnerSession {
     async fn run(self: Arc<Self>, turn: Turn, finished: CancellationToken) {
         let prompt_text = turn.prompt_text();
         let at = (&turn.loop_id, &turn.turn_id);
+        let now = now_rfc3339();
+        let title = if self.has_title.load(Ordering::Acquire) { None } else { self.runner.turns.title(&prompt_text) };
+        // Recorded in the same transaction as the turn's start.
+        *self.pending_touch.lock().unwrap_or_else(PoisonError::into_inner) = Some((title.clone(), now.clone()));
         self.publish(
             EventClass::Enduring,
             Visibility::Public,
@@ -211,11 +225,6 @@ impl RunnerSession {
             EventKind::TurnStarted { message: UserMessage { content: turn.prompt().to_vec() } },
         )
         .await;
-        let now = now_rfc3339();
-        let title = if self.has_title.load(Ordering::Acquire) { None } else { self.runner.turns.title(&prompt_text) };
-        if let Err(e) = self.runner.store.touch_session(&self.id, title.as_deref(), &now) {
-            tracing::error!(session = %self.id, error = %e, "could not update the session's metadata");
-        }
         if let Some(title) = title {
             self.has_title.store(true, Ordering::Release);
             turn.emit(

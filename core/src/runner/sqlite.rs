@@ -136,6 +136,29 @@ impl SqliteStore {
     }
 }
 
+fn encode_events(id: &SessionId, events: &[Event]) -> Result<Vec<String>, StoreError> {
+    events
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))
+}
+
+/// Inserts encoded events in order; "no such session" is a row count of 0 (the insert selects
+/// the session) rather than a constraint error.
+fn insert_events(tx: &Transaction<'_>, id: &SessionId, bodies: &[String]) -> Result<(), StoreError> {
+    let mut stmt = tx
+        .prepare_cached("INSERT INTO events (session_id, body) SELECT id, ?2 FROM sessions WHERE id = ?1")
+        .map_err(|e| sql_error("append events", &e))?;
+    for body in bodies {
+        let inserted = stmt.execute(params![&*id.0, body]).map_err(|e| sql_error("append events", &e))?;
+        if inserted == 0 {
+            return Err(StoreError(format!("no session {id}")));
+        }
+    }
+    Ok(())
+}
+
 /// Per-connection settings.
 fn configure(conn: &Connection, in_memory: bool) -> Result<(), StoreError> {
     // First, so that everything below also waits for other connections rather than failing.
@@ -296,24 +319,23 @@ impl Store for SqliteStore {
     }
 
     fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
-        let bodies = events
-            .iter()
-            .map(serde_json::to_string)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))?;
-        let what = format!("append events to session {id}");
-        self.write(&what, |tx| {
-            // Inserting through a SELECT of the session makes "no such session" a row count of 0
-            // rather than a constraint error.
-            let mut stmt = tx
-                .prepare_cached("INSERT INTO events (session_id, body) SELECT id, ?2 FROM sessions WHERE id = ?1")
-                .map_err(|e| sql_error(&what, &e))?;
-            for body in &bodies {
-                let inserted = stmt.execute(params![&*id.0, body]).map_err(|e| sql_error(&what, &e))?;
-                if inserted == 0 {
-                    return Err(StoreError(format!("no session {id}")));
-                }
-            }
+        let bodies = encode_events(id, events)?;
+        self.write(&format!("append events to session {id}"), |tx| insert_events(tx, id, &bodies))
+    }
+
+    fn append_events_and_touch(
+        &self,
+        id: &SessionId,
+        events: &[Event],
+        title: Option<&str>,
+        updated_at: &str,
+    ) -> Result<(), StoreError> {
+        let bodies = encode_events(id, events)?;
+        self.write(&format!("record a turn of session {id}"), |tx| {
+            insert_events(tx, id, &bodies)?;
+            tx.prepare_cached("UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1")
+                .and_then(|mut stmt| stmt.execute(params![&*id.0, title, updated_at]))
+                .map_err(|e| sql_error("touch session", &e))?;
             Ok(())
         })
     }

@@ -56,6 +56,18 @@ pub trait Store: Send + Sync + 'static {
     fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
         events.iter().try_for_each(|event| self.append_event(id, event))
     }
+    /// Appends events and updates the session's title (when `Some`) and update time, at once
+    /// (one transaction where the store has them).
+    fn append_events_and_touch(
+        &self,
+        id: &SessionId,
+        events: &[Event],
+        title: Option<&str>,
+        updated_at: &str,
+    ) -> Result<(), StoreError> {
+        self.append_events(id, events)?;
+        self.touch_session(id, title, updated_at)
+    }
     /// The session's journal, oldest first.
     fn events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError>;
     /// Deletes a session and its journal; deleting an unknown id succeeds.

@@ -294,8 +294,10 @@ impl SessionHost for ChaosHost {
 impl SessionLoader for ChaosHost {
     async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession> {
         self.faults.check(Callback::Load)?;
-        let session = self.reopen(&session_id, &setup)?;
+        // Cancel-safe, as a host must be: the facade drops this future when the client cancels
+        // the request, so nothing is opened before the last await.
         tokio::task::yield_now().await;
+        let session = self.reopen(&session_id, &setup)?;
         Ok(LoadedSession { history: history_of(&session_id.0), session })
     }
 }
@@ -304,8 +306,8 @@ impl SessionLoader for ChaosHost {
 impl SessionResumer for ChaosHost {
     async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
         self.faults.check(Callback::Resume)?;
-        let session = self.reopen(&session_id, &setup)?;
         tokio::task::yield_now().await;
+        let session = self.reopen(&session_id, &setup)?;
         Ok(session)
     }
 }
@@ -894,11 +896,11 @@ fn mutate_path(value: &mut Value, which: usize, replacement: Value) {
     }
     let total = count(value);
     let mut replacement = Some(replacement);
-    if total == 1 {
-        if let Value::Object(map) = value {
-            map.insert("extra".into(), replacement.take().unwrap_or(Value::Null));
-            return;
-        }
+    if total == 1
+        && let Value::Object(map) = value
+    {
+        map.insert("extra".into(), replacement.take().unwrap_or(Value::Null));
+        return;
     }
     replace(value, which % total, &mut replacement);
 }
