@@ -112,22 +112,21 @@ async fn ask(
         }
     };
     match outcome {
-        Ok(response) => match response.outcome {
-            RequestPermissionOutcome::Selected(selected) => offered
-                .iter()
-                .copied()
-                .find(|action| option_for(*action).option_id == selected.option_id)
-                .unwrap_or_else(|| {
-                    tracing::warn!(session = %entry.id, option = %selected.option_id, "client chose an option that was not offered; denied");
-                    ApprovalAction::Deny
-                }),
-            _ => {
+        Ok(response) => {
+            if let RequestPermissionOutcome::Selected(selected) = response.outcome {
+                offered.iter().copied().find(|action| option_for(*action).option_id == selected.option_id).unwrap_or_else(
+                    || {
+                        tracing::warn!(session = %entry.id, option = %selected.option_id, "client chose an option that was not offered; denied");
+                        ApprovalAction::Deny
+                    },
+                )
+            } else {
                 // The user cancelled the turn from the permission prompt: stop it as a
                 // `session/cancel` would (the prompt then answers `cancelled`), and deny the gate.
                 stop_turn(entry, cancel).await;
                 ApprovalAction::Deny
             }
-        },
+        }
         Err(e) => {
             if peer.is_closed() {
                 // The client hung up: its sessions are being closed, which stops the turn first.

@@ -199,10 +199,12 @@ impl Drain<'_> {
             // Checking the cancellation tokens takes their locks, so on this path it is done every
             // few events only (a cancellation is still noticed within microseconds).
             checked = checked.wrapping_add(1);
-            let ready = if checked % 32 == 0 && cancel.requested() { None } else { self.events.next().now_or_never() };
-            let event = match ready {
-                Some(event) => event,
-                None => tokio::select! {
+            let ready =
+                if checked.is_multiple_of(32) && cancel.requested() { None } else { self.events.next().now_or_never() };
+            let event = if let Some(event) = ready {
+                event
+            } else {
+                tokio::select! {
                     biased;
                     () = cancel.arrives(), if !cancel.noticed() => {
                         cancel.notice();
@@ -214,7 +216,7 @@ impl Drain<'_> {
                         return Ok(StopReason::Cancelled);
                     }
                     event = self.events.next() => event,
-                },
+                }
             };
             let Some(event) = event else {
                 if cancel.requested() {

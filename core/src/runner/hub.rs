@@ -22,7 +22,7 @@ pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 256;
 /// A subscriber's queue had no room; nothing was delivered. Carries the event back.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("a subscriber's queue is full")]
-pub struct HubFull(pub Event);
+pub struct HubFull(pub Box<Event>);
 
 /// Fan-out of one session's events.
 pub struct EventHub {
@@ -38,7 +38,7 @@ impl std::fmt::Debug for EventHub {
         f.debug_struct("EventHub")
             .field("subscribers", &self.subscriber_count())
             .field("capacity", &self.capacity)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -108,12 +108,12 @@ impl EventHub {
     /// when another publish is in progress or any subscriber's queue is full.
     pub fn try_publish(&self, mut event: Event) -> Result<(), HubFull> {
         let Ok(mut seq) = self.order.try_lock() else {
-            return Err(HubFull(event));
+            return Err(HubFull(Box::new(event)));
         };
         let subscribers = self.snapshot();
         // Only publishers (serialised by `order`) fill queues, so room seen now stays.
         if subscribers.iter().any(|tx| !tx.is_closed() && tx.capacity() == 0) {
-            return Err(HubFull(event));
+            return Err(HubFull(Box::new(event)));
         }
         event.header.seq = *seq;
         *seq += 1;

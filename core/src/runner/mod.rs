@@ -2,7 +2,7 @@
 //!
 //! Most products have no event-sourced runtime of their own. The runner is one: it implements
 //! every host part ([`SessionHost`], [`SessionLoader`], [`SessionResumer`], [`SessionCatalog`],
-//! [`SessionDeleter`]) over a [`Store`] (SQLite or in-memory), runs each prompt as a [`Turn`] on
+//! [`SessionDeleter`]) over a [`Store`] (`SQLite` or in-memory), runs each prompt as a [`Turn`] on
 //! the product's [`TurnRunner`], and turns every turn API call into correctly classified and
 //! correlated harness events through a per-session [`EventHub`]. Replay, list, delete and resume
 //! then work with no further product code.
@@ -192,7 +192,11 @@ impl Runner {
         let n = self.inner.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut random = [0u8; 8];
         rand::fill(&mut random);
-        let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = random.iter().fold(String::with_capacity(16), |mut hex, b| {
+            use std::fmt::Write as _;
+            let _ = write!(hex, "{b:02x}");
+            hex
+        });
         SessionId::new(format!("sess_{hex}{n:x}"))
     }
 }

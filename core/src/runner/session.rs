@@ -376,7 +376,7 @@ impl RuntimeConfig for RunnerSession {
             .ok_or_else(|| Error::invalid_params_msg(format!("unknown config option `{config_id}`")))?;
         match (&mut option.kind, value) {
             (SessionConfigKind::Select(select), SessionConfigOptionValue::ValueId { value }) => {
-                select.current_value = value
+                select.current_value = value;
             }
             (SessionConfigKind::Boolean(boolean), SessionConfigOptionValue::Boolean { value }) => {
                 boolean.current_value = value;

@@ -71,6 +71,7 @@ impl Step {
 }
 
 /// One running turn, handed to [`TurnRunner::run_turn`](super::TurnRunner::run_turn).
+#[allow(clippy::struct_field_names, reason = "`turn_id` names the harness id, as on events")]
 pub struct Turn {
     pub(crate) session: Arc<RunnerSession>,
     pub(crate) command: CommandId,
