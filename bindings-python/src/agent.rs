@@ -17,7 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::bridge;
 use crate::harness::extract;
-use crate::host::{PyHost, args};
+use crate::host::{AuthMethodTuple, PyAuthenticator, PyHost, args};
 
 /// The host parts and settings of an agent (the core `Options`).
 #[pyclass(name = "Options", module = "acp_facade._native", frozen)]
@@ -32,13 +32,26 @@ fn duration(seconds: f64, what: &str) -> PyResult<Duration> {
 
 #[pymethods]
 impl PyOptions {
-    /// Options over one host adapter object that serves every part switched on here.
+    /// Options over one host adapter object that serves every part switched on here; `auth`, when
+    /// given, is `(methods, logout)`: the advertised `(id, name, description)` methods and whether
+    /// the host has `logout`.
     #[staticmethod]
+    #[pyo3(signature = (host, loader, resumer, catalog, deleter, auth=None))]
     // One flag per optional host part, as the Python side detected them.
     #[allow(clippy::fn_params_excessive_bools)]
-    fn for_host(host: Py<PyAny>, loader: bool, resumer: bool, catalog: bool, deleter: bool) -> Self {
+    fn for_host(
+        host: Py<PyAny>,
+        loader: bool,
+        resumer: bool,
+        catalog: bool,
+        deleter: bool,
+        auth: Option<(Vec<AuthMethodTuple>, bool)>,
+    ) -> Self {
         let host = Arc::new(PyHost::new(host));
         let mut options = Options::new(host.clone());
+        if let Some((methods, logout)) = auth {
+            options = options.authenticator(Arc::new(PyAuthenticator::new(&host, methods, logout)));
+        }
         if loader {
             options = options.loader(host.clone());
         }

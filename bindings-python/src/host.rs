@@ -10,12 +10,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use acp_facade::Error;
-use acp_facade::acp::{ContentBlock, SessionConfigId, SessionConfigOption, SessionConfigOptionValue, SessionId};
+use acp_facade::acp::{
+    AuthMethod, AuthMethodAgent, AuthMethodId, ContentBlock, SessionConfigId, SessionConfigOption,
+    SessionConfigOptionValue, SessionId,
+};
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::{CommandId, Event, GateId, GateResponse};
 use acp_facade::host::{
-    Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog, SessionCatalogEntry,
-    SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
+    Authenticator, Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog,
+    SessionCatalogEntry, SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
 };
 use acp_facade::runner::EventHub;
 use async_trait::async_trait;
@@ -154,6 +157,74 @@ fn catalog_entry(value: &serde_json::Value) -> Result<SessionCatalogEntry, Error
 impl SessionDeleter for PyHost {
     async fn delete_session(&self, session_id: SessionId) -> HostResult<()> {
         bridge::call(&self.target, "delete_session", move |py| args(py, (session_id.0.to_string(),)), |_| Ok(())).await
+    }
+}
+
+/// One advertised authentication method, as the Python side passes it: `(id, name, description)`.
+pub(crate) type AuthMethodTuple = (String, String, Option<String>);
+
+/// The product's authenticator, through the host adapter: `requires_authentication` is a sync
+/// hook answered through the bridge; `authenticate` and `logout` are `async def`.
+pub(crate) struct PyAuthenticator {
+    target: Target,
+    methods: Vec<AuthMethod>,
+    logout: bool,
+}
+
+impl PyAuthenticator {
+    pub(crate) fn new(host: &PyHost, methods: Vec<AuthMethodTuple>, logout: bool) -> Self {
+        let methods = methods
+            .into_iter()
+            .map(|(id, name, description)| {
+                let mut method = AuthMethodAgent::new(id, name);
+                if let Some(description) = description {
+                    method = method.description(description);
+                }
+                AuthMethod::Agent(method)
+            })
+            .collect();
+        Self { target: host.target.clone(), methods, logout }
+    }
+}
+
+#[async_trait]
+impl Authenticator for PyAuthenticator {
+    fn methods(&self) -> Vec<AuthMethod> {
+        self.methods.clone()
+    }
+
+    fn requires_authentication(&self) -> bool {
+        let answer = bridge::call_blocking(
+            &self.target,
+            "requires_authentication",
+            |py| Ok(PyTuple::empty(py)),
+            |value| {
+                value.extract::<bool>().map_err(|_| Error::internal_msg("`requires_authentication` must return a bool"))
+            },
+        );
+        match answer {
+            Ok(required) => required,
+            Err(e) => {
+                // Failing closed: a broken hook keeps sessions behind authentication.
+                tracing::warn!(error = %e.message, "the host's `requires_authentication` failed");
+                true
+            }
+        }
+    }
+
+    async fn authenticate(&self, method_id: AuthMethodId) -> HostResult<()> {
+        bridge::call(&self.target, "authenticate", move |py| args(py, (method_id.0.to_string(),)), |_| Ok(())).await
+    }
+
+    fn supports_logout(&self) -> bool {
+        self.logout
+    }
+
+    async fn logout(&self) -> HostResult<()> {
+        if !self.logout {
+            return Err(Error::method_not_found_msg("logout"));
+        }
+        bridge::call(&self.target, "logout", |py| Ok(PyTuple::empty(py)), |_| Ok(())).await
     }
 }
 

@@ -9,7 +9,8 @@ Two levels, as in the Rust crate:
       await runner.agent().serve_stdio()
 
 - the **host interfaces**: implement :class:`SessionHost` and :class:`LiveSession` with
-  ``async def`` methods and serve ``Agent(Options(host))``.
+  ``async def`` methods and serve ``Agent(Options(host))``; mix :class:`Authenticator` into the
+  host to require authentication.
 
 Serving is a coroutine in the caller's asyncio loop. Errors are :class:`AcpError` (with ``code``,
 ``message``, ``data``) and its subclasses. Nothing in this package writes to stdout.
@@ -68,6 +69,8 @@ from .harness import (
 )
 from .host import (
     MODE_CONFIG_ID,
+    AuthMethod,
+    Authenticator,
     ConfigOption,
     EventHub,
     LiveSession,
@@ -85,7 +88,9 @@ __all__ = [
     "Agent",
     "AiMessage",
     "ApprovalAction",
+    "AuthMethod",
     "AuthRequired",
+    "Authenticator",
     "CompactWaiterRejected",
     "CompactWaiterResolved",
     "ConfigOption",

@@ -64,7 +64,14 @@ class Turn:
 @final
 class Options:
     @staticmethod
-    def for_host(host: Any, loader: bool, resumer: bool, catalog: bool, deleter: bool) -> Options: ...
+    def for_host(
+        host: Any,
+        loader: bool,
+        resumer: bool,
+        catalog: bool,
+        deleter: bool,
+        auth: Optional[Tuple[list[Tuple[str, str, Optional[str]]], bool]] = None,
+    ) -> Options: ...
     def replace(
         self,
         *,

@@ -8,7 +8,7 @@ from typing import Any, Optional, Tuple
 
 from . import _native
 from ._bridge import dispatcher
-from .host import HostAdapter, host_capabilities
+from .host import HostAdapter, host_auth, host_capabilities
 
 __all__ = ["Agent", "Options", "serve", "serve_stdio"]
 
@@ -18,7 +18,8 @@ _UNSET: Any = None
 class Options:
     """The host parts and settings of an agent (the Rust ``acp_facade::Options``).
 
-    Build it over a host object (its optional methods switch capabilities on) or get one from
+    Build it over a host object (its optional methods switch capabilities on, authentication
+    included: see :class:`acp_facade.Authenticator`) or get one from
     :meth:`acp_facade.Runner.options`. The builder methods return a changed copy, as in Rust.
     """
 
@@ -39,7 +40,12 @@ class Options:
     ) -> None:
         caps = host_capabilities(host)
         native = _native.Options.for_host(
-            HostAdapter(host), caps["load_session"], caps["resume_session"], caps["list_sessions"], caps["delete_session"]
+            HostAdapter(host),
+            caps["load_session"],
+            caps["resume_session"],
+            caps["list_sessions"],
+            caps["delete_session"],
+            host_auth(host),
         )
         self._native = native.replace(
             agent_info=agent_info,

@@ -6,10 +6,14 @@ objects. Optional ``async def`` methods switch the matching ACP capability on wh
 - on the host: ``load_session`` (``loadSession``), ``resume_session``
   (``sessionCapabilities.resume``), ``list_sessions`` (``sessionCapabilities.list``),
   ``delete_session`` (``sessionCapabilities.delete``);
+- authentication, on the host (see :class:`Authenticator`): ``auth_methods`` +
+  ``requires_authentication`` + ``authenticate`` (``authMethods``, ``authenticate``), and
+  ``logout`` (``auth.logout``);
 - on a live session: ``shutdown`` (graceful ``session/close``), ``compact`` (``/compact``),
   ``config_options`` + ``set_config_option`` (``session/set_config_option`` and modes).
 
-Every host method must be ``async def``; a plain ``def`` is a ``TypeError`` when the agent is
+Every host method must be ``async def`` (except the plain ``def`` ``auth_methods`` and
+``requires_authentication``); a plain ``def`` is a ``TypeError`` when the agent is
 built (or, for a live session, when it is returned). Raise :class:`acp_facade.AcpError` (or a
 subclass) to answer with its code; any other exception answers ``-32603`` with its text. A live
 session publishes its events to its :attr:`LiveSession.events` hub; the core correlates and
@@ -27,6 +31,8 @@ from ._bridge import DONE, dispatcher
 from .harness import ContentBlock, Event, GateResponse
 
 __all__ = [
+    "AuthMethod",
+    "Authenticator",
     "ConfigOption",
     "EventHub",
     "LiveSession",
@@ -120,6 +126,44 @@ class ConfigOption:
         return out
 
 
+@dataclass
+class AuthMethod:
+    """One authentication method advertised in ``initialize`` (an ACP agent auth method)."""
+
+    id: str
+    name: str
+    description: Optional[str] = None
+
+    def to_tuple(self) -> Tuple[str, str, Optional[str]]:
+        """The ``(id, name, description)`` form the native module takes."""
+        return (str(self.id), str(self.name), None if self.description is None else str(self.description))
+
+
+class Authenticator:
+    """Authentication, mixed into a host (``class MyHost(SessionHost, Authenticator)``).
+
+    A host with an ``authenticate`` method advertises :meth:`auth_methods` as ``authMethods``;
+    while :meth:`requires_authentication` is true and the connection has not authenticated,
+    ``session/new`` (and load/resume) answer ``-32000``. ``authenticate`` is called only with the
+    id of an advertised method (any other id answers ``-32602``). Define ``async def logout(self)``
+    to advertise ``auth.logout``; after it, sessions need authentication again.
+    """
+
+    def auth_methods(self) -> List[AuthMethod]:
+        """The methods advertised in ``initialize`` (read once, when the options are built)."""
+        raise NotImplementedError
+
+    def requires_authentication(self) -> bool:
+        """Whether new sessions need authentication right now (a plain ``def``: the core calls it
+        synchronously). The default is ``True``."""
+        return True
+
+    async def authenticate(self, method_id: str) -> None:
+        """Authenticates with the advertised method ``method_id``; raise to refuse
+        (:class:`acp_facade.AcpError` answers its code)."""
+        raise NotImplementedError
+
+
 class EventHub:
     """A session's event fan-out: publish the session's events here, in order.
 
@@ -209,8 +253,29 @@ def host_capabilities(host: object) -> Dict[str, bool]:
     """Which optional host parts ``host`` implements (checked to be ``async def``)."""
     if getattr(host, "new_session", None) is None:
         raise TypeError(f"{type(host).__name__} has no `new_session` method")
-    require_async(host, ("new_session", *_HOST_OPTIONAL), type(host).__name__)
+    require_async(host, ("new_session", *_HOST_OPTIONAL, "authenticate", "logout"), type(host).__name__)
     return {name: callable(getattr(host, name, None)) for name in _HOST_OPTIONAL}
+
+
+def host_auth(host: object) -> Optional[Tuple[List[Tuple[str, str, Optional[str]]], bool]]:
+    """The authentication part of ``host`` as the native module takes it, ``(methods, logout)``,
+    or ``None`` when ``host`` has no ``authenticate`` method."""
+    if not callable(getattr(host, "authenticate", None)):
+        return None
+    name = type(host).__name__
+    for sync in ("auth_methods", "requires_authentication"):
+        method = getattr(host, sync, None)
+        if method is not None and inspect.iscoroutinefunction(method):
+            raise TypeError(f"{name}.{sync} must be a plain `def` method, not `async def`")
+    auth_methods = getattr(host, "auth_methods", None)
+    methods: List[Tuple[str, str, Optional[str]]] = []
+    for method in auth_methods() if callable(auth_methods) else []:
+        if isinstance(method, AuthMethod):
+            methods.append(method.to_tuple())
+        else:
+            id_, label, *rest = method
+            methods.append(AuthMethod(id_, label, rest[0] if rest else None).to_tuple())
+    return (methods, callable(getattr(host, "logout", None)))
 
 
 def _live(session: LiveSession) -> Tuple[str, Any, Any, Tuple[bool, bool, bool]]:
@@ -285,3 +350,13 @@ class HostAdapter:
 
     async def delete_session(self, session_id: str) -> None:
         await self._h.delete_session(session_id)
+
+    def requires_authentication(self) -> bool:
+        method = getattr(self._h, "requires_authentication", None)
+        return True if method is None else bool(method())
+
+    async def authenticate(self, method_id: str) -> None:
+        await self._h.authenticate(method_id)
+
+    async def logout(self) -> None:
+        await self._h.logout()
