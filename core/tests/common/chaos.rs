@@ -420,20 +420,7 @@ impl ChaosSession {
             EventKind::TokenDelta { .. } | EventKind::ToolCallProgress { .. } => EventClass::Ephemeral,
             _ => EventClass::Enduring,
         };
-        let event = Event {
-            header: EventHeader {
-                id: EventId::new(format!("{}-e{seq}", self.id)),
-                seq,
-                class,
-                visibility,
-                cause: Cause { command_id: command.cloned() },
-                coordinates: Coordinates {
-                    loop_id: at.map(|(l, _)| LoopId::new(l)),
-                    turn_id: at.map(|(_, t)| TurnId::new(t)),
-                },
-            },
-            kind,
-        };
+        let event = super::host::make_event(&self.id, seq, kind, class, visibility, command, at);
         self.subscribers.lock().unwrap().retain(|tx| tx.send(event.clone()).is_ok());
     }
 

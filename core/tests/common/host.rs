@@ -135,20 +135,7 @@ impl ScriptedSession {
         at: Option<(&str, &str)>,
     ) {
         let seq = self.seq.fetch_add(1, Ordering::SeqCst);
-        let event = Event {
-            header: EventHeader {
-                id: EventId::new(format!("{}-e{seq}", self.id)),
-                seq,
-                class,
-                visibility,
-                cause: Cause { command_id: command.cloned() },
-                coordinates: Coordinates {
-                    loop_id: at.map(|(l, _)| LoopId::new(l)),
-                    turn_id: at.map(|(_, t)| TurnId::new(t)),
-                },
-            },
-            kind,
-        };
+        let event = make_event(&self.id, seq, kind, class, visibility, command, at);
         self.subscribers.lock().unwrap().retain(|tx| tx.send(event.clone()).is_ok());
     }
 
@@ -264,5 +251,31 @@ impl SessionCloser for ScriptedSession {
     async fn shutdown(&self) -> HostResult<()> {
         self.shutdowns.fetch_add(1, Ordering::SeqCst);
         Ok(())
+    }
+}
+
+/// An event of `session` numbered `seq`, with the given header parts (shared by the test hosts).
+pub fn make_event(
+    session: &SessionId,
+    seq: u64,
+    kind: EventKind,
+    class: EventClass,
+    visibility: Visibility,
+    command: Option<&CommandId>,
+    at: Option<(&str, &str)>,
+) -> Event {
+    Event {
+        header: EventHeader {
+            id: EventId::new(format!("{session}-e{seq}")),
+            seq,
+            class,
+            visibility,
+            cause: Cause { command_id: command.cloned() },
+            coordinates: Coordinates {
+                loop_id: at.map(|(l, _)| LoopId::new(l)),
+                turn_id: at.map(|(_, t)| TurnId::new(t)),
+            },
+        },
+        kind,
     }
 }
