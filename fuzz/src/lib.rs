@@ -4,6 +4,9 @@
 
 #![allow(missing_docs)]
 
+#[path = "../../core/tests/common/event.rs"]
+pub mod event;
+
 #[path = "../../core/tests/common/chaos.rs"]
 pub mod chaos;
 

@@ -420,7 +420,7 @@ impl ChaosSession {
             EventKind::TokenDelta { .. } | EventKind::ToolCallProgress { .. } => EventClass::Ephemeral,
             _ => EventClass::Enduring,
         };
-        let event = super::host::make_event(&self.id, seq, kind, class, visibility, command, at);
+        let event = super::event::make_event(&self.id, seq, kind, class, visibility, command, at);
         self.subscribers.lock().unwrap().retain(|tx| tx.send(event.clone()).is_ok());
     }
 

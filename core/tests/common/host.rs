@@ -4,12 +4,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use acp_facade::acp::{ContentBlock, SessionId};
-use acp_facade::harness::{
-    Cause, CommandId, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, GateId, GateResponse, LoopId,
-    TurnId, Visibility,
-};
+use acp_facade::harness::{CommandId, Event, EventClass, EventKind, GateId, GateResponse, Visibility};
 use acp_facade::host::{EventStream, HostResult, LiveSession, SessionCloser, SessionHost, Setup};
 use async_trait::async_trait;
+
+use super::event::make_event;
 use tokio::sync::{Notify, mpsc};
 
 /// Creates [`ScriptedSession`]s named `s1`, `s2`, …
@@ -254,28 +253,3 @@ impl SessionCloser for ScriptedSession {
     }
 }
 
-/// An event of `session` numbered `seq`, with the given header parts (shared by the test hosts).
-pub fn make_event(
-    session: &SessionId,
-    seq: u64,
-    kind: EventKind,
-    class: EventClass,
-    visibility: Visibility,
-    command: Option<&CommandId>,
-    at: Option<(&str, &str)>,
-) -> Event {
-    Event {
-        header: EventHeader {
-            id: EventId::new(format!("{session}-e{seq}")),
-            seq,
-            class,
-            visibility,
-            cause: Cause { command_id: command.cloned() },
-            coordinates: Coordinates {
-                loop_id: at.map(|(l, _)| LoopId::new(l)),
-                turn_id: at.map(|(_, t)| TurnId::new(t)),
-            },
-        },
-        kind,
-    }
-}

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate)]
 
 pub mod chaos;
+pub mod event;
 pub mod framing_model;
 pub mod host;
 pub mod lifecycle;

@@ -1,5 +1,5 @@
 //! `acp-facade-demo`: the demo agent of acp-facade — an ACP agent over stdio, built on the
-//! batteries-included runner with a scripted "model" and a SQLite store.
+//! batteries-included runner with a scripted "model" and a store in one `SQLite` file.
 //!
 //! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
 //! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and
