@@ -11,8 +11,8 @@ mod common;
 use std::sync::Arc;
 
 use acp_facade::acp::SessionId;
-use acp_facade::harness::{EventKind, GateId, GateResponse, Message};
-use acp_facade::runner::{Permission, Store};
+use acp_facade::harness::{Event, EventKind, GateId, GateResponse, Message};
+use acp_facade::runner::{Permission, SessionRecord, Store, StoreError};
 use common::runner::{Probe, TurnsSpec, client, journal, journal_kinds, runner, stores};
 use common::{STEP, TestClient, assert_serving, chunk_texts, code, updates};
 use serde_json::{Value, json};
@@ -333,6 +333,100 @@ async fn session_cancel_fires_the_cancellation_signal() {
         let (response, before) = prompt(&mut client, &sid, "say after").await;
         assert_eq!(stop_reason(&response), "end_turn", "{name}");
         assert_eq!(chunk_texts(&before, "agent_message_chunk"), ["after"], "{name}");
+    }
+}
+
+/// A store that counts journal writes (each a transaction in `SqliteStore`).
+struct CountingStore {
+    inner: Arc<dyn Store>,
+    writes: std::sync::atomic::AtomicUsize,
+}
+
+impl CountingStore {
+    fn writes(&self) -> usize {
+        self.writes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn count(&self) {
+        self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Store for CountingStore {
+    fn create_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
+        self.inner.create_session(record)
+    }
+    fn session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+        self.inner.session(id)
+    }
+    fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        self.inner.list_sessions()
+    }
+    fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
+        self.count();
+        self.inner.touch_session(id, title, updated_at)
+    }
+    fn append_event(&self, id: &SessionId, event: &Event) -> Result<(), StoreError> {
+        self.count();
+        self.inner.append_event(id, event)
+    }
+    fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
+        self.count();
+        self.inner.append_events(id, events)
+    }
+    fn append_events_and_touch(
+        &self,
+        id: &SessionId,
+        events: &[Event],
+        title: Option<&str>,
+        updated_at: &str,
+    ) -> Result<(), StoreError> {
+        self.count();
+        self.inner.append_events_and_touch(id, events, title, updated_at)
+    }
+    fn events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError> {
+        self.inner.events(id)
+    }
+    fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
+        self.inner.delete_session(id)
+    }
+}
+
+/// A turn that ends without waiting is journaled in one write, with the catalog update; one that
+/// waits has its prompt journaled within `JOURNAL_DELAY` while it still runs, and the rest when it
+/// ends.
+#[tokio::test]
+async fn journal_writes_are_batched_per_turn_and_bounded_in_delay() {
+    for (name, inner) in stores() {
+        let counting = Arc::new(CountingStore { inner, writes: std::sync::atomic::AtomicUsize::new(0) });
+        let store: Arc<dyn Store> = counting.clone();
+        let (runner, probe) = runner(store.clone(), TurnsSpec { titles: true, ..TurnsSpec::default() });
+        let mut client = client(&runner).await;
+        let sid = client.new_session().await;
+
+        let (response, _) = prompt(&mut client, &sid, "usage").await;
+        assert_eq!(stop_reason(&response), "end_turn", "{name}");
+        assert_eq!(counting.writes(), 1, "{name}: a turn that never waits is one journal write");
+        assert_eq!(
+            journal_kinds(&store, &sid),
+            ["TurnStarted", "StepDone", "ContextMeasured", "StepDone", "ContextMeasured", "TurnDone"],
+            "{name}"
+        );
+        let record = store.session(&SessionId::new(sid.as_str())).expect("read").expect("listed");
+        assert_eq!(record.title.as_deref(), Some("usage"), "{name}: the title went with the batch");
+
+        let id = client.prompt(&sid, "wait").await;
+        parked(&probe).await;
+        let waited = std::time::Instant::now();
+        while journal_kinds(&store, &sid).len() < 7 {
+            assert!(waited.elapsed() < STEP, "{name}: a waiting turn's prompt was never journaled");
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        assert_eq!(journal_kinds(&store, &sid)[6..], ["TurnStarted"], "{name}");
+        assert_eq!(counting.writes(), 2, "{name}");
+        client.notify("session/cancel", json!({"sessionId": sid})).await;
+        assert_eq!(stop_reason(&client.response(&id).await), "cancelled", "{name}");
+        assert_eq!(journal_kinds(&store, &sid)[6..], ["TurnStarted", "TurnInterrupted"], "{name}");
+        assert_eq!(counting.writes(), 3, "{name}");
     }
 }
 

@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use async_trait::async_trait;
 
 pub use hub::{EventHub, HubFull};
-pub use session::RunnerSession;
+pub use session::{JOURNAL_DELAY, RunnerSession};
 pub use sqlite::SqliteStore;
 pub use store::{MemoryStore, SessionRecord, Store, StoreError};
 pub use turn::{Permission, Turn};

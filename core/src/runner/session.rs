@@ -1,18 +1,33 @@
 //! A runner session: the [`LiveSession`] the runner hands the facade.
 //!
-//! It owns the session's [`EventHub`], journals every Enduring event to the [`Store`] before
-//! delivering it, runs one turn at a time on its own task, and answers gates through one-shot
-//! channels keyed by gate id.
+//! It owns the session's [`EventHub`], journals every Enduring event to the
+//! [`Store`](super::Store), runs one turn at a time on its own task, and answers gates through
+//! one-shot channels keyed by gate id.
+//!
+//! # Journaling
+//!
+//! Enduring events are written in batches, one store transaction each (see
+//! [`RunnerSession::publish`]):
+//! - before a gate opens, a turn ends (done, failed, interrupted) or a compaction result is
+//!   delivered, the batch is written first — the client never sees a turn end, or is asked a
+//!   question, that is not on disk;
+//! - otherwise no later than [`JOURNAL_DELAY`] after the oldest unwritten event, while the turn
+//!   waits (for a model, a tool, a slow client).
+//!
+//! So a short turn costs one transaction, and a crash loses at most the last [`JOURNAL_DELAY`] of
+//! a turn in progress — never its prompt once the turn has run that long, never an earlier turn.
+//! Batches are written under the lock that gathers them, so they reach the store in order.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::RunnerInner;
@@ -30,6 +45,17 @@ use crate::harness::{
 };
 use crate::host::{Compactor, EventStream, HostResult, LiveSession, RuntimeConfig, SessionCloser};
 
+/// How long an Enduring event may wait for its batch to be written while its turn runs on.
+pub const JOURNAL_DELAY: Duration = Duration::from_millis(10);
+
+/// Enduring events published but not yet journaled, and the catalog update to write with them.
+#[derive(Default)]
+struct Unjournaled {
+    events: Vec<Event>,
+    /// Title (when new) and update time of the session, recorded with the next batch.
+    touch: Option<(Option<String>, String)>,
+}
+
 struct Running {
     cancel: CancellationToken,
     finished: CancellationToken,
@@ -44,9 +70,10 @@ pub struct RunnerSession {
     running: Mutex<Option<Running>>,
     gates: Mutex<HashMap<GateId, oneshot::Sender<GateResponse>>>,
     /// Enduring events published but not yet journaled (see [`RunnerSession::publish`]).
-    unjournaled: Mutex<Vec<Event>>,
-    /// Title and update time to record with the next journal write (the turn's start).
-    pending_touch: Mutex<Option<(Option<String>, String)>>,
+    unjournaled: Mutex<Unjournaled>,
+    /// Signalled when an event arrives in an empty [`RunnerSession::unjournaled`]: starts the
+    /// [`JOURNAL_DELAY`] clock of the running turn.
+    unjournaled_arrived: Notify,
     config: Mutex<Vec<SessionConfigOption>>,
     counter: AtomicU64,
     event_counter: AtomicU64,
@@ -76,7 +103,7 @@ impl RunnerSession {
             running: Mutex::default(),
             gates: Mutex::default(),
             unjournaled: Mutex::default(),
-            pending_touch: Mutex::default(),
+            unjournaled_arrived: Notify::new(),
             config: Mutex::new(config),
             counter: AtomicU64::new(turns_so_far),
             event_counter: AtomicU64::new(0),
@@ -128,11 +155,10 @@ impl RunnerSession {
 
     /// Publishes an event.
     ///
-    /// Enduring events are journaled in batches, one transaction each: the events of a turn
-    /// gather until a point where the turn may wait or end — its `TurnStarted`, a gate opening,
-    /// its terminal — and are written before that event is delivered. A crash can lose at most
-    /// the steps of the turn in progress, never an earlier turn; a journal failure is logged and
-    /// the event still delivered, so the live client sees what happened.
+    /// Enduring events are journaled in batches (see the module doc): a gate opening, a turn's
+    /// terminal or a compaction result writes the batch, itself included, before it is
+    /// delivered; other Enduring events wait for that or for [`JOURNAL_DELAY`]. A journal
+    /// failure is logged and the event still delivered, so the live client sees what happened.
     pub(crate) async fn publish(
         &self,
         class: EventClass,
@@ -145,33 +171,57 @@ impl RunnerSession {
         if class == EventClass::Enduring {
             let flush = matches!(
                 event.kind,
-                EventKind::TurnStarted { .. }
-                    | EventKind::GateOpened { .. }
+                EventKind::GateOpened { .. }
                     | EventKind::TurnDone { .. }
                     | EventKind::TurnFailed { .. }
                     | EventKind::TurnInterrupted {}
                     | EventKind::CompactWaiterResolved {}
                     | EventKind::CompactWaiterRejected { .. }
             );
-            let batch = {
-                let mut pending = self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner);
-                pending.push(event.clone());
-                if flush { std::mem::take(&mut *pending) } else { Vec::new() }
-            };
-            if !batch.is_empty() {
-                let touch = self.pending_touch.lock().unwrap_or_else(PoisonError::into_inner).take();
-                let journaled = match &touch {
-                    Some((title, at)) => {
-                        self.runner.store.append_events_and_touch(&self.id, &batch, title.as_deref(), at)
-                    }
-                    None => self.runner.store.append_events(&self.id, &batch),
-                };
-                if let Err(e) = journaled {
-                    tracing::error!(session = %self.id, error = %e, "could not journal events");
-                }
+            let mut pending = self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner);
+            let first = pending.events.is_empty();
+            pending.events.push(event.clone());
+            if flush {
+                self.write_journal(&mut pending);
+            } else if first {
+                self.unjournaled_arrived.notify_one();
             }
         }
         self.hub.publish(event).await;
+    }
+
+    /// Records a title (when new) and the update time with the next journal batch.
+    fn touch_with_next_batch(&self, title: Option<String>, at: String) {
+        self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner).touch = Some((title, at));
+    }
+
+    /// Writes the unjournaled events, if any, as one batch.
+    fn flush_journal(&self) {
+        self.write_journal(&mut self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    /// Writes `pending` (the locked batch) to the store and empties it; the lock is held for the
+    /// write so that batches reach the store in the order they were gathered.
+    fn write_journal(&self, pending: &mut Unjournaled) {
+        if pending.events.is_empty() {
+            return;
+        }
+        let journaled = match pending.touch.take() {
+            Some((title, at)) => {
+                self.runner.store.append_events_and_touch(&self.id, &pending.events, title.as_deref(), &at)
+            }
+            None => self.runner.store.append_events(&self.id, &pending.events),
+        };
+        pending.events.clear();
+        if let Err(e) = journaled {
+            tracing::error!(session = %self.id, error = %e, "could not journal events");
+        }
+    }
+
+    /// Completes [`JOURNAL_DELAY`] after an event is waiting to be journaled.
+    async fn journal_deadline(&self) {
+        self.unjournaled_arrived.notified().await;
+        tokio::time::sleep(JOURNAL_DELAY).await;
     }
 
     /// Publishes an Ephemeral public event without waiting; on a full queue the event's payload
@@ -216,7 +266,7 @@ impl RunnerSession {
         let now = now_rfc3339();
         let title = if self.has_title.load(Ordering::Acquire) { None } else { self.runner.turns.title(&prompt_text) };
         // Recorded in the same transaction as the turn's start.
-        *self.pending_touch.lock().unwrap_or_else(PoisonError::into_inner) = Some((title.clone(), now.clone()));
+        self.touch_with_next_batch(title.clone(), now.clone());
         self.publish(
             EventClass::Enduring,
             Visibility::Public,
@@ -233,7 +283,18 @@ impl RunnerSession {
             )
             .await;
         }
-        let outcome = AssertUnwindSafe(self.runner.turns.run_turn(&turn)).catch_unwind().await;
+        let outcome = {
+            let run_turn = AssertUnwindSafe(self.runner.turns.run_turn(&turn)).catch_unwind();
+            tokio::pin!(run_turn);
+            loop {
+                // The turn first: one that ends without waiting never starts the journal clock.
+                tokio::select! {
+                    biased;
+                    outcome = &mut run_turn => break outcome,
+                    () = self.journal_deadline() => self.flush_journal(),
+                }
+            }
+        };
         turn.end_step().await;
         let cancelled = turn.is_cancelled();
         let terminal = match outcome {

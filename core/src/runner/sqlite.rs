@@ -9,10 +9,14 @@
 //!   written before it.
 //! - **Durable writes.** File databases run in WAL mode with `synchronous=FULL`: once a write has
 //!   returned `Ok`, it survives a process crash and a power loss.
-//! - **Journal order.** A session's events are read back in the order they were appended: rows are
-//!   numbered by an `AUTOINCREMENT` key, which only grows and is never reused, even after deletes.
-//! - **No orphans.** An event cannot exist without its session (`foreign_keys=ON`), and deleting a
-//!   session deletes its journal in the same transaction (`ON DELETE CASCADE`).
+//! - **Journal order.** The journal is a table of entries, one per append: the events of that
+//!   append, in order, as one JSON array. A session's events are read back in the order they were
+//!   appended: an entry's key (the rowid) is always greater than every key in the table when it is
+//!   written, so the entries of one session sort in append order. (A key freed by deleting the
+//!   newest session may be used again, by a later entry of another session; that cannot reorder
+//!   anything.)
+//! - **No orphans.** A journal entry cannot exist without its session (`foreign_keys=ON`), and
+//!   deleting a session deletes its journal in the same transaction (`ON DELETE CASCADE`).
 //! - **Shared files.** Several stores — in this process or in others — may open the same file. A
 //!   writer waits (up to [`BUSY_TIMEOUT`]) for another's transaction instead of failing with
 //!   `SQLITE_BUSY`; readers see only committed data and never block writers.
@@ -47,7 +51,7 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 ///
 /// To change the schema, append a step (`v1_to_v2`, …). Never edit a step that has shipped: a
 /// database that already ran it would not run it again.
-const MIGRATIONS: &[Migration] = &[v0_to_v1];
+const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2];
 
 /// The schema version this code reads and writes.
 const SCHEMA_VERSION: usize = MIGRATIONS.len();
@@ -69,6 +73,24 @@ fn v0_to_v1(tx: &Transaction<'_>) -> rusqlite::Result<()> {
              body TEXT NOT NULL -- the event as JSON
          );
          CREATE INDEX events_by_session ON events (session_id, seq);",
+    )
+}
+
+/// Version 2: one journal row per append (a JSON array of events) instead of one per event, and
+/// no `AUTOINCREMENT`. A turn's events are written in one statement rather than one each, and
+/// `AUTOINCREMENT`'s bookkeeping table is no longer written on every append.
+///
+/// Rows of version 1 become one-event entries, keeping their keys and so their order.
+fn v1_to_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE journal (
+             seq INTEGER PRIMARY KEY, -- append order (see the module doc)
+             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+             events TEXT NOT NULL -- the events of one append, in order, as a JSON array
+         );
+         CREATE INDEX journal_by_session ON journal (session_id, seq);
+         INSERT INTO journal (seq, session_id, events) SELECT seq, session_id, '[' || body || ']' FROM events;
+         DROP TABLE events;",
     )
 }
 
@@ -117,44 +139,67 @@ impl SqliteStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock rolled back any open transaction as it unwound (dropping
-        // a `Transaction` rolls it back), so the connection is still consistent.
+        // A panic while holding the lock rolled back any open transaction as it unwound (see
+        // `OpenTransaction`), so the connection is still consistent.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committing when it returns `Ok`.
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committing when it returns `Ok` and rolling
+    /// back otherwise (also when `f` panics).
     ///
     /// `IMMEDIATE` takes the write lock up front, so waiting for another writer goes through the
     /// busy timeout; a deferred transaction upgrading from read to write could instead fail at
-    /// once with `SQLITE_BUSY` in WAL mode.
-    fn write<T>(&self, what: &str, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_error(what, &e))?;
-        let value = f(&tx)?;
-        tx.commit().map_err(|e| sql_error(what, &e))?;
+    /// once with `SQLITE_BUSY` in WAL mode. `BEGIN` and `COMMIT` are cached statements, parsed
+    /// once per connection rather than once per write (a turn writes twice).
+    fn write<T>(&self, what: &str, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let conn = self.lock();
+        run_cached(&conn, "BEGIN IMMEDIATE").map_err(|e| sql_error(what, &e))?;
+        let open = OpenTransaction(&conn);
+        let value = f(&conn)?;
+        run_cached(&conn, "COMMIT").map_err(|e| sql_error(what, &e))?;
+        std::mem::forget(open);
         Ok(value)
     }
 }
 
-fn encode_events(id: &SessionId, events: &[Event]) -> Result<Vec<String>, StoreError> {
-    events
-        .iter()
-        .map(serde_json::to_string)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))
+/// Runs a statement that returns no rows, from the connection's statement cache.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
-/// Inserts encoded events in order; "no such session" is a row count of 0 (the insert selects
-/// the session) rather than a constraint error.
-fn insert_events(tx: &Transaction<'_>, id: &SessionId, bodies: &[String]) -> Result<(), StoreError> {
-    let mut stmt = tx
-        .prepare_cached("INSERT INTO events (session_id, body) SELECT id, ?2 FROM sessions WHERE id = ?1")
-        .map_err(|e| sql_error("append events", &e))?;
-    for body in bodies {
-        let inserted = stmt.execute(params![&*id.0, body]).map_err(|e| sql_error("append events", &e))?;
-        if inserted == 0 {
-            return Err(StoreError(format!("no session {id}")));
+/// Rolls back the connection's open transaction when dropped: the path out of
+/// [`SqliteStore::write`] on an error or a panic (a successful write forgets it after `COMMIT`).
+struct OpenTransaction<'c>(&'c Connection);
+
+impl Drop for OpenTransaction<'_> {
+    fn drop(&mut self) {
+        // SQLite may already have rolled back on its own (some errors end the transaction).
+        if !self.0.is_autocommit()
+            && let Err(e) = self.0.execute_batch("ROLLBACK")
+        {
+            tracing::error!(error = %e, "could not roll back a failed session store write");
         }
+    }
+}
+
+/// One journal entry: the events as a JSON array, in order.
+fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError> {
+    serde_json::to_string(events).map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))
+}
+
+/// Appends one journal entry holding `events` (nothing when there are none); "no such session"
+/// is a row count of 0 (the insert selects the session) rather than a constraint error.
+fn insert_events(conn: &Connection, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let entry = encode_events(id, events)?;
+    let inserted = conn
+        .prepare_cached("INSERT INTO journal (session_id, events) SELECT id, ?2 FROM sessions WHERE id = ?1")
+        .and_then(|mut stmt| stmt.execute(params![&*id.0, entry]))
+        .map_err(|e| sql_error("append events", &e))?;
+    if inserted == 0 {
+        return Err(StoreError(format!("no session {id}")));
     }
     Ok(())
 }
@@ -319,8 +364,10 @@ impl Store for SqliteStore {
     }
 
     fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
-        let bodies = encode_events(id, events)?;
-        self.write(&format!("append events to session {id}"), |tx| insert_events(tx, id, &bodies))
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.write(&format!("append events to session {id}"), |conn| insert_events(conn, id, events))
     }
 
     fn append_events_and_touch(
@@ -330,9 +377,8 @@ impl Store for SqliteStore {
         title: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
-        let bodies = encode_events(id, events)?;
         self.write(&format!("record a turn of session {id}"), |tx| {
-            insert_events(tx, id, &bodies)?;
+            insert_events(tx, id, events)?;
             tx.prepare_cached("UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1")
                 .and_then(|mut stmt| stmt.execute(params![&*id.0, title, updated_at]))
                 .map_err(|e| sql_error("touch session", &e))?;
@@ -344,18 +390,20 @@ impl Store for SqliteStore {
         let what = format!("read the events of session {id}");
         let conn = self.lock();
         let mut stmt = conn
-            .prepare_cached("SELECT seq, body FROM events WHERE session_id = ?1 ORDER BY seq")
+            .prepare_cached("SELECT seq, events FROM journal WHERE session_id = ?1 ORDER BY seq")
             .map_err(|e| sql_error(&what, &e))?;
         // One statement reads one consistent snapshot, even while another connection appends.
         let rows = stmt
             .query_map([&*id.0], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)))
             .map_err(|e| sql_error(&what, &e))?;
-        rows.map(|row| {
-            let (seq, body) = row.map_err(|e| sql_error(&what, &e))?;
-            serde_json::from_str(&body)
-                .map_err(|e| StoreError(format!("session {id}: event row {seq} is unreadable: {e}")))
-        })
-        .collect()
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, entry) = row.map_err(|e| sql_error(&what, &e))?;
+            let entry: Vec<Event> = serde_json::from_str(&entry)
+                .map_err(|e| StoreError(format!("session {id}: journal entry {seq} is unreadable: {e}")))?;
+            events.extend(entry);
+        }
+        Ok(events)
     }
 
     fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
@@ -536,7 +584,7 @@ mod tests {
         assert!(store.events(&sid("a")).expect("events").is_empty());
         let orphans: i64 = store
             .lock()
-            .query_row("SELECT COUNT(*) FROM events WHERE session_id = 'a'", [], |r| r.get(0))
+            .query_row("SELECT COUNT(*) FROM journal WHERE session_id = 'a'", [], |r| r.get(0))
             .expect("count");
         assert_eq!(orphans, 0);
         // The other session is untouched.
@@ -570,7 +618,7 @@ mod tests {
         let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).expect("journal_mode");
         assert_eq!(mode, "wal");
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("user_version");
-        assert_eq!(version, 1);
+        assert_eq!(usize::try_from(version), Ok(SCHEMA_VERSION));
     }
 
     #[test]
@@ -657,7 +705,7 @@ mod tests {
 
     #[test]
     fn migrations_are_registered_in_order() {
-        assert_eq!(SCHEMA_VERSION, 1);
+        assert_eq!(SCHEMA_VERSION, 2);
         let store = SqliteStore::open(MEMORY).expect("open");
         let conn = store.lock();
         assert_eq!(schema_version(&conn).expect("version"), SCHEMA_VERSION);
@@ -668,7 +716,72 @@ mod tests {
             .expect("query")
             .collect::<Result<_, _>>()
             .expect("names");
-        assert_eq!(names, ["events", "events_by_session", "sessions"]);
+        assert_eq!(names, ["journal", "journal_by_session", "sessions"]);
+    }
+
+    /// A version-1 database (one row per event) opens as version 2 with every session's events in
+    /// their order, and takes new appends after them.
+    #[test]
+    fn version_1_journal_is_migrated_in_order() {
+        let dir = TempDir::new();
+        {
+            let mut conn = Connection::open(dir.db()).expect("raw open");
+            let tx = conn.transaction().expect("begin");
+            v0_to_v1(&tx).expect("version 1");
+            tx.pragma_update(None, "user_version", 1).expect("set version");
+            for id in ["a", "b"] {
+                let r = record(id);
+                let additional = serde_json::to_string(&r.additional_directories).expect("encode");
+                tx.execute(
+                    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![id, r.cwd.to_str(), additional, r.title, r.created_at, r.updated_at],
+                )
+                .expect("session");
+            }
+            for (n, id) in [(5u64, "a"), (1, "b"), (9, "a"), (3, "b"), (7, "a")] {
+                let body = serde_json::to_string(&event(n, 0)).expect("encode");
+                tx.execute("INSERT INTO events (session_id, body) VALUES (?1, ?2)", params![id, body]).expect("event");
+            }
+            tx.commit().expect("commit");
+        }
+        let store = SqliteStore::open(dir.db()).expect("migrating open");
+        assert_eq!(schema_version(&store.lock()).expect("version"), SCHEMA_VERSION);
+        let seqs =
+            |id: &str| -> Vec<u64> { store.events(&sid(id)).expect("events").iter().map(|e| e.header.seq).collect() };
+        assert_eq!(seqs("a"), [5, 9, 7]);
+        assert_eq!(seqs("b"), [1, 3]);
+        store.append_events(&sid("a"), &[event(2, 0), event(4, 0)]).expect("append");
+        assert_eq!(seqs("a"), [5, 9, 7, 2, 4]);
+        assert_eq!(store.session(&sid("a")).expect("read"), Some(record("a")));
+    }
+
+    /// A failed write leaves nothing behind: the entry and the touch of one append are one
+    /// transaction, and the connection is usable afterwards.
+    #[test]
+    fn failed_write_is_rolled_back() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).expect("create");
+        let err = store.write("test", |conn| {
+            insert_events(conn, &sid("a"), &[event(1, 0)])?;
+            Err::<(), _>(StoreError("the second step failed".to_owned()))
+        });
+        assert!(err.is_err());
+        assert!(store.events(&sid("a")).expect("events").is_empty());
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = store.write("test", |conn| -> Result<(), StoreError> {
+                insert_events(conn, &sid("a"), &[event(2, 0)])?;
+                panic!("a panic mid-write");
+            });
+        }));
+        assert!(panicked.is_err());
+        assert!(store.events(&sid("a")).expect("events").is_empty());
+        assert!(store.lock().is_autocommit(), "no transaction left open");
+        store
+            .append_events_and_touch(&sid("a"), &[event(3, 0)], Some("T"), "2026-11-30T14:00:00.000Z")
+            .expect("append");
+        assert_eq!(store.events(&sid("a")).expect("events").len(), 1);
+        assert_eq!(store.session(&sid("a")).expect("read").expect("exists").title.as_deref(), Some("T"));
     }
 
     #[test]
@@ -689,19 +802,23 @@ mod tests {
         // A truncated body.
         store
             .lock()
-            .execute("UPDATE events SET body = substr(body, 1, 20) WHERE seq = (SELECT MAX(seq) FROM events)", [])
+            .execute("UPDATE journal SET events = substr(events, 1, 20) WHERE seq = (SELECT MAX(seq) FROM journal)", [])
             .expect("truncate");
         let err = store.events(&sid("a")).expect_err("truncated");
         assert!(err.0.contains("unreadable"), "{err}");
 
         // Valid JSON that is not an event.
-        store.lock().execute("UPDATE events SET body = '{\"header\": 3}'", []).expect("garble");
+        store.lock().execute("UPDATE journal SET events = '[{\"header\": 3}]'", []).expect("garble");
+        assert!(store.events(&sid("a")).is_err());
+        // An event where an array of events belongs.
+        let one = serde_json::to_string(&event(1, 0)).expect("encode");
+        store.lock().execute("UPDATE journal SET events = ?1", [one]).expect("not an array");
         assert!(store.events(&sid("a")).is_err());
 
         // Not text at all: invalid UTF-8 bytes.
-        store.lock().execute("UPDATE events SET body = CAST(x'fffe00' AS TEXT)", []).expect("binary");
+        store.lock().execute("UPDATE journal SET events = CAST(x'fffe00' AS TEXT)", []).expect("binary");
         assert!(store.events(&sid("a")).is_err());
-        store.lock().execute("UPDATE events SET body = x'00ff'", []).expect("blob");
+        store.lock().execute("UPDATE journal SET events = x'00ff'", []).expect("blob");
         assert!(store.events(&sid("a")).is_err());
 
         // A corrupt catalog row.

@@ -252,4 +252,3 @@ impl SessionCloser for ScriptedSession {
         Ok(())
     }
 }
-

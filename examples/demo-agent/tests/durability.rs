@@ -76,6 +76,16 @@ fn sessions_survive_sigkill_mid_turn_and_are_shared_between_processes() {
         m["params"]["sessionId"] == s3.as_str() && m["params"]["update"]["sessionUpdate"] == "session_info_update"
     });
     first.wait_for(|m| m["params"]["update"]["content"]["text"] == "t100 ");
+    // A running turn's prompt is journaled within the journal delay (10 ms); the journal is read
+    // here through a second connection to the same file, as a restarted agent would.
+    {
+        let journal = SqliteStore::open(&path).expect("a second connection");
+        let started = std::time::Instant::now();
+        while [&s3, &s4].iter().any(|sid| journal_kinds(&journal, sid).is_empty()) {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "the running turns were never journaled");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     first.kill();
     drop(first);
 
