@@ -313,7 +313,9 @@ impl RunnerSession {
     }
 }
 
-/// `<session>#<n>`, built without the formatting machinery (this runs once per streamed token).
+/// `<session>#<n>`, built without the formatting machinery (this runs once per streamed token):
+/// the digits on the stack, the id assembled in a stack buffer and copied once into the id's
+/// shared allocation (a long session id takes the heap path).
 fn event_id(session: &SessionId, n: u64) -> EventId {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
@@ -326,10 +328,21 @@ fn event_id(session: &SessionId, n: u64) -> EventId {
             break;
         }
     }
-    let mut id = String::with_capacity(session.0.len() + 1 + digits.len() - at);
+    let (prefix, digits) = (session.0.as_bytes(), &digits[at..]);
+    let len = prefix.len() + 1 + digits.len();
+    let mut buffer = [0u8; 96];
+    if let Some(id) = buffer.get_mut(..len) {
+        id[..prefix.len()].copy_from_slice(prefix);
+        id[prefix.len()] = b'#';
+        id[prefix.len() + 1..].copy_from_slice(digits);
+        if let Ok(id) = std::str::from_utf8(id) {
+            return EventId::new(id);
+        }
+    }
+    let mut id = String::with_capacity(len);
     id.push_str(&session.0);
     id.push('#');
-    id.extend(digits[at..].iter().map(|&d| char::from(d)));
+    id.extend(digits.iter().map(|&d| char::from(d)));
     EventId::new(id)
 }
 
@@ -445,5 +458,20 @@ impl RuntimeConfig for RunnerSession {
             _ => return Err(Error::invalid_params_msg(format!("wrong value type for `{config_id}`"))),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_join_session_and_number() {
+        assert_eq!(event_id(&SessionId::new("s"), 0).as_str(), "s#0");
+        assert_eq!(event_id(&SessionId::new("sess_0a1b"), 1_234_567).as_str(), "sess_0a1b#1234567");
+        assert_eq!(event_id(&SessionId::new("é"), u64::MAX).as_str(), "é#18446744073709551615");
+        // Longer than the stack buffer: the same id, built on the heap.
+        let long = "x".repeat(200);
+        assert_eq!(event_id(&SessionId::new(long.as_str()), 42).as_str(), format!("{long}#42"));
     }
 }

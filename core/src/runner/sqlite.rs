@@ -184,7 +184,11 @@ impl Drop for OpenTransaction<'_> {
 
 /// One journal entry: the events as a JSON array, in order.
 fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError> {
-    serde_json::to_string(events).map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))
+    // Sized for typical events, so the buffer rarely grows while serde writes into it.
+    let mut entry = Vec::with_capacity(256 * events.len());
+    serde_json::to_writer(&mut entry, events)
+        .map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))?;
+    String::from_utf8(entry).map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))
 }
 
 /// Appends one journal entry holding `events` (nothing when there are none); "no such session"
