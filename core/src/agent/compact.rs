@@ -26,6 +26,10 @@ pub const COMPACT_COMMAND: &str = "compact";
 
 /// Whether `prompt` is exactly the `/compact` command.
 pub fn is_compact_command(prompt: &[ContentBlock]) -> bool {
+    if let [ContentBlock::Text(t)] = prompt {
+        // The common case, without copying the text.
+        return t.text.trim() == "/compact";
+    }
     let mut text = String::new();
     for block in prompt {
         match block {

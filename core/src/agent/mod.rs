@@ -3,6 +3,7 @@
 //! One file per concern:
 //! [`capabilities`] (what `initialize` advertises), [`session`] (`session/new`, id resolution),
 //! [`registry`] (live sessions), [`prompt`] (the correlation engine and `session/cancel`),
+//! `text_prompt` (the fast decoder of everyday `session/prompt` params),
 //! [`translate`] (event → `session/update`), [`gates`] (permission round trips), [`close`],
 //! [`replay`] (`session/load`), [`resume`], [`list`], [`delete`], [`config`], [`compact`].
 //!
@@ -23,6 +24,7 @@ pub mod registry;
 pub mod replay;
 pub mod resume;
 pub mod session;
+mod text_prompt;
 pub mod translate;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,7 +77,7 @@ use crate::acp::{
     LogoutResponse,
 };
 use crate::error::{Error, ErrorExt};
-use crate::rpc::{self, ConnectionOptions, Handler, IncomingNotification, IncomingRequest, Peer, RequestContext};
+use crate::rpc::{self, Answer, ConnectionOptions, Handler, IncomingNotification, Params, Peer, RequestContext};
 use agent_client_protocol_schema::ProtocolVersion;
 use registry::Registry;
 
@@ -173,6 +175,23 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
     })
 }
 
+/// Decodes a request's params like [`decode`], straight from their text when the connection
+/// checked it (see [`Params::checked_text`]): the same result for far less work. Any failure is
+/// decided again by [`decode`], so error messages are unchanged.
+///
+/// Only for types that do not capture raw JSON text (`RawValue`) nor use 128-bit integers: those
+/// decode differently from text and from a parsed value.
+pub(crate) fn decode_params<T: DeserializeOwned>(params: Params) -> Result<T, Error> {
+    if let Some(text) = params.checked_text() {
+        // `decode` reads absent (`null`) params as an empty object.
+        let text = if text == "null" { "{}" } else { text };
+        if let Ok(decoded) = serde_json::from_str(text) {
+            return Ok(decoded);
+        }
+    }
+    decode(params.into_value())
+}
+
 /// Awaits a host call that the client may cancel with `$/cancel_request`: `-32800` (the host's
 /// future dropped) when the cancellation comes first. Host calls must therefore be cancel-safe.
 pub(crate) async fn cancellable<T>(
@@ -188,13 +207,18 @@ pub(crate) async fn cancellable<T>(
 }
 
 /// Serialises a response.
-pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Value, Error> {
-    serde_json::to_value(value).map_err(|e| Error::internal_msg(format!("could not encode the response: {e}")))
+pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Answer, Error> {
+    serde_json::to_value(value).map(Answer::from).map_err(|e| encode_error(&e))
 }
 
-type Reply = BoxFuture<'static, Result<Value, Error>>;
+/// The error for a response that could not be serialised.
+fn encode_error(e: &serde_json::Error) -> Error {
+    Error::internal_msg(format!("could not encode the response: {e}"))
+}
 
-fn ready(result: Result<Value, Error>) -> Reply {
+type Reply = BoxFuture<'static, Result<Answer, Error>>;
+
+fn ready(result: Result<Answer, Error>) -> Reply {
     Box::pin(async move { result })
 }
 
@@ -278,22 +302,25 @@ impl AgentInner {
         })
     }
 
-    fn dispatch(this: &Arc<Self>, request: IncomingRequest, cx: RequestContext) -> Reply {
-        let IncomingRequest { method, params, .. } = request;
+    fn dispatch(this: &Arc<Self>, method: &str, params: Params, cx: RequestContext) -> Reply {
         if method == method::INITIALIZE {
-            return Self::initialize(this, params);
+            return Self::initialize(this, params.into_value());
         }
         if !this.initialized.load(Ordering::Acquire) {
             return ready(Err(Error::invalid_request_msg(format!(
                 "`{method}` before `initialize`: the connection must be initialized first"
             ))));
         }
+        if method == method::SESSION_PROMPT {
+            // The hot path: it decodes its params straight from their text.
+            return prompt::accept_prompt(this, params, cx);
+        }
+        let params = params.into_value();
         let o = &this.options;
-        match method.as_str() {
+        match method {
             method::AUTHENTICATE => Self::authenticate(this, params),
             method::LOGOUT => Self::logout(this),
             method::SESSION_NEW => session::new_session(this, params, cx.cancelled),
-            method::SESSION_PROMPT => prompt::accept_prompt(this, params, cx),
             method::SESSION_LOAD if o.loader.is_some() => replay::load_session(this, params, cx.cancelled),
             method::SESSION_RESUME if o.resumer.is_some() => resume::resume_session(this, params, cx.cancelled),
             method::SESSION_LIST if o.catalog.is_some() => list::list_sessions(this, params),
@@ -301,14 +328,14 @@ impl AgentInner {
             method::SESSION_CLOSE if o.close => close::close_session_request(this, params),
             method::SESSION_SET_MODE => config::set_mode(this, params),
             method::SESSION_SET_CONFIG_OPTION => config::set_config_option(this, params),
-            _ => ready(Err(Error::method_not_found_msg(&method))),
+            _ => ready(Err(Error::method_not_found_msg(method))),
         }
     }
 }
 
 impl Handler for AgentInner {
-    fn accept(self: Arc<Self>, request: IncomingRequest, cx: RequestContext) -> Reply {
-        AgentInner::dispatch(&self, request, cx)
+    fn accept(self: Arc<Self>, method: &str, params: Params, cx: RequestContext) -> Reply {
+        AgentInner::dispatch(&self, method, params, cx)
     }
 
     fn answers_inline(&self, method: &str) -> bool {

@@ -25,30 +25,23 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::session::{PromptGuard, SessionEntry, resolve_session};
-use super::{AgentInner, Reply, compact, decode, encode, gates, translate};
-use crate::acp::{
-    CancelNotification, ContentBlock, PromptCapabilities, PromptRequest, PromptResponse, SessionNotification,
-    SessionUpdate, StopReason,
-};
+use super::{AgentInner, Reply, compact, decode_params, gates, translate};
+use crate::acp::{CancelNotification, ContentBlock, PromptCapabilities, PromptResponse, SessionUpdate, StopReason};
 use crate::error::{Error, ErrorExt};
 use crate::harness::{EventKind, LoopId, ToolCallId, ToolCallRequest, TurnId};
 use crate::host::EventStream;
-use crate::rpc::RequestContext;
-
-/// The `session/update` method name.
-pub(crate) const SESSION_UPDATE: &str = super::method::SESSION_UPDATE;
+use crate::rpc::{Answer, Params, RequestContext};
 
 /// Accepts a prompt on the reader: validates it and marks it in flight before anything else is
 /// read, so a `session/cancel` right behind it always finds it.
-pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Value, cx: RequestContext) -> Reply {
+pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: RequestContext) -> Reply {
     let accepted = (|| {
-        let request: PromptRequest = decode(params)?;
+        let request = super::text_prompt::decode_prompt(params)?;
         let entry = resolve_session(agent, &request.session_id)?;
         check_content(&agent.options.prompt_capabilities, &request.prompt)?;
         let guard = entry.begin_prompt()?;
@@ -62,7 +55,8 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Value, cx: RequestC
         // The next prompt may start now; a close waiting for this one waits until its response
         // is queued, so it can never answer first.
         cx.keep_until_answered(guard.release());
-        encode(&PromptResponse::new(outcome?))
+        // Serialised straight to text: a plain struct, the same bytes as through a value.
+        Answer::serialize(&PromptResponse::new(outcome?)).map_err(|e| super::encode_error(&e))
     })
 }
 
@@ -110,6 +104,8 @@ impl<'a> Cancellation<'a> {
     /// Resolves when a not-yet-noticed cancellation arrives.
     pub(crate) async fn arrives(&self) {
         tokio::select! {
+            // Either will do: no need to pay for picking one at random.
+            biased;
             () = self.prompt.cancelled() => {}
             () = self.request.cancelled() => {}
         }
@@ -126,6 +122,19 @@ impl<'a> Cancellation<'a> {
         self.deadline.is_some()
     }
 
+    /// Resolves when the cancellation needs attention: when it arrives, until it is noticed; then
+    /// when the grace period is over. One future for both (only one can be awaited at a time), so
+    /// that a select on it stays small.
+    pub(crate) async fn attention(&self) -> Attention {
+        if self.noticed() {
+            self.expired().await;
+            Attention::Expired
+        } else {
+            self.arrives().await;
+            Attention::Arrived
+        }
+    }
+
     /// Resolves when the grace period is over (never, before cancellation).
     pub(crate) async fn expired(&self) {
         match self.deadline {
@@ -133,6 +142,14 @@ impl<'a> Cancellation<'a> {
             None => std::future::pending().await,
         }
     }
+}
+
+/// What [`Cancellation::attention`] resolved with.
+pub(crate) enum Attention {
+    /// A cancellation arrived (not noticed yet).
+    Arrived,
+    /// The grace period after the noticed cancellation is over.
+    Expired,
 }
 
 async fn run_prompt(
@@ -149,7 +166,8 @@ async fn run_prompt(
         return Ok(StopReason::Cancelled);
     }
     if agent.options.compaction && compact::is_compact_command(&prompt) {
-        return compact::run(agent, entry, &mut cancel).await;
+        // Boxed: rare, and its future would otherwise be part of every prompt's.
+        return Box::pin(compact::run(agent, entry, &mut cancel)).await;
     }
     let events = entry.live.subscribe_events()?;
     // A host whose submit never returns must not hold the prompt (and with it cancel and close)
@@ -186,6 +204,11 @@ struct Drain<'a> {
 }
 
 impl Drain<'_> {
+    /// Forwards the turn's events until its terminal one; returns the prompt's outcome.
+    ///
+    /// Each event is received and handled by [`Drain::step`]; what is awaited here (the send of a
+    /// line, a permission round trip) never holds an event, so the future — part of every
+    /// prompt's — stays small.
     async fn until_terminal(
         &mut self,
         command: &crate::harness::CommandId,
@@ -194,125 +217,172 @@ impl Drain<'_> {
         let mut turn: Option<(LoopId, TurnId)> = None;
         let mut checked: u32 = 0;
         loop {
-            // Fast path, taken while streaming: an event is already queued and there is no
-            // cancellation to notice, so skip building the select's wakers.
-            // Checking the cancellation tokens takes their locks, so on this path it is done every
-            // few events only (a cancellation is still noticed within microseconds).
             checked = checked.wrapping_add(1);
-            let ready =
-                if checked.is_multiple_of(32) && cancel.requested() { None } else { self.events.next().now_or_never() };
-            let event = if let Some(event) = ready {
-                event
-            } else {
-                tokio::select! {
-                    biased;
-                    () = cancel.arrives(), if !cancel.noticed() => {
-                        cancel.notice();
-                        interrupt(self.entry).await;
-                        continue;
-                    }
-                    () = cancel.expired() => {
-                        tracing::warn!(session = %self.entry.id, "the turn did not end within the cancel grace period");
-                        return Ok(StopReason::Cancelled);
-                    }
-                    event = self.events.next() => event,
+            let line = match self.step(command, &mut turn, cancel, checked).await {
+                Step::Skip => continue,
+                Step::Send(line) => line,
+                Step::Interrupt => {
+                    cancel.notice();
+                    interrupt(self.entry).await;
+                    continue;
                 }
-            };
-            let Some(event) = event else {
-                if cancel.requested() {
-                    return Ok(StopReason::Cancelled);
-                }
-                return Err(Error::internal_msg("the session's event stream ended before the turn finished"));
-            };
-            let Some((loop_id, turn_id)) = &turn else {
-                if matches!(event.kind, EventKind::TurnStarted { .. }) && event.is_caused_by(command) {
-                    let coordinates = &event.header.coordinates;
-                    match (&coordinates.loop_id, &coordinates.turn_id) {
-                        (Some(l), Some(t)) => turn = Some((l.clone(), t.clone())),
-                        _ => return Err(Error::internal_msg("the host started a turn without loop and turn ids")),
-                    }
-                }
-                continue;
-            };
-            if !event.is_in(loop_id, turn_id) {
-                continue;
-            }
-            match &event.kind {
-                EventKind::TurnDone { stop, .. } => {
-                    return Ok(if cancel.requested() {
-                        StopReason::Cancelled
-                    } else {
-                        stop.unwrap_or(StopReason::EndTurn)
-                    });
-                }
-                EventKind::TurnInterrupted {} => return Ok(StopReason::Cancelled),
-                EventKind::TurnFailed { error } => {
-                    if cancel.requested() {
-                        return Ok(StopReason::Cancelled);
-                    }
-                    // An internal failure still ends the turn, but its text stays in the host.
-                    if !event.is_public() {
-                        tracing::warn!(session = %self.entry.id, error = %error, "the turn failed (internal)");
-                        return Err(Error::internal_msg("the turn failed"));
-                    }
-                    return Err(Error::internal_msg(error.clone()));
-                }
-                EventKind::GateOpened { gate } if event.is_public() => {
+                Step::Gate(gate) => {
                     let tool_call = gate.tool_call_id.as_ref().and_then(|id| self.tool_calls.get(id));
-                    gates::resolve(self.agent, self.entry, gate, tool_call, cancel).await;
+                    // Boxed: permission requests are rare, and their future would otherwise be
+                    // part of every prompt's.
+                    Box::pin(gates::resolve(self.agent, self.entry, &gate, tool_call, cancel)).await;
+                    continue;
                 }
-                EventKind::ToolCallStarted { call_id, name, kind, input } if event.is_public() => {
-                    self.tool_calls.insert(
-                        call_id.clone(),
-                        ToolCallRequest {
-                            call_id: call_id.clone(),
-                            name: name.clone(),
-                            kind: *kind,
-                            input: input.clone(),
-                        },
-                    );
-                    forward(self.agent, &self.entry.id, event.clone()).await?;
+                Step::Finish(stop) => return Ok(stop),
+                Step::Fail(error) => return Err(*error),
+            };
+            self.agent.peer().send_line(line).await?;
+        }
+    }
+
+    /// Receives the next event and decides what to do with it ([`Drain::handle`]); or notices a
+    /// cancellation, or the end of the cancel grace period. `checked` counts the calls.
+    async fn step(
+        &mut self,
+        command: &crate::harness::CommandId,
+        turn: &mut Option<(LoopId, TurnId)>,
+        cancel: &mut Cancellation<'_>,
+        checked: u32,
+    ) -> Step {
+        // Fast path, taken while streaming: an event is already queued and there is no
+        // cancellation to notice, so skip building the select's wakers.
+        // Checking the cancellation tokens takes their locks, so on this path it is done every
+        // few events only (a cancellation is still noticed within microseconds).
+        if !(checked.is_multiple_of(32) && cancel.requested())
+            && let Some(event) = self.events.next().now_or_never()
+        {
+            return self.received(event, command, turn, cancel);
+        }
+        tokio::select! {
+            biased;
+            attention = cancel.attention() => match attention {
+                Attention::Arrived => Step::Interrupt,
+                Attention::Expired => {
+                    tracing::warn!(session = %self.entry.id, "the turn did not end within the cancel grace period");
+                    Step::Finish(StopReason::Cancelled)
                 }
-                _ => forward(self.agent, &self.entry.id, event).await?,
+            },
+            event = self.events.next() => self.received(event, command, turn, cancel),
+        }
+    }
+
+    /// [`Drain::handle`]s the stream's next item (`None`: the stream ended).
+    fn received(
+        &mut self,
+        event: Option<crate::harness::Event>,
+        command: &crate::harness::CommandId,
+        turn: &mut Option<(LoopId, TurnId)>,
+        cancel: &Cancellation<'_>,
+    ) -> Step {
+        match event {
+            Some(event) => self.handle(&event, command, turn, cancel),
+            None if cancel.requested() => Step::Finish(StopReason::Cancelled),
+            None => Step::fail(Error::internal_msg("the session's event stream ended before the turn finished")),
+        }
+    }
+
+    /// What to do with one event: correlation (steps 2–5 of the module doc) and translation.
+    fn handle(
+        &mut self,
+        event: &crate::harness::Event,
+        command: &crate::harness::CommandId,
+        turn: &mut Option<(LoopId, TurnId)>,
+        cancel: &Cancellation<'_>,
+    ) -> Step {
+        let Some((loop_id, turn_id)) = turn.as_ref() else {
+            if matches!(event.kind, EventKind::TurnStarted { .. }) && event.is_caused_by(command) {
+                let coordinates = &event.header.coordinates;
+                match (&coordinates.loop_id, &coordinates.turn_id) {
+                    (Some(l), Some(t)) => *turn = Some((l.clone(), t.clone())),
+                    _ => {
+                        return Step::fail(Error::internal_msg("the host started a turn without loop and turn ids"));
+                    }
+                }
             }
+            return Step::Skip;
+        };
+        if !event.is_in(loop_id, turn_id) {
+            return Step::Skip;
+        }
+        let public = event.is_public();
+        match &event.kind {
+            EventKind::TurnDone { stop, .. } => Step::Finish(if cancel.requested() {
+                StopReason::Cancelled
+            } else {
+                stop.unwrap_or(StopReason::EndTurn)
+            }),
+            EventKind::TurnInterrupted {} => Step::Finish(StopReason::Cancelled),
+            EventKind::TurnFailed { .. } if cancel.requested() => Step::Finish(StopReason::Cancelled),
+            EventKind::TurnFailed { error } if !public => {
+                // An internal failure still ends the turn, but its text stays in the host.
+                tracing::warn!(session = %self.entry.id, error = %error, "the turn failed (internal)");
+                Step::fail(Error::internal_msg("the turn failed"))
+            }
+            EventKind::TurnFailed { error } => Step::fail(Error::internal_msg(error.clone())),
+            // Rare: the gate is copied out so that no event is held while the client is asked.
+            EventKind::GateOpened { gate } if public => Step::Gate(Box::new(gate.clone())),
+            EventKind::ToolCallStarted { call_id, name, kind, input } if public => {
+                self.tool_calls.insert(
+                    call_id.clone(),
+                    ToolCallRequest { call_id: call_id.clone(), name: name.clone(), kind: *kind, input: input.clone() },
+                );
+                translate::live_update_line(&self.entry.id, &self.entry.update_head, event)
+                    .map_or(Step::Skip, Step::Send)
+            }
+            _ => translate::live_update_line(&self.entry.id, &self.entry.update_head, event)
+                .map_or(Step::Skip, Step::Send),
         }
     }
 }
 
-/// Sends the live translation of `event`, if it has one.
-async fn forward(
-    agent: &AgentInner,
-    session_id: &crate::acp::SessionId,
-    event: crate::harness::Event,
-) -> Result<(), Error> {
-    if let (true, EventKind::TokenDelta { text, channel }) = (event.is_public(), &event.kind) {
-        let line = translate::text_chunk_line(&session_id.0, *channel, text);
-        agent.peer().send_line(line).await?;
-        return Ok(());
-    }
-    if let Some(update) = translate::translate_owned(event) {
-        send_update(agent, session_id, update).await?;
-    }
-    Ok(())
+/// What [`Drain::until_terminal`] does next. Small on purpose (the rare payloads are boxed): it
+/// is kept while a permission request is awaited, inside every prompt's future.
+enum Step {
+    /// Nothing: a decoy, or an event without a live form.
+    Skip,
+    /// Queue this `session/update` line.
+    Send(Vec<u8>),
+    /// A cancellation arrived: interrupt the host's turn.
+    Interrupt,
+    /// Ask the client about this gate.
+    Gate(Box<crate::harness::Gate>),
+    /// The turn is over: answer the prompt with this stop reason.
+    Finish(StopReason),
+    /// The turn is over: answer the prompt with this error.
+    Fail(Box<Error>),
 }
 
-/// Sends one `session/update` through the ordered writer.
-pub(crate) async fn send_update(
-    agent: &AgentInner,
+impl Step {
+    fn fail(error: Error) -> Self {
+        Self::Fail(Box::new(error))
+    }
+}
+
+/// Sends one `session/update` through the ordered writer (serialised before the returned future
+/// is first polled, so the future stays small).
+pub(crate) fn send_update<'a>(
+    agent: &'a AgentInner,
     session_id: &crate::acp::SessionId,
     update: SessionUpdate,
-) -> Result<(), Error> {
-    let notification = SessionNotification::new(session_id.clone(), update);
-    agent.peer().notify(SESSION_UPDATE, &notification).await?;
-    Ok(())
+) -> impl Future<Output = Result<(), Error>> + use<'a> {
+    let line = translate::update_line(session_id, update);
+    async move {
+        agent.peer().send_line(line).await?;
+        Ok(())
+    }
 }
 
 /// `session/cancel`: cancels the session's in-flight prompt; a no-op when there is none.
 ///
 /// Synchronous on purpose: it runs on the connection's reader, so it takes effect before any
 /// later message (such as the next `session/prompt`) is accepted.
-pub(crate) fn cancel(agent: &AgentInner, params: Value) {
-    let notification: CancelNotification = match decode(params) {
+pub(crate) fn cancel(agent: &AgentInner, params: Params) {
+    let notification: CancelNotification = match decode_params(params) {
         Ok(n) => n,
         Err(e) => {
             tracing::warn!(error = %e.message, "malformed `session/cancel`; ignored");

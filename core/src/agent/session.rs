@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::translate::UpdateHead;
 use super::{AgentInner, Reply, cancellable, decode, encode};
 use crate::acp::{NewSessionRequest, NewSessionResponse, SessionId};
 use crate::error::{Error, ErrorExt};
@@ -64,6 +65,8 @@ pub(crate) struct SessionEntry {
     pub(crate) commands_advertised: AtomicBool,
     /// Title and update time last told to the client (for `session_info_update`).
     pub(crate) last_info: Mutex<(Option<String>, Option<String>)>,
+    /// The start of this session's `session/update` lines, written once.
+    pub(crate) update_head: UpdateHead,
 }
 
 /// Proof that a prompt is in flight; clears the slot (and wakes a waiting close) when dropped.
@@ -111,8 +114,10 @@ impl Drop for PromptAnswered {
 
 impl SessionEntry {
     pub(crate) fn new(live: Arc<dyn LiveSession>, setup: Setup) -> Arc<Self> {
+        let id = live.id();
         Arc::new(Self {
-            id: live.id(),
+            update_head: UpdateHead::new(&id.0),
+            id,
             live,
             setup,
             prompt: Mutex::default(),

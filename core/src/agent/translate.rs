@@ -6,10 +6,13 @@
 //! skipped, never guessed.
 
 use crate::acp::{
-    ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    ContentBlock, ContentChunk, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate, ToolCall,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use crate::harness::{Event, EventKind, TokenChannel};
+use crate::rpc::message::notification_line;
+
+use super::method::SESSION_UPDATE;
 
 /// The update for `event`, or `None` when it is internal or has no live form.
 pub fn translate(event: &Event) -> Option<SessionUpdate> {
@@ -73,6 +76,27 @@ fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
     }
 }
 
+/// The complete `session/update` line for `event`, or `None` when it is internal or has no live
+/// form — the same bytes as serialising the notification of [`translate`]'s update. The frequent
+/// updates (text chunks, usage) are written directly.
+///
+/// `head` is the session's [`UpdateHead`].
+pub(crate) fn live_update_line(session_id: &SessionId, head: &UpdateHead, event: &Event) -> Option<Vec<u8>> {
+    if !event.is_public() {
+        return None;
+    }
+    match &event.kind {
+        EventKind::TokenDelta { text, channel } => Some(text_chunk_line(head, *channel, text)),
+        EventKind::ContextMeasured { used, size } => Some(usage_line(head, *used, *size)),
+        _ => translate_borrowed(event).map(|update| update_line(session_id, update)),
+    }
+}
+
+/// The complete `session/update` line carrying `update`.
+pub(crate) fn update_line(session_id: &SessionId, update: SessionUpdate) -> Vec<u8> {
+    notification_line(SESSION_UPDATE, &SessionNotification::new(session_id.clone(), update))
+}
+
 /// Tool output wrapped as tool-call content.
 pub(crate) fn wrap(content: &[ContentBlock]) -> Vec<ToolCallContent> {
     content.iter().cloned().map(ToolCallContent::from).collect()
@@ -85,23 +109,66 @@ pub(crate) fn completed_fields(output: &[ContentBlock], is_error: bool) -> ToolC
     if output.is_empty() { fields } else { fields.content(wrap(output)) }
 }
 
+/// The start of a session's `session/update` lines, up to their update's tag:
+/// `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"…","update":{"sessionUpdate":"`.
+/// The same for every update of the session, so it is written once, when the session is
+/// registered, and copied into each directly written line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UpdateHead(Box<[u8]>);
+
+impl UpdateHead {
+    /// The head of the lines of the session `session_id`.
+    pub(crate) fn new(session_id: &str) -> Self {
+        const START: &[u8] = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#;
+        const TAG: &[u8] = br#","update":{"sessionUpdate":""#;
+        let mut head = Vec::with_capacity(START.len() + session_id.len() + 2 + TAG.len());
+        head.extend_from_slice(START);
+        json_string(&mut head, session_id);
+        head.extend_from_slice(TAG);
+        Self(head.into_boxed_slice())
+    }
+
+    /// A line holding the head, with room for `rest` more bytes.
+    fn line(&self, rest: usize) -> Vec<u8> {
+        let mut line = Vec::with_capacity(self.0.len() + rest);
+        line.extend_from_slice(&self.0);
+        line
+    }
+}
+
 /// The complete `session/update` line for a text chunk, written directly: token deltas are the
 /// hottest path of the agent, and serde's machinery for the tagged ACP enums costs several times
 /// more than the bytes themselves. The output is byte-identical to serialising the equivalent
-/// [`SessionNotification`](crate::acp::SessionNotification) (a test holds it to that).
-pub(crate) fn text_chunk_line(session_id: &str, channel: TokenChannel, text: &str) -> Vec<u8> {
+/// [`SessionNotification`] (a test holds it to that).
+pub(crate) fn text_chunk_line(head: &UpdateHead, channel: TokenChannel, text: &str) -> Vec<u8> {
+    const CONTENT: &[u8] = br#"","content":{"type":"text","text":"#;
+    const TAIL: &[u8] = b"}}}}\n";
     let kind = match channel {
         TokenChannel::Message => "agent_message_chunk",
         TokenChannel::Thought => "agent_thought_chunk",
     };
-    let mut line = Vec::with_capacity(120 + session_id.len() + text.len());
-    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#);
-    json_string(&mut line, session_id);
-    line.extend_from_slice(br#","update":{"sessionUpdate":""#);
+    // The text's two quotes and a few escapes included.
+    let mut line = head.line(kind.len() + CONTENT.len() + text.len() + 2 + TAIL.len() + 16);
     line.extend_from_slice(kind.as_bytes());
-    line.extend_from_slice(br#"","content":{"type":"text","text":"#);
+    line.extend_from_slice(CONTENT);
     json_string(&mut line, text);
-    line.extend_from_slice(b"}}}}\n");
+    line.extend_from_slice(TAIL);
+    line
+}
+
+/// The complete `session/update` line for a usage update, written directly like
+/// [`text_chunk_line`] (one is sent every turn); byte-identical to the serialised notification.
+pub(crate) fn usage_line(head: &UpdateHead, used: u64, size: u64) -> Vec<u8> {
+    const USED: &[u8] = br#"usage_update","used":"#;
+    const SIZE: &[u8] = br#","size":"#;
+    const TAIL: &[u8] = b"}}}\n";
+    // Two numbers of at most 20 digits each.
+    let mut line = head.line(USED.len() + SIZE.len() + TAIL.len() + 40);
+    line.extend_from_slice(USED);
+    json_number(&mut line, used);
+    line.extend_from_slice(SIZE);
+    json_number(&mut line, size);
+    line.extend_from_slice(TAIL);
     line
 }
 
@@ -110,15 +177,28 @@ fn json_string(out: &mut Vec<u8>, s: &str) {
     let _ = serde_json::to_writer(&mut *out, s);
 }
 
+fn json_number(out: &mut Vec<u8>, n: u64) {
+    // Writing a number into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &n);
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::acp::{SessionId, SessionNotification};
 
     fn generic(session: &str, channel: TokenChannel, text: &str) -> Vec<u8> {
-        let event = crate::harness::Event {
+        let update = translate(&event(EventKind::TokenDelta { text: text.to_owned(), channel }))
+            .expect("a token delta translates");
+        crate::rpc::message::notification_line(
+            "session/update",
+            &SessionNotification::new(SessionId::new(session), update),
+        )
+    }
+
+    fn event(kind: EventKind) -> crate::harness::Event {
+        crate::harness::Event {
             header: crate::harness::EventHeader {
                 id: crate::harness::EventId::new("e"),
                 seq: 0,
@@ -127,16 +207,23 @@ mod tests {
                 cause: crate::harness::Cause::default(),
                 coordinates: crate::harness::Coordinates::default(),
             },
-            kind: EventKind::TokenDelta { text: text.to_owned(), channel },
-        };
-        let update = translate(&event).expect("a token delta translates");
-        crate::rpc::message::notification_line(
-            "session/update",
-            &SessionNotification::new(SessionId::new(session), update),
-        )
+            kind,
+        }
     }
 
     proptest! {
+        #[test]
+        fn the_direct_usage_line_equals_the_generic_serialisation(
+            session in "\\PC{0,40}",
+            used in any::<u64>(),
+            size in any::<u64>(),
+        ) {
+            let id = SessionId::new(session.as_str());
+            let kind = EventKind::ContextMeasured { used, size };
+            let generic = update_line(&id, translate(&event(kind.clone())).expect("usage translates"));
+            prop_assert_eq!(live_update_line(&id, &UpdateHead::new(&session), &event(kind)), Some(generic));
+        }
+
         #[test]
         fn the_direct_chunk_line_equals_the_generic_serialisation(
             session in "\\PC{0,40}",
@@ -145,7 +232,7 @@ mod tests {
         ) {
             let channel = if thought { TokenChannel::Thought } else { TokenChannel::Message };
             prop_assert_eq!(
-                String::from_utf8(text_chunk_line(&session, channel, &text)).unwrap(),
+                String::from_utf8(text_chunk_line(&UpdateHead::new(&session), channel, &text)).unwrap(),
                 String::from_utf8(generic(&session, channel, &text)).unwrap()
             );
         }

@@ -19,6 +19,7 @@
 //!   are answered, and the writer flushes before [`serve`] returns.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -32,7 +33,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::framing::{Frame, LineReader};
-use super::message::{Incoming, IncomingNotification, IncomingRequest, classify, response_line};
+use super::message::{Answer, Incoming, IncomingNotification, IncomingRequest, Params, classify, response_line};
 use super::peer::{OUTGOING_QUEUE, Peer};
 use super::trace::{Direction, WireTrace};
 use crate::acp::RequestId;
@@ -40,13 +41,14 @@ use crate::error::{Error, ErrorExt};
 
 /// What a connection needs from the code serving it.
 pub trait Handler: Send + Sync + 'static {
-    /// Runs on the reader, in arrival order, for each request; returns the future that answers
-    /// it, which runs concurrently with everything else. Must not block.
+    /// Runs on the reader, in arrival order, for each request (`method` with `params`); returns
+    /// the future that answers it, which runs concurrently with everything else. Must not block.
     fn accept(
         self: Arc<Self>,
-        request: IncomingRequest,
+        method: &str,
+        params: Params,
         cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Value, Error>>;
+    ) -> BoxFuture<'static, Result<Answer, Error>>;
 
     /// Whether `method` answers `$/cancel_request` itself (by watching
     /// [`RequestContext::cancelled`]) instead of being answered `-32800`.
@@ -133,7 +135,6 @@ where
     let (tx, rx) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
     let peer = Peer::new(tx);
     on_peer(&peer);
-    let writer_done = CancellationToken::new();
     let trace = options.wire_trace.as_deref().and_then(|path| match WireTrace::create(path) {
         Ok(trace) => Some(Arc::new(trace)),
         Err(e) => {
@@ -141,7 +142,7 @@ where
             None
         }
     });
-    let writer_task = tokio::spawn(write_loop(writer, rx, writer_done.clone(), trace.clone()));
+    let writer_task = tokio::spawn(write_loop(writer, rx, trace.clone()));
 
     let (notify_tx, notify_rx) = mpsc::channel::<(String, BoxFuture<'static, ()>)>(OUTGOING_QUEUE);
     let notification_task = tokio::spawn(notification_loop(notify_rx));
@@ -184,7 +185,7 @@ where
             }
             Ok(Incoming::Response { id, outcome }) => peer.complete(&id, outcome),
             Ok(Incoming::Notification(n)) if n.method == "$/cancel_request" => {
-                cancel_incoming(&in_flight, &n.params);
+                cancel_incoming(&in_flight, &n.params.into_value());
             }
             Ok(Incoming::Notification(n)) => {
                 let method = n.method.clone();
@@ -216,7 +217,7 @@ where
     tasks.close();
     tasks.wait().await;
     // Everything is answered: let the writer drain what is queued, refuse the rest, and stop.
-    writer_done.cancel();
+    peer.end_output().await;
     drop(peer);
     match writer_task.await {
         Ok(write_result) => read_result.and(write_result),
@@ -231,54 +232,54 @@ async fn dispatch<H: Handler + ?Sized>(
     in_flight: &InFlight,
     tasks: &TaskTracker,
 ) {
-    let id = request.id.clone();
+    let IncomingRequest { id, method, params } = request;
     let token = CancellationToken::new();
-    let duplicate = {
-        let mut table = in_flight.lock().unwrap_or_else(PoisonError::into_inner);
-        let duplicate = table.contains_key(&id);
-        if !duplicate {
-            table.insert(id.clone(), token.clone());
+    let duplicate = match in_flight.lock().unwrap_or_else(PoisonError::into_inner).entry(id.clone()) {
+        Entry::Occupied(_) => true,
+        Entry::Vacant(entry) => {
+            entry.insert(token.clone());
+            false
         }
-        duplicate
     };
     if duplicate {
         let error = Error::invalid_request_msg(format!("request id {id} is already in flight"));
         let _ = peer.respond(&id, &Err(error)).await;
         return;
     }
-    let method = request.method.clone();
     let self_cancelling = handler.answers_cancellation(&method);
+    let inline = handler.answers_inline(&method);
+    let span = tracing::debug_span!("request", method = %method, id = %id);
     let kept: Arc<Mutex<Vec<Box<dyn std::any::Any + Send>>>> = Arc::default();
     let cx = RequestContext { id: id.clone(), cancelled: token.clone(), peer: peer.clone(), kept: kept.clone() };
-    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().accept(request, cx))) {
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().accept(&method, params, cx))) {
         Ok(future) => future,
         Err(panic) => {
-            let message = panic_message(&*panic);
-            let method = method.clone();
-            Box::pin(async move { Err(panic_error(&method, &message)) })
+            let error = panic_error(&method, &panic_message(&*panic));
+            Box::pin(async move { Err(error) })
         }
     };
-    let inline = handler.answers_inline(&method);
     let peer = peer.clone();
     let in_flight = in_flight.clone();
-    let (method_name, span_id) = (method.clone(), id.clone());
     let answer = async move {
-        let guarded = AssertUnwindSafe(future).catch_unwind();
-        let outcome = tokio::select! {
-            biased;
-            outcome = guarded => outcome.unwrap_or_else(|panic| {
-                Err(panic_error(&method, &panic_message(&*panic)))
-            }),
-            () = token.cancelled(), if !self_cancelling => {
-                Err(Error::cancelled_msg(format!("`{method}` was cancelled")))
-            }
+        // Written in a block: only the line waits for the send below, not the outcome.
+        let line = {
+            let guarded = AssertUnwindSafe(future).catch_unwind();
+            let outcome = tokio::select! {
+                biased;
+                outcome = guarded => outcome.unwrap_or_else(|panic| {
+                    Err(panic_error(&method, &panic_message(&*panic)))
+                }),
+                () = token.cancelled(), if !self_cancelling => {
+                    Err(Error::cancelled_msg(format!("`{method}` was cancelled")))
+                }
+            };
+            in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+            response_line(&id, &outcome)
         };
-        in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-        let _ = peer.respond(&id, &outcome).await;
+        let _ = peer.send_line(line).await;
         // Only now may whatever the handler kept (e.g. its in-flight marker) go.
         drop(std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner)));
     };
-    let span = tracing::debug_span!("request", method = %method_name, id = %span_id);
     if inline {
         answer.instrument(span).await;
     } else {
@@ -326,28 +327,29 @@ async fn notification_loop(mut rx: mpsc::Receiver<(String, BoxFuture<'static, ()
     }
 }
 
+/// Writes the queued lines in order until [`Peer::end_output`]'s mark (or until every sender is
+/// gone), then refuses new lines, writes those already queued, and flushes.
 async fn write_loop<W: AsyncWrite + Unpin>(
     writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
-    done: CancellationToken,
     trace: Option<Arc<WireTrace>>,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, writer);
     let mut batch = Vec::with_capacity(64);
+    let mut ended = false;
     loop {
-        let received = tokio::select! {
-            biased;
-            n = rx.recv_many(&mut batch, 64) => n,
-            () = done.cancelled() => {
-                // Senders kept elsewhere (a host's handle) now fail instead of waiting forever.
-                rx.close();
-                rx.recv_many(&mut batch, 1024).await
-            }
-        };
+        let received = rx.recv_many(&mut batch, if ended { 1024 } else { 64 }).await;
         if received == 0 {
             break;
         }
         for line in batch.drain(..) {
+            if line.is_empty() {
+                // The end mark. Senders kept elsewhere (a host's handle) now fail instead of
+                // waiting forever; what they queued before is still written.
+                rx.close();
+                ended = true;
+                continue;
+            }
             if let Some(trace) = &trace {
                 trace.record(Direction::Out, &line);
             }
@@ -356,7 +358,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 return Err(e);
             }
         }
-        if rx.is_empty() {
+        if !ended && rx.is_empty() {
             // Give producers one chance to queue more before paying for a flush.
             tokio::task::yield_now().await;
             if rx.is_empty() {
@@ -374,5 +376,5 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 
 /// A response line for `id` with `outcome`, for tests and tools that write raw JSON-RPC.
 pub fn encode_response(id: &RequestId, outcome: &Result<Value, Error>) -> Vec<u8> {
-    response_line(id, outcome)
+    response_line(id, &outcome.clone().map(Answer::from))
 }

@@ -52,7 +52,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                     None => self.finish_line(),
                 });
             }
-            let newline = memchr(available);
+            let newline = memchr::memchr(b'\n', available);
             let chunk_len = newline.unwrap_or(available.len());
             if let Some(len) = skipped.as_mut() {
                 *len += chunk_len;
@@ -90,10 +90,6 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         let capacity = self.buf.len().min(64 * 1024);
         std::mem::replace(&mut self.buf, Vec::with_capacity(capacity))
     }
-}
-
-fn memchr(haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == b'\n')
 }
 
 #[cfg(test)]

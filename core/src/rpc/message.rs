@@ -1,13 +1,26 @@
 //! Classifying one incoming line into a request, a notification or a response.
 //!
-//! Decoding is done on a [`serde_json::Value`] so that every malformed shape gets the precise
-//! JSON-RPC answer: not JSON → `-32700` with id `null`; not a request object (an array, a number, a
-//! missing or wrong `jsonrpc`, an id that is neither string, integer nor null, a non-string method)
-//! → `-32600`, carrying the id when it could be read.
+//! Every malformed shape gets the precise JSON-RPC answer: not JSON → `-32700` with id `null`; not
+//! a request object (an array, a number, a missing or wrong `jsonrpc`, an id that is neither
+//! string, integer nor null, a non-string method) → `-32600`, carrying the id when it could be
+//! read.
+//!
+//! Two paths, one result. The reference path parses the line into a [`serde_json::Value`] and
+//! decides from that; it defines the behaviour, and every error answer comes from it. The fast path
+//! takes a well-formed request or notification apart in one pass without building a tree: it
+//! keeps the params as their text ([`Params`]), checked by [`Strict`](super::strict::Strict) to be
+//! exactly what the reference path would have parsed without error, and without duplicate keys, so
+//! that typed decoding straight from the text gives what decoding the parsed value gives.
+//!
+//! Invariant: the fast path returns a message only when the reference path would return the same
+//! one; on anything unusual (an error of any kind, a response, a duplicate or escaped member name,
+//! an escaped `jsonrpc`, a line that is not UTF-8) it gives up and the reference path decides.
 
 use serde::Serialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
+use super::strict::{MEMBER_DEPTH, Strict};
 use crate::acp::RequestId;
 use crate::error::{Error, ErrorExt};
 
@@ -18,8 +31,8 @@ pub struct IncomingRequest {
     pub id: RequestId,
     /// The method name.
     pub method: String,
-    /// The params, `Value::Null` when absent.
-    pub params: Value,
+    /// The params (`null` when absent).
+    pub params: Params,
 }
 
 /// A notification from the peer.
@@ -27,8 +40,51 @@ pub struct IncomingRequest {
 pub struct IncomingNotification {
     /// The method name.
     pub method: String,
-    /// The params, `Value::Null` when absent.
-    pub params: Value,
+    /// The params (`null` when absent).
+    pub params: Params,
+}
+
+/// The params of an incoming request or notification: either their checked text (from the fast
+/// path of [`classify`]) or a parsed value. Both stand for the same JSON value.
+#[derive(Debug, Clone)]
+pub struct Params(ParamsRepr);
+
+#[derive(Debug, Clone)]
+enum ParamsRepr {
+    /// Text that parses into a [`Value`] without error and has no duplicate object keys.
+    Checked(Box<str>),
+    Parsed(Value),
+}
+
+impl Params {
+    /// The params as a value (`Value::Null` when they were absent).
+    ///
+    /// # Panics
+    ///
+    /// Never: checked text always parses.
+    pub fn into_value(self) -> Value {
+        match self.0 {
+            ParamsRepr::Parsed(value) => value,
+            ParamsRepr::Checked(text) => serde_json::from_str(&text).expect("checked params parse into a value"),
+        }
+    }
+
+    /// The params' text when it was checked by the fast path of [`classify`]: it parses into a
+    /// [`Value`] without error and no object in it repeats a key, so a type decoded straight from
+    /// it is what decoding [`Params::into_value`] gives (for types that do not capture raw text
+    /// nor use 128-bit integers, which decode differently from text and from a value).
+    pub fn checked_text(&self) -> Option<&str> {
+        match &self.0 {
+            ParamsRepr::Checked(text) => Some(text),
+            ParamsRepr::Parsed(_) => None,
+        }
+    }
+}
+
+impl From<Value> for Params {
+    fn from(value: Value) -> Self {
+        Self(ParamsRepr::Parsed(value))
+    }
 }
 
 /// One classified incoming message.
@@ -60,6 +116,15 @@ pub struct Malformed {
 /// Classifies one line.
 #[allow(clippy::result_large_err, reason = "built once per malformed line and answered at once")]
 pub fn classify(line: &[u8]) -> Result<Incoming, Malformed> {
+    match classify_fast(line) {
+        Some(incoming) => Ok(incoming),
+        None => classify_value(line),
+    }
+}
+
+/// The reference path: decides from the parsed [`Value`].
+#[allow(clippy::result_large_err, reason = "see `classify`")]
+fn classify_value(line: &[u8]) -> Result<Incoming, Malformed> {
     let value: Value = serde_json::from_slice(line).map_err(|e| Malformed {
         id: RequestId::Null,
         error: Some(Error::parse_error().data(Value::String(e.to_string()))),
@@ -78,7 +143,7 @@ pub fn classify(line: &[u8]) -> Result<Incoming, Malformed> {
         Some(Value::String(v)) if v == "2.0" => {}
         _ => return Err(invalid(answer_id, "`jsonrpc` must be \"2.0\"")),
     }
-    let params = object.remove("params").unwrap_or(Value::Null);
+    let params = Params::from(object.remove("params").unwrap_or(Value::Null));
     match object.remove("method") {
         Some(Value::String(method)) => Ok(match id {
             Some(id) => Incoming::Request(IncomingRequest { id, method, params }),
@@ -103,6 +168,197 @@ fn classify_response(id: Option<RequestId>, mut object: serde_json::Map<String, 
         }
     };
     Ok(Incoming::Response { id, outcome })
+}
+
+/// The fast path: a well-formed request or notification, or `None` to leave it to the reference
+/// path (see the module doc).
+fn classify_fast(line: &[u8]) -> Option<Incoming> {
+    // A line that is not UTF-8 is not JSON either: the reference path answers it.
+    let text = std::str::from_utf8(line).ok()?;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let RequestEnvelope { id, method, params } = EnvelopeVisitor { text }.deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    let params = match params {
+        None => Params::from(Value::Null),
+        Some(span) => Params(ParamsRepr::Checked(span.text(text)?.into())),
+    };
+    Some(match id {
+        Some(id) => Incoming::Request(IncomingRequest { id, method, params }),
+        None => Incoming::Notification(IncomingNotification { method, params }),
+    })
+}
+
+/// A request or notification as the fast path reads it: `jsonrpc` is `"2.0"`, `method` a string,
+/// `id` (when present) a string, an integer or null; no `result` or `error`; no member twice; no
+/// member name written with escapes; every other member, and the params, pass [`Strict`].
+struct RequestEnvelope {
+    id: Option<RequestId>,
+    method: String,
+    params: Option<ParamsSpan>,
+}
+
+/// Where the params are in the line: serde gives no positions, but the member names it borrows
+/// from the text carry theirs, and between a name and its value, or a value and the next name or
+/// the closing brace, JSON allows nothing but whitespace, one `:` or `,`.
+#[derive(Clone, Copy)]
+struct ParamsSpan {
+    /// Just after the `params` name's closing quote.
+    after_name: usize,
+    /// The opening quote of the next member's name; `None` when the params are the last member.
+    next_name: Option<usize>,
+}
+
+impl ParamsSpan {
+    /// The params' text in `line`, the message it was found in.
+    fn text(self, line: &str) -> Option<&str> {
+        const SPACE: &[char] = &[' ', '\t', '\n', '\r'];
+        let value = line.get(self.after_name..)?.trim_start_matches(SPACE).strip_prefix(':')?.trim_start_matches(SPACE);
+        let rest = match self.next_name {
+            Some(next) => line.get(..next)?.trim_end_matches(SPACE).strip_suffix(',')?,
+            None => line.trim_end_matches(SPACE).strip_suffix('}')?,
+        };
+        let end = rest.trim_end_matches(SPACE).len();
+        let start = line.len() - value.len();
+        line.get(start..end)
+    }
+}
+
+/// The envelope members the fast path tells apart.
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    /// `result` or `error`: a response, left to the reference path.
+    Outcome,
+    Other,
+}
+
+/// A member name, borrowed from the text (a name written with escapes is refused).
+struct MemberName;
+
+impl<'de> DeserializeSeed<'de> for MemberName {
+    type Value = (Member, &'de str);
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MemberName {
+    type Value = (Member, &'de str);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a member name without escapes")
+    }
+
+    fn visit_borrowed_str<E>(self, name: &'de str) -> Result<Self::Value, E> {
+        let member = match name {
+            "jsonrpc" => Member::Jsonrpc,
+            "id" => Member::Id,
+            "method" => Member::Method,
+            "params" => Member::Params,
+            "result" | "error" => Member::Outcome,
+            _ => Member::Other,
+        };
+        Ok((member, name))
+    }
+}
+
+/// Reads the envelope out of `text`, the whole message.
+struct EnvelopeVisitor<'de> {
+    text: &'de str,
+}
+
+impl EnvelopeVisitor<'_> {
+    /// Where `name`, borrowed from the text, starts in it.
+    fn offset(&self, name: &str) -> usize {
+        name.as_ptr().addr() - self.text.as_ptr().addr()
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for EnvelopeVisitor<'de> {
+    type Value = RequestEnvelope;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EnvelopeVisitor<'de> {
+    type Value = RequestEnvelope;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC request or notification")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RequestEnvelope, A::Error> {
+        let refuse = || de::Error::custom("left to the reference path");
+        let (mut version, mut id, mut method, mut params) = (false, None, None, None::<ParamsSpan>);
+        while let Some((member, name)) = map.next_key_seed(MemberName)? {
+            // The member after the params ends them.
+            if let Some(span) = params.as_mut().filter(|span| span.next_name.is_none()) {
+                // The name's opening quote.
+                span.next_name = Some(self.offset(name) - 1);
+            }
+            match member {
+                Member::Jsonrpc if !version => {
+                    if map.next_value::<&str>()? != "2.0" {
+                        return Err(refuse());
+                    }
+                    version = true;
+                }
+                Member::Id if id.is_none() => id = Some(map.next_value_seed(IdSeed)?),
+                Member::Method if method.is_none() => method = Some(map.next_value::<String>()?),
+                Member::Params if params.is_none() => {
+                    map.next_value_seed(Strict { depth: MEMBER_DEPTH })?;
+                    params = Some(ParamsSpan { after_name: self.offset(name) + name.len() + 1, next_name: None });
+                }
+                Member::Other => map.next_value_seed(Strict { depth: MEMBER_DEPTH })?,
+                _ => return Err(refuse()),
+            }
+        }
+        match method {
+            Some(method) if version => Ok(RequestEnvelope { id, method, params }),
+            _ => Err(refuse()),
+        }
+    }
+}
+
+/// An `id` exactly as [`parse_id`] takes it from a [`Value`]: null, a string, or a number that
+/// fits an `i64` (not a float).
+struct IdSeed;
+
+impl<'de> DeserializeSeed<'de> for IdSeed {
+    type Value = RequestId;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<RequestId, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for IdSeed {
+    type Value = RequestId;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string, an integer or null")
+    }
+
+    fn visit_unit<E>(self) -> Result<RequestId, E> {
+        Ok(RequestId::Null)
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<RequestId, E> {
+        Ok(RequestId::Number(n))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<RequestId, E> {
+        i64::try_from(n).map(RequestId::Number).map_err(E::custom)
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<RequestId, E> {
+        Ok(RequestId::Str(s.to_owned()))
+    }
 }
 
 fn parse_id(raw: Value) -> Option<RequestId> {
@@ -162,13 +418,93 @@ pub fn request_line<P: Serialize>(id: &RequestId, method: &str, params: &P) -> V
     })
 }
 
+/// What a request's handler answers with: a value, or JSON already serialised from a typed
+/// response (no tree built). Both are written the same way.
+#[derive(Debug, Clone)]
+pub struct Answer(AnswerRepr);
+
+#[derive(Debug, Clone)]
+enum AnswerRepr {
+    Value(Value),
+    /// Text written by `serde_json` for one value.
+    Json(String),
+}
+
+impl Answer {
+    /// Serialises `value` straight to JSON text.
+    ///
+    /// The bytes are those of serialising `serde_json::to_value(value)`, provided the type's
+    /// serialisation does not depend on going through a [`Value`]: no flattened fields that could
+    /// repeat a key, no raw JSON fields, no map keys that are not strings. Use it for such types
+    /// only (e.g. a plain response struct); [`Answer::from`] a [`Value`] fits everything.
+    pub fn serialize<T: Serialize>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::to_string(value).map(|json| Self(AnswerRepr::Json(json)))
+    }
+
+    /// The answer as a value.
+    ///
+    /// # Panics
+    ///
+    /// Never: the text was written by `serde_json`.
+    pub fn into_value(self) -> Value {
+        match self.0 {
+            AnswerRepr::Value(value) => value,
+            AnswerRepr::Json(json) => serde_json::from_str(&json).expect("serde_json wrote valid JSON"),
+        }
+    }
+}
+
+impl From<Value> for Answer {
+    fn from(value: Value) -> Self {
+        Self(AnswerRepr::Value(value))
+    }
+}
+
 /// One line holding a response.
-pub fn response_line(id: &RequestId, outcome: &Result<Value, Error>) -> Vec<u8> {
-    let (result, error) = match outcome {
-        Ok(result) => (Some(result), None),
-        Err(error) => (None, Some(error)),
+///
+/// A result is written directly — the same bytes as serialising the response envelope — since one
+/// is written for every request; an error goes through the generic envelope.
+pub fn response_line(id: &RequestId, outcome: &Result<Answer, Error>) -> Vec<u8> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &[u8] = br#","result":"#;
+    let answer = match outcome {
+        Ok(answer) => answer,
+        Err(error) => {
+            return line::<()>(&Envelope {
+                jsonrpc: "2.0",
+                id: Some(id),
+                method: None,
+                params: None,
+                result: None,
+                error: Some(error),
+            });
+        }
     };
-    line::<()>(&Envelope { jsonrpc: "2.0", id: Some(id), method: None, params: None, result, error })
+    let json_len = match &answer.0 {
+        AnswerRepr::Json(json) => json.len(),
+        AnswerRepr::Value(_) => 64,
+    };
+    let mut out = Vec::with_capacity(HEAD.len() + 24 + RESULT.len() + json_len + 2);
+    out.extend_from_slice(HEAD);
+    // Serialising an id or a value into a Vec cannot fail: every map key is a string.
+    let written = serde_json::to_writer(&mut out, id).and_then(|()| {
+        out.extend_from_slice(RESULT);
+        match &answer.0 {
+            AnswerRepr::Json(json) => {
+                out.extend_from_slice(json.as_bytes());
+                Ok(())
+            }
+            AnswerRepr::Value(value) => serde_json::to_writer(&mut out, value),
+        }
+    });
+    if written.is_err() {
+        out.clear();
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"$/serialization_failed"}"#);
+        out.push(b'\n');
+        return out;
+    }
+    out.extend_from_slice(b"}\n");
+    out
 }
 
 #[cfg(test)]
@@ -211,7 +547,175 @@ mod tests {
 
     #[test]
     fn lines_are_compact_and_terminated() {
-        let l = response_line(&RequestId::Number(1), &Ok(serde_json::json!({"a": "b\nc"})));
+        let l = response_line(&RequestId::Number(1), &Ok(serde_json::json!({"a": "b\nc"}).into()));
         assert_eq!(l, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"b\\nc\"}}\n");
+    }
+
+    /// The generic envelope, which the direct response line must equal byte for byte.
+    fn generic_response(id: &RequestId, outcome: &Result<Value, Error>) -> Vec<u8> {
+        let (result, error) = match outcome {
+            Ok(result) => (Some(result), None),
+            Err(error) => (None, Some(error)),
+        };
+        line::<()>(&Envelope { jsonrpc: "2.0", id: Some(id), method: None, params: None, result, error })
+    }
+
+    #[test]
+    fn direct_response_lines_equal_the_generic_envelope() {
+        let typed = crate::acp::PromptResponse::new(crate::acp::StopReason::EndTurn);
+        let ids = [RequestId::Number(-7), RequestId::Str("a\"b\u{1}".into()), RequestId::Null];
+        for id in &ids {
+            for value in
+                [serde_json::json!({"x": [1, 2.5, "\u{2028}"], "y": null}), Value::Null, serde_json::json!("s")]
+            {
+                assert_eq!(response_line(id, &Ok(value.clone().into())), generic_response(id, &Ok(value)));
+            }
+            let answer = Answer::serialize(&typed).unwrap();
+            assert_eq!(
+                response_line(id, &Ok(answer)),
+                generic_response(id, &Ok(serde_json::to_value(&typed).unwrap()))
+            );
+            let error = Error::invalid_params_msg("bad");
+            assert_eq!(response_line(id, &Err(error.clone())), generic_response(id, &Err(error)));
+        }
+    }
+
+    /// Everything observable about a classification, for comparing the two paths.
+    fn observe(result: Result<Incoming, Malformed>) -> String {
+        match result {
+            Ok(Incoming::Request(r)) => format!("request {:?} {:?} {}", r.id, r.method, r.params.into_value()),
+            Ok(Incoming::Notification(n)) => format!("notification {:?} {}", n.method, n.params.into_value()),
+            Ok(Incoming::Response { id, outcome }) => {
+                format!("response {id:?} {:?}", outcome.map_err(|e| e.to_string()))
+            }
+            Err(Malformed { id, error }) => {
+                let error = error.map(|e| (i32::from(e.code), e.message, e.data));
+                format!("malformed {id:?} {error:?}")
+            }
+        }
+    }
+
+    mod equivalence {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// JSON-ish text, valid or not, rich in the shapes where the two paths could part.
+        fn value() -> impl Strategy<Value = String> {
+            let leaf = prop_oneof![
+                6 => prop_oneof![
+                    Just("null".to_owned()),
+                    Just("true".to_owned()),
+                    Just("-0".to_owned()),
+                    Just("1.5".to_owned()),
+                    Just("18446744073709551616".to_owned()),
+                    Just(r#""\ud83d\ude00""#.to_owned()),
+                    Just(r#""a\nb\u0041""#.to_owned()),
+                    "[a-z]{0,3}".prop_map(|s| format!("{s:?}")),
+                    any::<i64>().prop_map(|n| n.to_string()),
+                ],
+                1 => prop_oneof![
+                    Just("1e400".to_owned()),
+                    Just(r#""\ud800""#.to_owned()),
+                    Just("\"\u{1}\"".to_owned()),
+                    Just("[1,]".to_owned()),
+                    Just(format!("{}{}", "[".repeat(125), "]".repeat(125))),
+                    Just(format!("{}{}", "[".repeat(126), "]".repeat(126))),
+                    Just(format!("{}{}", "[".repeat(127), "]".repeat(127))),
+                ],
+            ];
+            leaf.prop_recursive(3, 16, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(|items| format!("[{}]", items.join(","))),
+                    prop::collection::vec(
+                        (prop_oneof![Just("a"), Just("b"), Just("\\u0061"), Just("type")], inner),
+                        0..4
+                    )
+                    .prop_map(|members| {
+                        let members: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                        format!("{{{}}}", members.join(","))
+                    }),
+                ]
+            })
+        }
+
+        fn member() -> impl Strategy<Value = String> {
+            prop_oneof![
+                3 => Just(r#""jsonrpc":"2.0""#.to_owned()),
+                1 => prop_oneof![Just(r#""jsonrpc":"2\u002e0""#), Just(r#""jsonrpc":"1.0""#), Just(r#""jsonrpc":2"#)]
+                    .prop_map(str::to_owned),
+                3 => prop_oneof![Just("1"), Just("-5"), Just(r#""x""#), Just("null"), Just("1.5"), Just("{}"), Just("true"),
+                        Just("18446744073709551615"), Just(r#""\u0041""#), Just("[1]")]
+                    .prop_map(|id| format!(r#""id":{id}"#)),
+                3 => prop_oneof![Just(r#""m""#), Just(r#""session/prompt""#), Just("5"), Just("null"), Just(r#""\u0073""#)]
+                    .prop_map(|m| format!(r#""method":{m}"#)),
+                3 => value().prop_map(|v| format!(r#""params":{v}"#)),
+                1 => value().prop_map(|v| format!(r#""result":{v}"#)),
+                1 => Just(r#""error":{"code":-32600,"message":"m"}"#.to_owned()),
+                1 => value().prop_map(|v| format!(r#""{}":{v}"#, "extra")),
+                1 => value().prop_map(|v| format!(r#""\u0069d":{v}"#)),
+            ]
+        }
+
+        /// A request or notification, mostly well formed, its members in any order.
+        fn request() -> impl Strategy<Value = String> {
+            let id = prop_oneof![
+                4 => any::<i64>().prop_map(|n| Some(n.to_string())),
+                2 => "[a-z]{0,3}".prop_map(|s| Some(format!("{s:?}"))),
+                2 => Just(None),
+                1 => prop_oneof![Just("null"), Just("1.5"), Just("18446744073709551615"), Just(r#""\u0041""#)]
+                    .prop_map(|id| Some(id.to_owned())),
+            ];
+            let params = prop::option::weighted(0.9, value());
+            let extra = prop::collection::vec(member(), 0..2);
+            let space = prop_oneof![Just(""), Just(" "), Just("\t\r\n ")];
+            (id, params, extra, any::<prop::sample::Index>(), space).prop_map(|(id, params, extra, at, space)| {
+                let mut members = vec![r#""jsonrpc":"2.0""#.to_owned(), r#""method":"session/prompt""#.to_owned()];
+                members.extend(id.map(|id| format!(r#""id":{id}"#)));
+                members.extend(params.map(|p| format!(r#""params":{p}"#)));
+                for member in extra {
+                    members.insert(at.index(members.len() + 1), member);
+                }
+                let rotate = at.index(members.len());
+                members.rotate_left(rotate);
+                let members: Vec<String> =
+                    members.iter().map(|m| m.replacen(':', &format!("{space}:{space}"), 1)).collect();
+                format!("{space}{{{space}{}{space}}}{space}", members.join(&format!("{space},{space}")))
+            })
+        }
+
+        fn line() -> impl Strategy<Value = String> {
+            prop_oneof![
+                8 => request(),
+                4 => prop::collection::vec(member(), 0..6).prop_map(|members| format!(" {{ {} }} ", members.join(" , "))),
+                1 => value(),
+                1 => (prop::collection::vec(member(), 1..5), any::<prop::sample::Index>()).prop_map(|(members, cut)| {
+                    let line = format!("{{{}}}", members.join(","));
+                    let cut = cut.index(line.len());
+                    line.get(..cut).unwrap_or(&line).to_owned()
+                }),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn the_fast_path_decides_exactly_like_the_reference_path(line in line()) {
+                prop_assert_eq!(observe(classify(line.as_bytes())), observe(classify_value(line.as_bytes())));
+            }
+        }
+    }
+
+    #[test]
+    fn everyday_messages_take_the_fast_path() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi\n"}]}}"#,
+            r#"{"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}"#,
+            r#"{"method":"session/cancel","params":{"sessionId":"s"},"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+        ] {
+            assert!(classify_fast(line.as_bytes()).is_some(), "{line}");
+        }
     }
 }

@@ -10,9 +10,10 @@ pub mod framing;
 pub mod message;
 pub mod peer;
 pub mod stdio;
+mod strict;
 pub mod trace;
 
 pub use connection::{ConnectionOptions, Handler, RequestContext, serve};
 pub use framing::DEFAULT_MAX_MESSAGE_SIZE;
-pub use message::{IncomingNotification, IncomingRequest};
+pub use message::{Answer, IncomingNotification, IncomingRequest, Params};
 pub use peer::{ConnectionClosed, Peer};

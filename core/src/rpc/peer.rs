@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::message::{notification_line, request_line, response_line};
+use super::message::{Answer, notification_line, request_line, response_line};
 use crate::acp::RequestId;
 use crate::error::{Error, ErrorExt};
 
@@ -72,7 +72,19 @@ impl Peer {
 
     /// Queues one pre-serialised line, waiting while the writer's queue is full.
     pub(crate) async fn send_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
-        self.inner.tx.send(line).await.map_err(|_| ConnectionClosed)
+        // Room is almost always there: taking it directly is much cheaper than the waiting send.
+        // (Waiting senders get freed room first, so this never overtakes one.)
+        match self.inner.tx.try_send(line) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(line)) => self.inner.tx.send(line).await.map_err(|_| ConnectionClosed),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(ConnectionClosed),
+        }
+    }
+
+    /// Tells the writer that everything is answered: it writes what is queued, refuses more and
+    /// stops. The mark is an empty line, which no message is (each ends with `\n`).
+    pub(crate) async fn end_output(&self) {
+        let _ = self.send_line(Vec::new()).await;
     }
 
     /// Sends a notification.
@@ -81,7 +93,11 @@ impl Peer {
     }
 
     /// Sends a response to one of the peer's requests.
-    pub(crate) async fn respond(&self, id: &RequestId, outcome: &Result<Value, Error>) -> Result<(), ConnectionClosed> {
+    pub(crate) async fn respond(
+        &self,
+        id: &RequestId,
+        outcome: &Result<Answer, Error>,
+    ) -> Result<(), ConnectionClosed> {
         self.send_line(response_line(id, outcome)).await
     }
 

@@ -1,0 +1,229 @@
+//! Decoding `session/prompt` params in their everyday shape, the hot path of every turn.
+//!
+//! [`PromptRequest`]'s own `Deserialize` buffers each content block (the blocks are an internally
+//! tagged enum) and each optional field wrapped in `DefaultOnError`, which costs several times
+//! more than the bytes themselves. [`TextPrompt`] reads the common shape directly: an object
+//! with `sessionId` and `prompt`, whose blocks are objects with exactly `type: "text"` and `text`.
+//!
+//! Invariant: what [`TextPrompt`] accepts, it decodes exactly as [`PromptRequest`]'s own
+//! `Deserialize` would (a test holds it to that). Anything else — another block type,
+//! annotations, `_meta`, an unknown or repeated key — is refused and left to the generic decoder,
+//! which also words every error.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::{decode_params, method};
+use crate::acp::{ContentBlock, PromptRequest, SessionId, TextContent};
+use crate::error::Error;
+use crate::rpc::Params;
+
+/// Decodes `session/prompt` params: directly when they have the everyday shape and the connection
+/// checked their text, otherwise through [`decode_params`].
+pub(crate) fn decode_prompt(params: Params) -> Result<PromptRequest, Error> {
+    if let Some(text) = params.checked_text()
+        && let Ok(TextPrompt(request)) = serde_json::from_str(text)
+    {
+        return Ok(request);
+    }
+    decode_params(params)
+}
+
+/// `session/prompt` params made of a session id and text blocks only.
+struct TextPrompt(PromptRequest);
+
+fn refuse<E: de::Error>() -> E {
+    E::custom(format_args!("not the everyday shape of `{}` params", method::SESSION_PROMPT))
+}
+
+impl<'de> Deserialize<'de> for TextPrompt {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(TextPromptVisitor)
+    }
+}
+
+struct TextPromptVisitor;
+
+impl<'de> Visitor<'de> for TextPromptVisitor {
+    type Value = TextPrompt;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("`session/prompt` params with text blocks only")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextPrompt, A::Error> {
+        let (mut session_id, mut prompt) = (None, None);
+        while let Some(key) = map.next_key_seed(Text)? {
+            match &*key {
+                "sessionId" if session_id.is_none() => session_id = Some(map.next_value_seed(Text)?),
+                "prompt" if prompt.is_none() => prompt = Some(map.next_value_seed(TextBlocks)?),
+                _ => return Err(refuse()),
+            }
+        }
+        match (session_id, prompt) {
+            (Some(id), Some(prompt)) => {
+                Ok(TextPrompt(PromptRequest::new(SessionId::new(Arc::<str>::from(id)), prompt)))
+            }
+            _ => Err(refuse()),
+        }
+    }
+}
+
+/// A string, borrowed from the text when it has no escapes.
+struct Text;
+
+impl<'de> DeserializeSeed<'de> for Text {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Text {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(s))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(s.to_owned()))
+    }
+}
+
+/// The `prompt` array, when every block is a text block.
+struct TextBlocks;
+
+impl<'de> DeserializeSeed<'de> for TextBlocks {
+    type Value = Vec<ContentBlock>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextBlocks {
+    type Value = Vec<ContentBlock>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of text blocks")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        // Most prompts are one block: no room reserved for four.
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(64));
+        while let Some(block) = seq.next_element_seed(TextBlock)? {
+            blocks.push(block);
+        }
+        Ok(blocks)
+    }
+}
+
+/// One `{"type": "text", "text": …}` block, keys in any order, nothing else.
+struct TextBlock;
+
+impl<'de> DeserializeSeed<'de> for TextBlock {
+    type Value = ContentBlock;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextBlock {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a text block")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut tagged, mut text) = (false, None);
+        while let Some(key) = map.next_key_seed(Text)? {
+            match &*key {
+                "type" if !tagged => {
+                    if map.next_value_seed(Text)? != "text" {
+                        return Err(refuse());
+                    }
+                    tagged = true;
+                }
+                "text" if text.is_none() => text = Some(map.next_value::<String>()?),
+                _ => return Err(refuse()),
+            }
+        }
+        match text {
+            Some(text) if tagged => Ok(ContentBlock::Text(TextContent::new(text))),
+            _ => Err(refuse()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// What the generic decoder makes of `params`, as text of the result or of the error.
+    fn generic(params: &Value) -> Result<PromptRequest, String> {
+        super::super::decode(params.clone()).map_err(|e| e.message)
+    }
+
+    fn fast(params: &Value) -> Option<PromptRequest> {
+        serde_json::from_str::<TextPrompt>(&params.to_string()).ok().map(|p| p.0)
+    }
+
+    #[test]
+    fn decodes_the_everyday_shape_and_refuses_the_rest() {
+        let everyday =
+            json!({"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}, {"text": "x", "type": "text"}]});
+        assert_eq!(fast(&everyday), Some(generic(&everyday).unwrap()));
+        for other in [
+            json!({"sessionId": "s", "prompt": [{"type": "text", "text": "hi", "annotations": {"priority": 1}}]}),
+            json!({"sessionId": "s", "prompt": [{"type": "image", "data": "", "mimeType": "image/png"}]}),
+            json!({"sessionId": "s", "prompt": [], "_meta": {"a": 1}}),
+            json!({"sessionId": "s", "prompt": [], "extra": 1}),
+            json!({"sessionId": "s"}),
+            json!({"sessionId": 5, "prompt": []}),
+            json!({"sessionId": "s", "prompt": [{"type": "text"}]}),
+        ] {
+            assert_eq!(fast(&other), None, "{other}");
+        }
+    }
+
+    fn block() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            4 => "\\PC{0,12}".prop_map(|text| json!({"type": "text", "text": text})),
+            1 => "\\PC{0,12}".prop_map(|text| json!({"text": text, "type": "text"})),
+            1 => Just(json!({"type": "text", "text": "a", "annotations": null})),
+            1 => Just(json!({"type": "text", "text": 1})),
+            1 => Just(json!({"type": "resource_link", "name": "n", "uri": "file:///x"})),
+            1 => Just(json!({"type": "text"})),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn whatever_it_accepts_it_decodes_like_the_generic_decoder(
+            session in "\\PC{0,12}",
+            blocks in prop::collection::vec(block(), 0..4),
+            meta in any::<bool>(),
+        ) {
+            let mut params = json!({"sessionId": session, "prompt": blocks});
+            if meta {
+                params["_meta"] = json!({"k": "v"});
+            }
+            if let Some(decoded) = fast(&params) {
+                prop_assert_eq!(Ok(decoded), generic(&params));
+            }
+        }
+    }
+}
