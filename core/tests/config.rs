@@ -223,3 +223,35 @@ async fn boolean_options_are_settable_only_for_clients_that_support_them() {
     assert_eq!(config.controller_calls(), 1);
     client.hang_up().await;
 }
+
+/// A change the controller is already making is not abandoned on `$/cancel_request`: the request
+/// runs to its end and answers with what happened, so a client is never told `-32800` about a
+/// change that was applied (a binding's host keeps running the call it was given).
+#[tokio::test]
+async fn a_change_in_progress_runs_to_its_end_despite_cancel_request() {
+    let host = host();
+    let mut client = client_with(&host, json!({})).await;
+    let (result, s) = new_session(&mut client, &host).await;
+    let session = result["sessionId"].as_str().unwrap().to_owned();
+    let config = s.config.as_ref().unwrap();
+    let permits = Arc::new(tokio::sync::Semaphore::new(0));
+    *config.hold.lock().unwrap() = Some(permits.clone());
+    for (method, params, id_changed, value) in [
+        ("session/set_config_option", set_option(&session, "model", "smart"), "model", "smart"),
+        ("session/set_mode", json!({"sessionId": session, "modeId": "code"}), "mode", "code"),
+    ] {
+        let id = client.send_request(method, params).await;
+        tokio::time::timeout(common::STEP, config.setting.notified()).await.expect("the controller was called");
+        client.notify("$/cancel_request", json!({"requestId": id})).await;
+        // Answered after the cancel was read: the agent had seen it before the change completed.
+        common::assert_serving(&mut client).await;
+        permits.add_permits(1);
+        let (response, before) = client.response_with_preceding(&id).await;
+        assert!(response.get("error").is_none(), "{method}: {response}");
+        let sent = updates(&before);
+        assert_eq!(sent.len(), 1, "{method}: {before:#?}");
+        assert_eq!(current(&sent[0]["params"]["update"]["configOptions"], id_changed), json!(value), "{method}");
+    }
+    assert_eq!(config.controller_calls(), 2);
+    client.hang_up().await;
+}

@@ -99,3 +99,24 @@ async fn stored_and_unknown_ids_go_to_the_deleter_and_malformed_ids_do_not() {
     assert_eq!(host.deletes().len(), 2, "malformed ids never reach the deleter");
     client.hang_up().await;
 }
+
+/// A deletion the host is already running is not abandoned on `$/cancel_request`: the request
+/// answers with what happened (deleted), never `-32800` about a session that is gone.
+#[tokio::test]
+async fn a_deletion_in_progress_runs_to_its_end_despite_cancel_request() {
+    let host = RichHost::new(SessionSpec::default());
+    let mut client = TestClient::initialized(Options::new(host.clone()).deleter(host.clone())).await;
+    let session = client.new_session().await;
+    client.call_ok("session/close", json!({"sessionId": session})).await;
+    let permits = Arc::new(Semaphore::new(0));
+    *host.hold_delete.lock().unwrap() = Some(permits.clone());
+    let id = client.send_request("session/delete", json!({"sessionId": session})).await;
+    tokio::time::timeout(common::STEP, host.deleting.notified()).await.expect("the deleter was called");
+    client.notify("$/cancel_request", json!({"requestId": id})).await;
+    common::assert_serving(&mut client).await;
+    permits.add_permits(1);
+    let response = client.response(&id).await;
+    assert_eq!(response["result"], json!({}), "{response}");
+    assert_eq!(host.deletes(), [session]);
+    client.hang_up().await;
+}

@@ -349,6 +349,10 @@ impl Handler for AgentInner {
         // `session/load`, `resume` or `new` dropped after the host opened the session left it
         // unserved and never shut down. They honour the cancellation only while the host call
         // itself is pending (see [`cancellable`]); `session/close` always runs to its end.
+        // The methods that change state (config, mode, delete, authentication) also run to their
+        // end and answer with what happened: a host call abandoned half-way may still take effect
+        // (a binding's host goes on running the call it was given), and the client must not be
+        // told `-32800` about a change that was made. `$/cancel_request` allows ignoring it.
         matches!(
             method,
             method::SESSION_PROMPT
@@ -356,6 +360,11 @@ impl Handler for AgentInner {
                 | method::SESSION_LOAD
                 | method::SESSION_RESUME
                 | method::SESSION_CLOSE
+                | method::SESSION_SET_MODE
+                | method::SESSION_SET_CONFIG_OPTION
+                | method::SESSION_DELETE
+                | method::AUTHENTICATE
+                | method::LOGOUT
         )
     }
 

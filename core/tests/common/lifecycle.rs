@@ -25,7 +25,7 @@ use acp_facade::host::{
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, mpsc};
 
 use super::STEP;
 use super::host::ScriptedSession;
@@ -240,6 +240,11 @@ pub struct TestConfig {
     pub sets: Mutex<Vec<(String, SessionConfigOptionValue)>>,
     /// When set, `snapshot` fails.
     pub broken: std::sync::atomic::AtomicBool,
+    /// When set, `set_option` signals [`TestConfig::setting`] and waits for a permit before
+    /// applying the change (a controller that takes its time).
+    pub hold: Mutex<Option<Arc<Semaphore>>>,
+    /// Signalled (one permit) when a held `set_option` starts waiting.
+    pub setting: Notify,
 }
 
 impl TestConfig {
@@ -248,6 +253,8 @@ impl TestConfig {
             state: Mutex::new(("ask".into(), "fast".into(), false)),
             sets: Mutex::default(),
             broken: std::sync::atomic::AtomicBool::new(false),
+            hold: Mutex::default(),
+            setting: Notify::new(),
         }
     }
 
@@ -307,6 +314,11 @@ impl RuntimeConfig for TestConfig {
     }
 
     async fn set_option(&self, config_id: SessionConfigId, value: SessionConfigOptionValue) -> HostResult<()> {
+        let hold = self.hold.lock().unwrap().clone();
+        if let Some(permits) = hold {
+            self.setting.notify_one();
+            permits.acquire().await.expect("semaphore open").forget();
+        }
         self.sets.lock().unwrap().push((config_id.0.to_string(), value.clone()));
         let mut state = self.state.lock().unwrap();
         match (&*config_id.0, &value) {
@@ -373,6 +385,10 @@ pub struct RichHost {
     pub setups: Mutex<Vec<(String, Setup)>>,
     /// When set, `load_session` and `resume_session` each wait for (and use up) a permit.
     pub hold_opening: Mutex<Option<Arc<Semaphore>>>,
+    /// When set, `delete_session` signals [`RichHost::deleting`] and waits for a permit first.
+    pub hold_delete: Mutex<Option<Arc<Semaphore>>>,
+    /// Signalled (one permit) when a held `delete_session` starts waiting.
+    pub deleting: Notify,
     /// When set, `load_session` and `resume_session` open a session with this id instead.
     pub reopen_as: Mutex<Option<String>>,
 }
@@ -467,6 +483,11 @@ impl SessionCatalog for RichHost {
 #[async_trait]
 impl SessionDeleter for RichHost {
     async fn delete_session(&self, session_id: SessionId) -> HostResult<()> {
+        let hold = self.hold_delete.lock().unwrap().clone();
+        if let Some(permits) = hold {
+            self.deleting.notify_one();
+            permits.acquire().await.expect("semaphore open").forget();
+        }
         self.log.push(format!("delete:{}", session_id.0));
         self.deletes.lock().unwrap().push(session_id.0.to_string());
         self.stored.lock().unwrap().remove(&*session_id.0);
