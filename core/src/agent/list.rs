@@ -59,7 +59,8 @@ impl CursorKey {
     /// A fresh random key.
     pub(crate) fn random() -> Self {
         let mut key = [0u8; 32];
-        rand::fill(&mut key);
+        // Straight from the OS, as a key should be (and without a thread RNG's start-up cost).
+        rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut key).expect("the operating system's random source");
         Self(key)
     }
 

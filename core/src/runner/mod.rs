@@ -191,7 +191,9 @@ impl Runner {
     fn new_id(&self) -> SessionId {
         let n = self.inner.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut random = [0u8; 8];
-        rand::fill(&mut random);
+        // Straight from the OS: a thread RNG would detect CPU features first (costly in a VM).
+        rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut random)
+            .expect("the operating system's random source");
         let hex = random.iter().fold(String::with_capacity(16), |mut hex, b| {
             use std::fmt::Write as _;
             let _ = write!(hex, "{b:02x}");
