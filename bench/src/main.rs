@@ -366,18 +366,17 @@ fn echo_cpu_per_turn(p: &mut Proc, session: &str, config: &Config) -> Duration {
 /// idle processor, which on a virtual machine is the hypervisor's work and varies from run to run.
 fn on_one_cpu<T>(pid: u32, measure: impl FnOnce() -> T) -> Option<T> {
     let all = format!("0-{}", std::thread::available_parallelism().map_or(1, usize::from) - 1);
-    let me = std::process::id().to_string();
-    let pin = |cpus: &str| {
-        [["-a", "-p", "-c", cpus, &pid.to_string()], ["-p", "-c", cpus, &me, ""]].iter().all(|args| {
-            let args: Vec<&str> = args.iter().copied().filter(|a| !a.is_empty()).collect();
-            Command::new("taskset")
-                .args(args)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        })
+    let (agent, me) = (pid.to_string(), std::process::id().to_string());
+    let taskset = |args: &[&str]| {
+        Command::new("taskset")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
     };
+    // Every thread of the agent (`-a`); this driver does its I/O on its main thread.
+    let pin = |cpus: &str| taskset(&["-a", "-p", "-c", cpus, &agent]) && taskset(&["-p", "-c", cpus, &me]);
     if !pin("0") {
         pin(&all);
         return None;
