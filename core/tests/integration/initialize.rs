@@ -1,7 +1,7 @@
 //! `initialize` (version negotiation, `agentInfo`, the capability table derived from the host parts)
 //! and `authenticate` / `logout` through an optional [`Authenticator`].
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

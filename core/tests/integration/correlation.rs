@@ -1,7 +1,7 @@
 //! `session/prompt`: prompt-to-turn correlation, terminals, one prompt in flight per session,
 //! accepted prompt content, and the live translation of every `Public` event kind.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! and a hang-up with prompts still in flight: nothing hangs, every request is answered exactly
 //! once, every session is shut down exactly once.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! (user messages, assistant messages, completed tool calls, one usage update), all before the
 //! response and without duplicates; the session is live afterwards.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

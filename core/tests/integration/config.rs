@@ -3,7 +3,7 @@
 //! exactly one `config_option_update` with the full state; establishment responses carry the
 //! state; boolean options only for clients that support them.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! equal to the reference model's, every request with an id answered exactly once, every session
 //! shut down exactly once at hang-up, every forged or altered cursor refused.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -14,7 +14,7 @@
 //! (`stress_lifecycle.rs` covers the 200-session hang-up with scripted gates; this file does not
 //! repeat it.)
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;

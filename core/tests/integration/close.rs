@@ -3,7 +3,7 @@
 //! after the prompt drained and is bounded by the grace period, the session leaves the registry
 //! last, and durable history is never touched. A hang-up closes every live session once.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `session/list` pagination and cursors (property tests), and `session_info_update` from
 //! `Agent::observe_session_meta`.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! A first end-to-end check of the prompt path through the in-memory client.
 
-mod common;
+use crate::common;
 
 use acp_facade::Options;
 use acp_facade::harness::{EventKind, TokenChannel};

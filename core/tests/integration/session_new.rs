@@ -1,7 +1,7 @@
 //! `session/new`: `Setup` validation (absolute, canonical `cwd`), MCP servers passed through to the
 //! host, and the bounded live-session registry.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

@@ -1,7 +1,7 @@
 //! `session/delete`: never for a live (or closing) session, the deleter is called otherwise, and
 //! the capability exists only when a deleter is configured.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! stress run checking that every prompt gets exactly one non-error response and that no update of
 //! a turn follows its response.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

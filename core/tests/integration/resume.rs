@@ -2,7 +2,7 @@
 //! registered and usable; a live id, a relative cwd and an unknown id are rejected; the response
 //! carries the session's config state.
 
-mod common;
+use crate::common;
 
 use acp_facade::Options;
 use acp_facade::harness::{EventKind, Message, TokenChannel, UserMessage};

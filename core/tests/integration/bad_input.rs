@@ -2,7 +2,7 @@
 //! bad session id, out-of-order call, over-size line and failing host callback gets exactly the
 //! right answer, and the same connection keeps serving afterwards.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 

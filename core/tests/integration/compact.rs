@@ -2,7 +2,7 @@
 //! configured; routed to the session's own compactor and completed by the compaction events that
 //! carry its command id; plain text otherwise.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

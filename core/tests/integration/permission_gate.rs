@@ -3,7 +3,7 @@
 //! `respond_gate`; nothing else is ever flattened into a permission request; and the wait never
 //! blocks the connection.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //!
 //! Every scenario runs against both stores: [`MemoryStore`] and `SqliteStore::open(":memory:")`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! streamed (`QUIET-n`), and every translatable `Public` event arrives, in order, before the
 //! prompt's response.
 
-mod common;
+use crate::common;
 
 use acp_facade::Options;
 use acp_facade::acp::{StopReason, ToolCallStatus, ToolKind};
