@@ -1,5 +1,6 @@
 //! The scripted "model" of the demo agent: what each prompt does.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use acp_facade::acp::{
@@ -46,7 +47,10 @@ impl TurnRunner for Script {
                     if turn.is_cancelled() {
                         return Ok(StopReason::Cancelled);
                     }
-                    turn.text(format!("t{i} ")).await;
+                    // Sized up front: `format!` would start smaller and grow once per chunk.
+                    let mut chunk = String::with_capacity(24);
+                    write!(chunk, "t{i} ").expect("writing to a String cannot fail");
+                    turn.text(chunk).await;
                 }
                 StopReason::EndTurn
             }
