@@ -327,6 +327,11 @@ async fn notification_loop(mut rx: mpsc::Receiver<(String, BoxFuture<'static, ()
     }
 }
 
+/// Unflushed lines that mark the writer's producers as streaming (see [`write_loop`]).
+const STREAMING_LINES: usize = 16;
+/// Scheduler rounds a streaming writer waits for more lines before it flushes.
+const STREAMING_ROUNDS: usize = 3;
+
 /// Writes the queued lines in order until [`Peer::end_output`]'s mark (or until every sender is
 /// gone), then refuses new lines, writes those already queued, and flushes.
 async fn write_loop<W: AsyncWrite + Unpin>(
@@ -337,6 +342,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let mut out = BufWriter::with_capacity(64 * 1024, writer);
     let mut batch = Vec::with_capacity(64);
     let mut ended = false;
+    // Lines written since the last flush: how busy the producers are.
+    let mut unflushed = 0usize;
     loop {
         let received = rx.recv_many(&mut batch, if ended { 1024 } else { 64 }).await;
         if received == 0 {
@@ -357,12 +364,22 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 tracing::warn!(error = %e, "writing to the peer failed");
                 return Err(e);
             }
+            unflushed += 1;
         }
         if !ended && rx.is_empty() {
-            // Give producers one chance to queue more before paying for a flush.
-            tokio::task::yield_now().await;
+            // Give producers a chance to queue more before paying for a flush (a write and the
+            // peer's wake-up). A reply or two is flushed after one scheduler round; a stream gets
+            // a few, since its lines pass through more than one task on their way here.
+            let rounds = if unflushed >= STREAMING_LINES { STREAMING_ROUNDS } else { 1 };
+            for _ in 0..rounds {
+                tokio::task::yield_now().await;
+                if !rx.is_empty() {
+                    break;
+                }
+            }
             if rx.is_empty() {
                 out.flush().await?;
+                unflushed = 0;
             }
         }
     }
