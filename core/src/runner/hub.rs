@@ -51,8 +51,14 @@ impl Default for EventHub {
 impl EventHub {
     /// A hub whose subscribers each queue at most `capacity` events.
     pub fn new(capacity: usize) -> Self {
+        Self::continuing(capacity, 0)
+    }
+
+    /// Like [`EventHub::new`], numbering the first event `next_seq`: a session reopened from its
+    /// journal continues its numbering where the journal ends.
+    pub fn continuing(capacity: usize, next_seq: u64) -> Self {
         Self {
-            order: tokio::sync::Mutex::new(0),
+            order: tokio::sync::Mutex::new(next_seq),
             subscribers: Mutex::new(Arc::new(Vec::new())),
             capacity: capacity.max(1),
         }
@@ -83,7 +89,14 @@ impl EventHub {
     }
 
     /// Numbers `event` (its `header.seq`) and delivers it to every subscriber, waiting for room.
-    pub async fn publish(&self, mut event: Event) {
+    pub async fn publish(&self, event: Event) {
+        self.publish_numbered(event, |_| {}).await;
+    }
+
+    /// Like [`EventHub::publish`], calling `numbered` with the event once it carries its `seq`
+    /// and before anyone receives it (the runner journals it there). Publishers are serialised
+    /// until delivery ends, so what `numbered` sees is in publish order too.
+    pub(crate) async fn publish_numbered(&self, mut event: Event, numbered: impl FnOnce(&Event)) {
         // Uncontended (the usual case): no lock future to build.
         let mut seq = match self.order.try_lock() {
             Ok(seq) => seq,
@@ -91,6 +104,7 @@ impl EventHub {
         };
         event.header.seq = *seq;
         *seq += 1;
+        numbered(&event);
         let subscribers = self.snapshot();
         let mut saw_closed = false;
         if let Some((last, others)) = subscribers.split_last() {
@@ -220,6 +234,22 @@ mod tests {
         blocked.await.unwrap();
         assert_eq!(used(&slow.next().await.unwrap()), 1);
         assert_eq!(used(&slow.next().await.unwrap()), 2);
+    }
+
+    #[tokio::test]
+    async fn a_continuing_hub_numbers_from_where_it_was_told() {
+        let hub = EventHub::continuing(4, 7);
+        let mut sub = hub.subscribe();
+        hub.publish(event(0)).await;
+        assert!(hub.try_publish(event(1)).is_ok());
+        let mut seen = Vec::new();
+        hub.publish_numbered(event(2), |e| seen.push(e.header.seq)).await;
+        let seqs: Vec<u64> = [sub.next().await, sub.next().await, sub.next().await]
+            .into_iter()
+            .map(|e| e.unwrap().header.seq)
+            .collect();
+        assert_eq!(seqs, [7, 8, 9]);
+        assert_eq!(seen, [9], "the hook sees the event numbered");
     }
 
     #[tokio::test]

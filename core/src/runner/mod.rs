@@ -41,6 +41,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use async_trait::async_trait;
 
 pub use hub::{EventHub, HubFull};
+use session::History;
 pub use session::{JOURNAL_DELAY, RunnerSession};
 pub use sqlite::SqliteStore;
 pub use store::{MemoryStore, SessionRecord, Store, StoreError};
@@ -48,7 +49,6 @@ pub use turn::{Permission, Turn};
 
 use crate::acp::{SessionConfigOption, SessionId, StopReason};
 use crate::error::{Error, ErrorExt};
-use crate::harness::EventKind;
 use crate::host::{
     LiveSession, LoadedSession, SessionCatalog, SessionCatalogEntry, SessionDeleter, SessionHost, SessionLoader,
     SessionResumer, Setup,
@@ -168,24 +168,17 @@ impl Runner {
         self.inner.live_session(id)
     }
 
-    fn open(
-        &self,
-        id: SessionId,
-        setup: &Setup,
-        turns_so_far: u64,
-        has_title: bool,
-    ) -> Result<Arc<RunnerSession>, Error> {
-        let session = RunnerSession::new(self.inner.clone(), id, setup.cwd().to_path_buf(), turns_so_far, has_title);
+    fn open(&self, id: SessionId, setup: &Setup, history: History) -> Result<Arc<RunnerSession>, Error> {
+        let session = RunnerSession::new(self.inner.clone(), id, setup.cwd().to_path_buf(), history);
         self.inner.track(&session)?;
         Ok(session)
     }
 
     fn reopen(&self, id: &SessionId, setup: &Setup) -> Result<(Arc<RunnerSession>, Vec<crate::harness::Event>), Error> {
         let record = self.inner.store.session(id)?.ok_or_else(|| Error::session_not_found(&id.0))?;
-        let history = self.inner.store.events(id)?;
-        let turns = history.iter().filter(|e| matches!(e.kind, EventKind::TurnStarted { .. })).count();
-        let session = self.open(id.clone(), setup, u64::try_from(turns).unwrap_or(u64::MAX), record.title.is_some())?;
-        Ok((session, history))
+        let journal = self.inner.store.events(id)?;
+        let session = self.open(id.clone(), setup, History::of(&journal, record.title.is_some()))?;
+        Ok((session, journal))
     }
 
     fn new_id(&self) -> SessionId {
@@ -216,7 +209,7 @@ impl SessionHost for Runner {
             created_at: now.clone(),
             updated_at: now,
         })?;
-        Ok(self.open(id, &setup, 0, false)?)
+        Ok(self.open(id, &setup, History::default())?)
     }
 }
 

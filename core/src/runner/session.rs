@@ -17,6 +17,10 @@
 //! So a short turn costs one transaction, and a crash loses at most the last [`JOURNAL_DELAY`] of
 //! a turn in progress — never its prompt once the turn has run that long, never an earlier turn.
 //! Batches are written under the lock that gathers them, so they reach the store in order.
+//!
+//! An event is gathered once the hub has numbered it, before anyone receives it, so the journal
+//! holds the `seq`s the client's stream had, in order. A session reopened from its journal
+//! continues its numbering — turn ids, event ids and `seq`s — after the journal's last event.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -56,6 +60,30 @@ struct Unjournaled {
     touch: Option<(Option<String>, String)>,
 }
 
+/// Where a session's numbering continues: nothing for a new session, its journal for a
+/// reopened one.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct History {
+    /// Turns already run (the next turn id continues after them).
+    pub(crate) turns: u64,
+    /// The `seq` (and event id number) of the next event: one past the journal's last.
+    pub(crate) next_event: u64,
+    /// Whether the session already has a title.
+    pub(crate) has_title: bool,
+}
+
+impl History {
+    /// The numbering of a session reopened with `journal` (its events in order).
+    pub(crate) fn of(journal: &[Event], has_title: bool) -> Self {
+        Self {
+            turns: u64::try_from(journal.iter().filter(|e| matches!(e.kind, EventKind::TurnStarted { .. })).count())
+                .unwrap_or(u64::MAX),
+            next_event: journal.iter().map(|e| e.header.seq.saturating_add(1)).max().unwrap_or(0),
+            has_title,
+        }
+    }
+}
+
 struct Running {
     cancel: CancellationToken,
     finished: CancellationToken,
@@ -75,7 +103,9 @@ pub struct RunnerSession {
     /// [`JOURNAL_DELAY`] clock of the running turn.
     unjournaled_arrived: Notify,
     config: Mutex<Vec<SessionConfigOption>>,
+    /// Turns started, across restarts: numbers turn ids.
     counter: AtomicU64,
+    /// Events built, across restarts: numbers event ids.
     event_counter: AtomicU64,
     has_title: std::sync::atomic::AtomicBool,
 }
@@ -87,27 +117,21 @@ impl std::fmt::Debug for RunnerSession {
 }
 
 impl RunnerSession {
-    pub(crate) fn new(
-        runner: Arc<RunnerInner>,
-        id: SessionId,
-        cwd: PathBuf,
-        turns_so_far: u64,
-        has_title: bool,
-    ) -> Arc<Self> {
+    pub(crate) fn new(runner: Arc<RunnerInner>, id: SessionId, cwd: PathBuf, history: History) -> Arc<Self> {
         let config = runner.turns.config_options();
         Arc::new(Self {
             id,
             cwd,
-            hub: EventHub::new(runner.subscriber_capacity),
+            hub: EventHub::continuing(runner.subscriber_capacity, history.next_event),
             runner,
             running: Mutex::default(),
             gates: Mutex::default(),
             unjournaled: Mutex::default(),
             unjournaled_arrived: Notify::new(),
             config: Mutex::new(config),
-            counter: AtomicU64::new(turns_so_far),
-            event_counter: AtomicU64::new(0),
-            has_title: std::sync::atomic::AtomicBool::new(has_title),
+            counter: AtomicU64::new(history.turns),
+            event_counter: AtomicU64::new(history.next_event),
+            has_title: std::sync::atomic::AtomicBool::new(history.has_title),
         })
     }
 
@@ -168,26 +192,32 @@ impl RunnerSession {
         kind: EventKind,
     ) {
         let event = self.build_event(class, visibility, command, at, kind);
-        if class == EventClass::Enduring {
-            let flush = matches!(
-                event.kind,
-                EventKind::GateOpened { .. }
-                    | EventKind::TurnDone { .. }
-                    | EventKind::TurnFailed { .. }
-                    | EventKind::TurnInterrupted {}
-                    | EventKind::CompactWaiterResolved {}
-                    | EventKind::CompactWaiterRejected { .. }
-            );
-            let mut pending = self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner);
-            let first = pending.events.is_empty();
-            pending.events.push(event.clone());
-            if flush {
-                self.write_journal(&mut pending);
-            } else if first {
-                self.unjournaled_arrived.notify_one();
-            }
+        if class != EventClass::Enduring {
+            self.hub.publish(event).await;
+            return;
         }
-        self.hub.publish(event).await;
+        let flush = matches!(
+            event.kind,
+            EventKind::GateOpened { .. }
+                | EventKind::TurnDone { .. }
+                | EventKind::TurnFailed { .. }
+                | EventKind::TurnInterrupted {}
+                | EventKind::CompactWaiterResolved {}
+                | EventKind::CompactWaiterRejected { .. }
+        );
+        // Journaled once the hub has numbered it: the journal keeps the live `seq`s, in order.
+        self.hub
+            .publish_numbered(event, |event| {
+                let mut pending = self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner);
+                let first = pending.events.is_empty();
+                pending.events.push(event.clone());
+                if flush {
+                    self.write_journal(&mut pending);
+                } else if first {
+                    self.unjournaled_arrived.notify_one();
+                }
+            })
+            .await;
     }
 
     /// Records a title (when new) and the update time with the next journal batch.

@@ -279,11 +279,16 @@ pub fn journal_kinds(store: &Arc<dyn Store>, id: &str) -> Vec<&'static str> {
     events.iter().map(|e| kind_name(&e.kind)).collect()
 }
 
-/// The journal of `id`, asserting every event is Enduring.
+/// The journal of `id`, asserting every event is Enduring, the `seq`s (the session's live
+/// numbering) strictly increase and no event id repeats (across restarts too).
 pub fn journal(store: &Arc<dyn Store>, id: &str) -> Vec<Event> {
     let events = store.events(&SessionId::new(id)).expect("read the journal");
     for e in &events {
         assert_eq!(e.header.class, EventClass::Enduring, "an Ephemeral event was journaled: {e:?}");
     }
+    let seqs: Vec<u64> = events.iter().map(|e| e.header.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "journaled seqs out of order: {seqs:?}");
+    let ids: std::collections::HashSet<&str> = events.iter().map(|e| e.header.id.as_str()).collect();
+    assert_eq!(ids.len(), events.len(), "journaled event ids repeat: {events:?}");
     events
 }
