@@ -22,6 +22,9 @@
 #![allow(missing_docs)]
 // Exported functions take owned arguments (`String`, `Buffer`): napi-derive converts into them.
 #![allow(clippy::needless_pass_by_value)]
+// These docs are for the binding's maintainers (its users read the TypeScript API), so they may
+// point at private items.
+#![allow(rustdoc::private_intra_doc_links)]
 // napi values (`Env`, `Unknown`) are small `Copy` handles, passed by reference like other values.
 #![allow(clippy::trivially_copy_pass_by_ref)]
 

@@ -2,7 +2,7 @@
 //!
 //! Each adapter holds the package's pure-Python adapter object (`acp_facade.host`), which turns the
 //! plain data passed here into typed objects, calls the product's `async def` methods and hands back
-//! plain data. Every call goes through the [`bridge`](crate::bridge): queued in Rust, run as an
+//! plain data. Every call goes through the [`bridge`]: queued in Rust, run as an
 //! asyncio task, answered synchronously. Capabilities follow the methods the product's objects
 //! define: the Python side reports them when an object is adapted.
 

@@ -9,6 +9,10 @@
 //! queued in Rust and the asyncio loop is woken through a socket it watches; the loop drains the
 //! queue, runs the host's coroutines as tasks, and answers with plain synchronous calls.
 
+// These docs are for the binding's maintainers (its users read the Python API), so they may point
+// at private items.
+#![allow(rustdoc::private_intra_doc_links)]
+
 use std::sync::OnceLock;
 
 use pyo3::prelude::*;

@@ -1,4 +1,4 @@
-//! `session/set_config_option` and `session/set_mode`, through one [`apply_config_option`].
+//! `session/set_config_option` and `session/set_mode`, through one `apply_config_option`.
 //!
 //! `set_mode` is `set_config_option` on the well-known [`MODE_CONFIG_ID`] option, so the two wire
 //! methods cannot drift apart. Applying an option:

@@ -155,7 +155,7 @@ impl Agent {
         self.inner.registry.len()
     }
 
-    /// Tells the facade a catalog entry changed; see [`list::observe_session_meta`].
+    /// Tells the facade a catalog entry changed; see `list::observe_session_meta`.
     pub async fn observe_session_meta(&self, entry: crate::host::SessionCatalogEntry) {
         list::observe_session_meta(&self.inner, entry).await;
     }

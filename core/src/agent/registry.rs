@@ -3,7 +3,7 @@
 //! A slot is reserved before the host creates a session, so concurrent `session/new` requests can
 //! never push the registry past `max_sessions`; the slot is released if creation fails.
 //!
-//! When the client hangs up the registry stops taking reservations ([`Registry::refuse_new`]), so
+//! When the client hangs up the registry stops taking reservations (`Registry::refuse_new`), so
 //! that closing every session ends: a session whose creation was already under way is registered
 //! (and then closed), no new one can start.
 

@@ -1,6 +1,6 @@
 //! `session/new`, the per-session state the facade keeps, and `resolve_session`.
 //!
-//! Every session-scoped method resolves its wire `sessionId` through [`resolve_session`] before the
+//! Every session-scoped method resolves its wire `sessionId` through `resolve_session` before the
 //! id touches the host or any session state: the string is validated first (malformed → `-32602`),
 //! then looked up in the live registry (unknown → `-32002`). No host call ever comes first.
 

@@ -1,6 +1,6 @@
 //! Conversation content: the messages a turn consumes and produces.
 //!
-//! Content blocks are the ACP [`ContentBlock`](crate::acp::ContentBlock) type itself, so nothing is
+//! Content blocks are the ACP [`ContentBlock`] type itself, so nothing is
 //! lost or guessed between a host's content and the wire.
 
 use serde::{Deserialize, Serialize};

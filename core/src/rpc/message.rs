@@ -8,7 +8,7 @@
 //! Two paths, one result. The reference path parses the line into a [`serde_json::Value`] and
 //! decides from that; it defines the behaviour, and every error answer comes from it. The fast path
 //! takes a well-formed request or notification apart in one pass without building a tree: it
-//! keeps the params as their text ([`Params`]), checked by [`Strict`](super::strict::Strict) to be
+//! keeps the params as their text ([`Params`]), checked by `Strict` to be
 //! exactly what the reference path would have parsed without error, and without duplicate keys, so
 //! that typed decoding straight from the text gives what decoding the parsed value gives.
 //!

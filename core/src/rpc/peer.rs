@@ -6,7 +6,7 @@
 //! producers down instead of growing a queue (memory stays bounded).
 //!
 //! Our own requests wait in one pending table keyed by the id we allocated. When the peer's
-//! incoming side ends, [`Peer::fail_pending`] fails every waiter with "connection closed" instead
+//! incoming side ends, `Peer::fail_pending` fails every waiter with "connection closed" instead
 //! of leaving it hanging. A waiter dropped before its answer arrives (its caller was cancelled)
 //! removes itself and tells the peer with `$/cancel_request`.
 

@@ -7,7 +7,7 @@
 //! # Journaling
 //!
 //! Enduring events are written in batches, one store transaction each (see
-//! [`RunnerSession::publish`]):
+//! `RunnerSession::publish`):
 //! - before a gate opens, a turn ends (done, failed, interrupted) or a compaction result is
 //!   delivered, the batch is written first — the client never sees a turn end, or is asked a
 //!   question, that is not on disk;
