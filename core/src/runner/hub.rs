@@ -244,10 +244,8 @@ mod tests {
         assert!(hub.try_publish(event(1)).is_ok());
         let mut seen = Vec::new();
         hub.publish_numbered(event(2), |e| seen.push(e.header.seq)).await;
-        let seqs: Vec<u64> = [sub.next().await, sub.next().await, sub.next().await]
-            .into_iter()
-            .map(|e| e.unwrap().header.seq)
-            .collect();
+        let seqs: Vec<u64> =
+            [sub.next().await, sub.next().await, sub.next().await].into_iter().map(|e| e.unwrap().header.seq).collect();
         assert_eq!(seqs, [7, 8, 9]);
         assert_eq!(seen, [9], "the hook sees the event numbered");
     }
