@@ -177,7 +177,7 @@ impl Runner {
     fn reopen(&self, id: &SessionId, setup: &Setup) -> Result<(Arc<RunnerSession>, Vec<crate::harness::Event>), Error> {
         let record = self.inner.store.session(id)?.ok_or_else(|| Error::session_not_found(&id.0))?;
         let journal = self.inner.store.events(id)?;
-        let session = self.open(id.clone(), setup, History::of(&journal, record.title.is_some()))?;
+        let session = self.open(id.clone(), setup, History::of(id, &journal, record.title.is_some()))?;
         Ok((session, journal))
     }
 

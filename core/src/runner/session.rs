@@ -73,12 +73,25 @@ pub(crate) struct History {
 }
 
 impl History {
-    /// The numbering of a session reopened with `journal` (its events in order).
-    pub(crate) fn of(journal: &[Event], has_title: bool) -> Self {
+    /// The numbering of session `id` reopened with `journal` (its events in order).
+    ///
+    /// The next event number is past every journaled `seq` and every journaled event id's number:
+    /// ids are numbered as events are built, `seq`s as they are delivered, and an event that a
+    /// full queue turned away (`try_text`) used up an id but no `seq`.
+    pub(crate) fn of(id: &SessionId, journal: &[Event], has_title: bool) -> Self {
+        let id_number = |e: &Event| -> Option<u64> {
+            e.header.id.as_str().strip_prefix(id.0.as_ref())?.strip_prefix('#')?.parse().ok()
+        };
         Self {
             turns: u64::try_from(journal.iter().filter(|e| matches!(e.kind, EventKind::TurnStarted { .. })).count())
                 .unwrap_or(u64::MAX),
-            next_event: journal.iter().map(|e| e.header.seq.saturating_add(1)).max().unwrap_or(0),
+            next_event: journal
+                .iter()
+                .flat_map(|e| [Some(e.header.seq), id_number(e)])
+                .flatten()
+                .map(|n| n.saturating_add(1))
+                .max()
+                .unwrap_or(0),
             has_title,
         }
     }
@@ -503,5 +516,34 @@ mod tests {
         // Longer than the stack buffer: the same id, built on the heap.
         let long = "x".repeat(200);
         assert_eq!(event_id(&SessionId::new(long.as_str()), 42).as_str(), format!("{long}#42"));
+    }
+
+    #[test]
+    fn a_reopened_session_numbers_past_every_journaled_seq_and_id() {
+        let sid = SessionId::new("s");
+        let journaled = |id: &str, seq: u64, kind: EventKind| Event {
+            header: EventHeader {
+                id: EventId::new(id),
+                seq,
+                class: EventClass::Enduring,
+                visibility: Visibility::Public,
+                cause: Cause::default(),
+                coordinates: Coordinates::default(),
+            },
+            kind,
+        };
+        let started = || EventKind::TurnStarted { message: UserMessage { content: Vec::new() } };
+        assert_eq!((History::of(&sid, &[], false).next_event, History::of(&sid, &[], false).turns), (0, 0));
+        // Ids ahead of seqs (turned-away token deltas used up ids 3 and 4), and ids not ours.
+        let journal = [
+            journaled("s#0", 0, started()),
+            journaled("s#5", 2, EventKind::TurnInterrupted {}),
+            journaled("other#99", 3, started()),
+            journaled("s#x", 4, EventKind::TurnInterrupted {}),
+        ];
+        let history = History::of(&sid, &journal, true);
+        assert_eq!((history.next_event, history.turns, history.has_title), (6, 2, true));
+        let journal = [journaled("s#1", 9, started())];
+        assert_eq!(History::of(&sid, &journal, false).next_event, 10, "past the seq when it is ahead");
     }
 }
