@@ -137,8 +137,11 @@ impl Peer {
         };
         if let Some(waiter) = waiter {
             let _ = waiter.send(outcome);
+        } else if matches!(id, RequestId::Number(n) if (0..self.inner.next_id.load(Ordering::Relaxed)).contains(n)) {
+            // Ours, but no longer awaited: typically a late answer to a request we cancelled.
+            tracing::debug!(%id, "response to a finished request; dropped");
         } else {
-            tracing::warn!(%id, "response to an unknown or finished request; dropped");
+            tracing::warn!(%id, "response to a request never sent; dropped");
         }
     }
 
