@@ -6,11 +6,17 @@
 //! `(err, value)` pair). A call queues the method on the JS thread, where its arguments are built;
 //! a throw is caught there and becomes an error, never a process-wide exception; the returned
 //! value may be a Promise (awaited through `then`/`catch`) or a plain value.
+//!
+//! A threadsafe function is a libuv async handle, and libuv looks at every async handle of the
+//! loop each time one of them wakes it. So only a handful per agent get their own (the host's
+//! methods, the turn runner's); the methods of objects that come and go by the thousand — live
+//! sessions, turns' abort controllers — are called through one [`Invoker`] per agent, each object
+//! held by a [`SharedObject`] (a reference, not a handle per method).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use acp_facade::error::{Error as AcpError, ErrorExt};
-use napi::bindgen_prelude::{Function, JsObjectValue, JsValuesTupleIntoVec, Object, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{Function, JsObjectValue, JsValuesTupleIntoVec, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, JsValue, Status, ValueType, sys};
 use tokio::sync::oneshot;
@@ -37,8 +43,90 @@ type Tsfn = ThreadsafeFunction<BuildArgs, Unknown<'static>, JsArgs, Status, fals
 /// A JS function (usually a method bound to its object), callable from any thread.
 #[derive(Clone)]
 pub struct JsMethod {
-    tsfn: Arc<Tsfn>,
+    route: Route,
     name: Arc<str>,
+}
+
+/// How a [`JsMethod`] reaches its function.
+#[derive(Clone)]
+enum Route {
+    /// Its own threadsafe function.
+    Own(Arc<Tsfn>),
+    /// `object[name]`, looked up at each call, through the object's [`Invoker`].
+    Shared(Arc<SharedObject>),
+}
+
+/// The JS side of an [`Invoker`]: calls `target[name](...args)`; with no name it does nothing
+/// (how a [`SharedObject`]'s reference is released on the JS thread).
+const INVOKE: &str =
+    "(function (target, name, ...args) { return name === undefined ? undefined : target[name](...args); })";
+
+/// One threadsafe function through which the methods of many objects are called (see the
+/// module doc). Weak, like every [`JsMethod`]: it never keeps the Node event loop alive.
+#[derive(Clone)]
+pub struct Invoker(Arc<Tsfn>);
+
+impl Invoker {
+    /// A new invoker (on the JS thread).
+    pub fn new(env: &Env) -> napi::Result<Self> {
+        let invoke: Function<'_, Unknown<'static>, Unknown<'static>> = env.run_script(INVOKE)?;
+        Ok(Self(Arc::new(threadsafe(&invoke)?)))
+    }
+}
+
+/// A JS object whose methods are called through an [`Invoker`]: holds a strong reference to it
+/// until the last of its [`JsMethod`]s is dropped, then releases it on the JS thread.
+pub struct SharedObject {
+    object: Mutex<Option<ObjectRef<false>>>,
+    invoker: Invoker,
+}
+
+impl SharedObject {
+    /// Holds `object` (on the JS thread).
+    pub fn new(invoker: &Invoker, object: &Object<'_>) -> napi::Result<Arc<Self>> {
+        Ok(Arc::new(Self { object: Mutex::new(Some(object.create_ref::<false>()?)), invoker: invoker.clone() }))
+    }
+
+    /// `object[name]`, when it is a function now (`object` is the one held, on the JS thread).
+    pub fn method(self: &Arc<Self>, object: &Object<'_>, name: &str) -> napi::Result<Option<JsMethod>> {
+        let value: Unknown<'_> = object.get_named_property(name)?;
+        if value.get_type()? != ValueType::Function {
+            return Ok(None);
+        }
+        Ok(Some(JsMethod { route: Route::Shared(self.clone()), name: name.into() }))
+    }
+
+    fn value(&self, env: &Env) -> napi::Result<sys::napi_value> {
+        let object = self.object.lock().unwrap_or_else(PoisonError::into_inner);
+        match object.as_ref() {
+            Some(reference) => Ok(reference.get_value(env)?.raw()),
+            None => Err(napi::Error::new(Status::GenericFailure, "the object was released")),
+        }
+    }
+}
+
+impl Drop for SharedObject {
+    fn drop(&mut self) {
+        let Some(reference) = self.object.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+            return;
+        };
+        let release: BuildArgs = Box::new(move |env| {
+            reference.unref(env)?;
+            Ok(Vec::new())
+        });
+        // When the environment is already gone, so is the object: nothing is left to release.
+        let _ = self.invoker.0.call(release, ThreadsafeFunctionCallMode::NonBlocking);
+    }
+}
+
+/// A weak, not callee-handled threadsafe function over `function`, whose calls build their
+/// arguments on the JS thread.
+fn threadsafe(function: &Function<'_, Unknown<'static>, Unknown<'static>>) -> napi::Result<Tsfn> {
+    function
+        .build_threadsafe_function::<BuildArgs>()
+        .callee_handled::<false>()
+        .weak::<true>()
+        .build_callback(|ctx| (ctx.value)(&ctx.env).map(JsArgs))
 }
 
 impl std::fmt::Debug for JsMethod {
@@ -65,12 +153,7 @@ impl JsMethod {
         function: &Function<'_, Unknown<'static>, Unknown<'static>>,
         name: &str,
     ) -> napi::Result<Self> {
-        let tsfn = function
-            .build_threadsafe_function::<BuildArgs>()
-            .callee_handled::<false>()
-            .weak::<true>()
-            .build_callback(|ctx| (ctx.value)(&ctx.env).map(JsArgs))?;
-        Ok(Self { tsfn: Arc::new(tsfn), name: name.into() })
+        Ok(Self { route: Route::Own(Arc::new(threadsafe(function)?)), name: name.into() })
     }
 
     /// The method's name, for messages.
@@ -102,10 +185,27 @@ impl JsMethod {
         answer.unwrap_or_else(|_| Err(self.gone()))
     }
 
+    /// The threadsafe function to queue a call on, and the call's arguments as it takes them.
+    fn dispatch(&self, args: BuildArgs) -> (&Tsfn, BuildArgs) {
+        match &self.route {
+            Route::Own(tsfn) => (tsfn, args),
+            Route::Shared(object) => {
+                let (target, name) = (object.clone(), self.name.clone());
+                let args: BuildArgs = Box::new(move |env| {
+                    let mut all = vec![target.value(env)?, env.create_string(&name)?.raw()];
+                    all.extend(args(env)?);
+                    Ok(all)
+                });
+                (&object.invoker.0, args)
+            }
+        }
+    }
+
     /// Calls the function and forgets the result (a throw is logged).
     pub fn call_detached(&self, args: BuildArgs) {
         let name = self.name.clone();
-        let status = self.tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
+        let (tsfn, args) = self.dispatch(args);
+        let status = tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
             if let Err(e) = ret {
                 tracing::warn!(method = &*name, error = %error::from_napi(&env, e).message, "a Node callback threw");
             }
@@ -122,18 +222,18 @@ impl JsMethod {
         convert: Convert<T>,
         tx: oneshot::Sender<Result<T, AcpError>>,
     ) -> Result<(), AcpError> {
-        let status =
-            self.tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
-                match ret {
-                    Ok(value) => settle(&env, value, convert, tx),
-                    Err(e) => {
-                        let _ = tx.send(Err(error::from_napi(&env, e)));
-                    }
+        let (tsfn, args) = self.dispatch(args);
+        let status = tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
+            match ret {
+                Ok(value) => settle(&env, value, convert, tx),
+                Err(e) => {
+                    let _ = tx.send(Err(error::from_napi(&env, e)));
                 }
-                // Never an error here: an error returned from this callback would be raised as an
-                // uncaught exception, ending the process.
-                Ok(())
-            });
+            }
+            // Never an error here: an error returned from this callback would be raised as an
+            // uncaught exception, ending the process.
+            Ok(())
+        });
         if status == Status::Ok { Ok(()) } else { Err(self.gone()) }
     }
 

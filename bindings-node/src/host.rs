@@ -14,7 +14,9 @@
 //!
 //! A live session is an object with `id`, `events` (an `EventHub` it publishes to), `submit`,
 //! `interrupt`, `respondGate`, and optionally `shutdown` ([`SessionCloser`]), `compact`
-//! ([`Compactor`]) and `configOptions` + `setConfigOption` ([`RuntimeConfig`]).
+//! ([`Compactor`]) and `configOptions` + `setConfigOption` ([`RuntimeConfig`]). Its methods are
+//! looked up on the object at each call, through the host's one [`Invoker`]; the agent holds
+//! the object until the session is closed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,7 +37,7 @@ use napi::{Env, ValueType};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::callback::{Convert, JsMethod, ignore, no_args, serde_args, serde_convert};
+use crate::callback::{Convert, Invoker, JsMethod, SharedObject, ignore, no_args, serde_args, serde_convert};
 use crate::harness::{event_from_json, setup_to_json};
 
 fn method(object: &Object<'_>, name: &str) -> napi::Result<Option<JsMethod>> {
@@ -68,14 +70,18 @@ impl HostParts {
     /// Reads a JS host object (on the JS thread).
     pub fn from_object(env: &Env, object: &Object<'_>) -> napi::Result<Self> {
         let new_session = required(object, "a host", "newSession")?;
+        // Every live session this host makes has its methods called through this one invoker.
+        let invoker = Invoker::new(env)?;
         let authenticator: Option<Arc<dyn Authenticator>> = match method(object, "authenticate")? {
             Some(authenticate) => Some(Arc::new(JsAuthenticator::from_object(env, object, authenticate)?)),
             None => None,
         };
         Ok(Self {
-            host: Some(Arc::new(JsHost { new_session })),
-            loader: method(object, "loadSession")?.map(|m| Arc::new(JsLoader(m)) as Arc<dyn SessionLoader>),
-            resumer: method(object, "resumeSession")?.map(|m| Arc::new(JsResumer(m)) as Arc<dyn SessionResumer>),
+            host: Some(Arc::new(JsHost { new_session, invoker: invoker.clone() })),
+            loader: method(object, "loadSession")?
+                .map(|m| Arc::new(JsLoader(m, invoker.clone())) as Arc<dyn SessionLoader>),
+            resumer: method(object, "resumeSession")?
+                .map(|m| Arc::new(JsResumer(m, invoker.clone())) as Arc<dyn SessionResumer>),
             catalog: method(object, "listSessions")?.map(|m| Arc::new(JsCatalog(m)) as Arc<dyn SessionCatalog>),
             deleter: method(object, "deleteSession")?.map(|m| Arc::new(JsDeleter(m)) as Arc<dyn SessionDeleter>),
             authenticator,
@@ -85,28 +91,31 @@ impl HostParts {
 
 struct JsHost {
     new_session: JsMethod,
+    invoker: Invoker,
 }
 
 #[async_trait]
 impl SessionHost for JsHost {
     async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
-        let session = self.new_session.call(serde_args(vec![setup_to_json(&setup)]), live_session_convert()).await?;
+        let convert = live_session_convert(self.invoker.clone());
+        let session = self.new_session.call(serde_args(vec![setup_to_json(&setup)]), convert).await?;
         Ok(session)
     }
 }
 
-struct JsLoader(JsMethod);
+struct JsLoader(JsMethod, Invoker);
 
 #[async_trait]
 impl SessionLoader for JsLoader {
     async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession> {
         let args = serde_args(vec![json!(session_id.0), setup_to_json(&setup)]);
-        let convert: Convert<LoadedSession> = Box::new(|env, value| {
+        let invoker = self.1.clone();
+        let convert: Convert<LoadedSession> = Box::new(move |env, value| {
             let object = as_object(&value, "loadSession result")?;
             let session_value: Unknown<'_> = object.get_named_property("session").map_err(|e| {
                 AcpError::internal_msg(format!("loadSession must return `{{ session, history }}`: {e}"))
             })?;
-            let session = live_session_from(env, &session_value)?;
+            let session = live_session_from(env, &session_value, &invoker)?;
             let history = match object.get_named_property::<Unknown<'_>>("history") {
                 Ok(h) if !matches!(h.get_type(), Ok(ValueType::Undefined | ValueType::Null)) => {
                     let events: Vec<Value> = env
@@ -126,13 +135,13 @@ impl SessionLoader for JsLoader {
     }
 }
 
-struct JsResumer(JsMethod);
+struct JsResumer(JsMethod, Invoker);
 
 #[async_trait]
 impl SessionResumer for JsResumer {
     async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
         let args = serde_args(vec![json!(session_id.0), setup_to_json(&setup)]);
-        self.0.call(args, live_session_convert()).await
+        self.0.call(args, live_session_convert(self.1.clone())).await
     }
 }
 
@@ -253,12 +262,12 @@ fn as_object<'a>(value: &Unknown<'a>, what: &str) -> Result<Object<'a>, AcpError
     }
 }
 
-fn live_session_convert() -> Convert<Arc<dyn LiveSession>> {
-    Box::new(|env, value| live_session_from(env, &value))
+fn live_session_convert(invoker: Invoker) -> Convert<Arc<dyn LiveSession>> {
+    Box::new(move |env, value| live_session_from(env, &value, &invoker))
 }
 
-/// A JS live session (on the JS thread).
-fn live_session_from(env: &Env, value: &Unknown<'_>) -> Result<Arc<dyn LiveSession>, AcpError> {
+/// A JS live session (on the JS thread); its methods are called through `invoker`.
+fn live_session_from(env: &Env, value: &Unknown<'_>, invoker: &Invoker) -> Result<Arc<dyn LiveSession>, AcpError> {
     let _ = env;
     let object = as_object(value, "a live session")?;
     let invalid = |e: napi::Error| AcpError::internal_msg(format!("invalid live session: {e}"));
@@ -268,8 +277,13 @@ fn live_session_from(env: &Env, value: &Unknown<'_>) -> Result<Arc<dyn LiveSessi
     let hub: ClassInstance<'_, crate::runner::hub::JsEventHub> = object.get_named_property("events").map_err(|e| {
         AcpError::internal_msg(format!("a live session needs `events`, an EventHub it publishes to ({e})"))
     })?;
-    let need = |name: &str| required(&object, "a live session", name).map_err(invalid);
-    let opt = |name: &str| method(&object, name).map_err(invalid);
+    let shared = SharedObject::new(invoker, &object).map_err(invalid)?;
+    let opt = |name: &str| shared.method(&object, name).map_err(invalid);
+    let need = |name: &str| {
+        opt(name)?.ok_or_else(|| {
+            AcpError::internal_msg(format!("invalid live session: a live session needs a `{name}` method"))
+        })
+    };
     let config = match (opt("configOptions")?, opt("setConfigOption")?) {
         (Some(snapshot), Some(set)) => Some(JsConfig { snapshot, set }),
         _ => None,

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict'
 import { tmpdir } from 'node:os'
 import { PassThrough, Readable, Writable } from 'node:stream'
 import { describe, test } from 'node:test'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 
 import { AcpError, Agent, ErrorCode, EventHub, MemoryStore, Runner } from 'acp-facade'
 
@@ -89,6 +91,37 @@ describe('host interfaces', () => {
     const response = await conn.connection.prompt(textPrompt(sessionId, 'hi there'))
     assert.equal(response.stopReason, 'end_turn')
     assert.equal(chunkText(conn.updatesOf(sessionId)), 'echo: hi there')
+    await conn.end()
+  })
+
+  test('the agent holds a live session until it is closed, then lets it be collected', async () => {
+    // A host that keeps no session itself: only the agent's reference keeps one alive.
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc')
+    const collected = []
+    const registry = new FinalizationRegistry((id) => collected.push(id))
+    let made = 0
+    const host = {
+      newSession() {
+        const session = new EchoSession(`kept-${++made}`)
+        registry.register(session, session.id)
+        return session
+      },
+    }
+    const conn = serveInProcess(new Agent(host))
+    await conn.initialize()
+    const first = (await conn.connection.newSession({ cwd: tmpdir(), mcpServers: [] })).sessionId
+    const second = (await conn.connection.newSession({ cwd: tmpdir(), mcpServers: [] })).sessionId
+    assert.equal((await conn.connection.prompt(textPrompt(first, 'one'))).stopReason, 'end_turn')
+    await conn.connection.closeSession({ sessionId: first })
+    for (let round = 0; round < 50 && collected.length === 0; round++) {
+      gc()
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    assert.deepEqual(collected, [first], 'the closed session is released, the open one kept')
+    // The open one still answers: its object and methods are intact after collections.
+    assert.equal((await conn.connection.prompt(textPrompt(second, 'two'))).stopReason, 'end_turn')
+    assert.match(chunkText(conn.updatesOf(second)), /echo: two/)
     await conn.end()
   })
 

@@ -26,11 +26,13 @@ use napi_derive::napi;
 use serde_json::json;
 
 use crate::agent::{Agent, AgentOptions};
-use crate::callback::{JsMethod, ignore, no_args, serde_args, serde_convert};
+use crate::callback::{Invoker, JsMethod, ignore, no_args, serde_args, serde_convert};
 use crate::error::{Code, Result, js_error, recode};
 
 struct JsTurnRunner {
     run_turn: JsMethod,
+    /// Calls each turn's `AbortController.abort`.
+    invoker: Invoker,
     config_options: Option<JsMethod>,
     title: Option<JsMethod>,
     compact: Option<JsMethod>,
@@ -42,7 +44,7 @@ struct JsTurnRunner {
 impl TurnRunner for JsTurnRunner {
     async fn run_turn(&self, turn: &CoreTurn) -> Result<StopReason, AcpError> {
         let ids = self.config_ids.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        turn::run(&self.run_turn, turn, &ids).await
+        turn::run(&self.run_turn, &self.invoker, turn, &ids).await
     }
 
     fn config_options(&self) -> Vec<SessionConfigOption> {
@@ -99,7 +101,6 @@ impl Runner {
         store: Either<ClassInstance<'_, sqlite::SqliteStore>, ClassInstance<'_, store::MemoryStore>>,
         turns: Object<'_>,
     ) -> Result<Self> {
-        let _ = env;
         let store = match store {
             Either::A(sqlite) => sqlite.store(),
             Either::B(memory) => memory.store(),
@@ -109,6 +110,7 @@ impl Runner {
             .ok_or_else(|| js_error(Code::InvalidArg, "a turn runner needs a `runTurn` method"))?;
         let turns = JsTurnRunner {
             run_turn,
+            invoker: Invoker::new(env).map_err(recode)?,
             config_options: JsMethod::get(&turns, "configOptions").map_err(recode)?,
             title: JsMethod::get(&turns, "title").map_err(recode)?,
             compact: JsMethod::get(&turns, "compact").map_err(recode)?,

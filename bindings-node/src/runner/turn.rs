@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::hub::Backlog;
-use crate::callback::{BuildArgs, JsMethod, serde_convert};
+use crate::callback::{BuildArgs, Invoker, JsMethod, SharedObject, serde_convert};
 use crate::error::{Code, Result, js_error, recode};
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
@@ -90,6 +90,7 @@ impl Shared {
 struct TurnInit {
     tx: mpsc::UnboundedSender<Op>,
     shared: Arc<Shared>,
+    invoker: Invoker,
     session_id: String,
     cwd: String,
     prompt: Value,
@@ -359,9 +360,10 @@ impl TurnInit {
         // SAFETY: `new AbortController()` is an object.
         let controller: Object<'_> = unsafe { controller.cast() }?;
         let signal: Object<'_> = controller.get_named_property("signal")?;
-        let abort: Function<'_, Unknown<'static>, Unknown<'static>> = controller.get_named_property("abort")?;
-        let abort = abort.bind(controller)?;
-        let _ = self.shared.abort.set(JsMethod::from_function(&abort, "abort")?);
+        let abort = SharedObject::new(&self.invoker, &controller)?
+            .method(&controller, "abort")?
+            .ok_or_else(|| napi::Error::from_reason("AbortController has no `abort`"))?;
+        let _ = self.shared.abort.set(abort);
         if self.shared.cancel.is_cancelled() {
             let abort_now: Function<'_, (), Unknown<'static>> = controller.get_named_property("abort")?;
             abort_now.apply(controller, ())?;
@@ -383,7 +385,12 @@ impl TurnInit {
 
 /// Runs one turn on the JS `runTurn`: builds the handle, applies its calls in order and returns
 /// what `runTurn` settled with (`undefined` is `end_turn`).
-pub async fn run(run_turn: &JsMethod, turn: &CoreTurn, config_ids: &[String]) -> Result<StopReason, AcpError> {
+pub async fn run(
+    run_turn: &JsMethod,
+    invoker: &Invoker,
+    turn: &CoreTurn,
+    config_ids: &[String],
+) -> Result<StopReason, AcpError> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         backlog: Arc::new(Backlog::default()),
@@ -393,6 +400,7 @@ pub async fn run(run_turn: &JsMethod, turn: &CoreTurn, config_ids: &[String]) ->
     let init = TurnInit {
         tx,
         shared: shared.clone(),
+        invoker: invoker.clone(),
         session_id: turn.session_id().0.to_string(),
         cwd: turn.cwd().to_string_lossy().into_owned(),
         prompt: serde_json::to_value(turn.prompt()).unwrap_or(Value::Array(Vec::new())),
