@@ -10,8 +10,8 @@
 //! A threadsafe function is a libuv async handle, and libuv looks at every async handle of the
 //! loop each time one of them wakes it. So only a handful per agent get their own (the host's
 //! methods, the turn runner's); the methods of objects that come and go by the thousand — live
-//! sessions, turns' abort controllers — are called through one [`Invoker`] per agent, each object
-//! held by a [`SharedObject`] (a reference, not a handle per method).
+//! sessions, turns' abort controllers — are called through one [`Invoker`] per host (or turn
+//! runner), each object held by a [`SharedObject`] (a reference, not a handle per method).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
