@@ -30,7 +30,7 @@ use acp_facade::host::{
     Authenticator, Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog,
     SessionCatalogEntry, SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
 };
-use acp_facade::runner::EventHub;
+use acp_facade::hub::EventHub;
 use async_trait::async_trait;
 use napi::bindgen_prelude::{ClassInstance, JsObjectValue, Object, Unknown};
 use napi::{Env, ValueType};
@@ -274,7 +274,7 @@ fn live_session_from(env: &Env, value: &Unknown<'_>, invoker: &Invoker) -> Resul
     let id: String = object
         .get_named_property::<String>("id")
         .map_err(|_| AcpError::internal_msg("a live session needs a string `id`"))?;
-    let hub: ClassInstance<'_, crate::runner::hub::JsEventHub> = object.get_named_property("events").map_err(|e| {
+    let hub: ClassInstance<'_, crate::hub::JsEventHub> = object.get_named_property("events").map_err(|e| {
         AcpError::internal_msg(format!("a live session needs `events`, an EventHub it publishes to ({e})"))
     })?;
     let shared = SharedObject::new(invoker, &object).map_err(invalid)?;

@@ -20,14 +20,14 @@ use acp_facade::host::{
     Authenticator, Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog,
     SessionCatalogEntry, SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
 };
-use acp_facade::runner::EventHub;
+use acp_facade::hub::EventHub;
 use async_trait::async_trait;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::bridge;
 use crate::harness::{decode, encode};
-use crate::runner::PyEventHub;
+use crate::hub::PyEventHub;
 
 /// A Python object the core calls through the bridge.
 pub(crate) type Target = Arc<Py<PyAny>>;

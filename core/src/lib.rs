@@ -14,7 +14,7 @@
 //!
 //! - [`rpc`]: the JSON-RPC 2.0 peer (framing, dispatch, outgoing calls, `$/cancel_request`).
 //! - [`harness`]: the runtime model a host speaks: sessions, loops, turns and their events.
-//! - [`host`]: the traits a product implements.
+//! - [`host`]: the traits a product implements; [`hub`]: the event fan-out a host publishes to.
 //! - [`agent`]: the facade that turns host events into ACP and ACP requests into host calls.
 //!
 //! ## Architecture invariants
@@ -31,8 +31,11 @@ pub mod agent;
 pub mod error;
 pub mod harness;
 pub mod host;
+pub mod hub;
+mod panic;
 pub mod rpc;
 pub mod runner;
+pub mod time;
 
 /// The pinned ACP wire types (schema v1.20.0), re-exported for hosts.
 pub use agent_client_protocol_schema::v1 as acp;

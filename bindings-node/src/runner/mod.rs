@@ -8,7 +8,6 @@
 //! | `title(firstPrompt)` → `string \| null` | `title` |
 //! | `compact({ sessionId })` (its presence offers `/compact`) | `supports_compaction`, `compact` |
 
-pub mod hub;
 pub mod sqlite;
 pub mod store;
 pub mod turn;
