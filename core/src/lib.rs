@@ -7,7 +7,7 @@
 //! `session/update`, permission round trips, cancellation and close orchestration, history replay,
 //! authenticated pagination, config options and modes, and the `/compact` command.
 //!
-//! The protocol is pinned to ACP schema v1.20.0 (`protocolVersion` 1); wire types come from
+//! The protocol is pinned to ACP schema v1.21.0 (`protocolVersion` 1); wire types come from
 //! [`agent_client_protocol_schema`] (re-exported as [`acp`]).
 //!
 //! ## Layers
@@ -37,7 +37,7 @@ pub mod rpc;
 pub mod runner;
 pub mod time;
 
-/// The pinned ACP wire types (schema v1.20.0), re-exported for hosts.
+/// The pinned ACP wire types (schema v1.21.0), re-exported for hosts.
 pub use agent_client_protocol_schema::v1 as acp;
 
 pub use agent::{Agent, Options};

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = ROOT / "schema" / "acp-v1.20.0.schema.json"
+SCHEMA_PATH = ROOT / "schema" / "acp-v1.21.0.schema.json"
 
 Located = Union[Tuple[str, ...], str]
 """A command line (argv prefix), or the reason the agent is not available."""
