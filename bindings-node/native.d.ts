@@ -165,6 +165,15 @@ export interface Host {
   logout?(): MaybePromise<void>
 }
 
+/**
+ * Authentication on its own (`acp_facade::host::Authenticator`), for a runner's agent:
+ * `runner.agent(options, authenticator)`. While it requires a login, every session method answers
+ * -32000 until `authenticate` succeeds (and again after `logout`).
+ */
+export type Authenticator = Pick<Host, 'authMethods' | 'requiresAuthentication' | 'logout'> & {
+  authenticate(methodId: string): MaybePromise<void>
+}
+
 /** The turn runner (`acp_facade::runner::TurnRunner`): how one turn runs, plus optional hooks. */
 export interface TurnRunner {
   /** Runs one turn; resolve with why it stopped (`undefined` is `"end_turn"`), throw to fail it (-32603, or an `AcpError`'s code). */
@@ -243,8 +252,11 @@ export declare class MemoryStore {
 export declare class Runner {
   /** A runner over `store` running turns with `turns`. */
   constructor(store: SqliteStore | MemoryStore, turns: TurnRunner)
-  /** An agent serving this runner's sessions (one agent per connection). */
-  agent(options?: AgentOptions | undefined | null): Agent
+  /**
+   * An agent serving this runner's sessions (one agent per connection); with an
+   * `authenticator`, its session methods need `authenticate` first.
+   */
+  agent(options?: AgentOptions | undefined | null, authenticator?: Authenticator | undefined | null): Agent
   /** Whether this runner has `sessionId` live (open on some connection). */
   isLive(sessionId: string): boolean
 }

@@ -72,10 +72,7 @@ impl HostParts {
         let new_session = required(object, "a host", "newSession")?;
         // Every live session this host makes has its methods called through this one invoker.
         let invoker = Invoker::new(env)?;
-        let authenticator: Option<Arc<dyn Authenticator>> = match method(object, "authenticate")? {
-            Some(authenticate) => Some(Arc::new(JsAuthenticator::from_object(env, object, authenticate)?)),
-            None => None,
-        };
+        let authenticator = authenticator(env, object)?;
         Ok(Self {
             host: Some(Arc::new(JsHost { new_session, invoker: invoker.clone() })),
             loader: method(object, "loadSession")?
@@ -185,6 +182,15 @@ impl SessionDeleter for JsDeleter {
     async fn delete_session(&self, session_id: SessionId) -> HostResult<()> {
         self.0.call(serde_args(vec![json!(session_id.0)]), ignore()).await
     }
+}
+
+/// The authentication part of a JS object (`authenticate`, `authMethods`,
+/// `requiresAuthentication`, `logout`), or `None` when it has no `authenticate` method.
+pub fn authenticator(env: &Env, object: &Object<'_>) -> napi::Result<Option<Arc<dyn Authenticator>>> {
+    Ok(match method(object, "authenticate")? {
+        Some(authenticate) => Some(Arc::new(JsAuthenticator::from_object(env, object, authenticate)?)),
+        None => None,
+    })
 }
 
 struct JsAuthenticator {

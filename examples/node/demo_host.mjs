@@ -4,7 +4,8 @@
 // wire; see ../../../shared/DEMO.md:
 //   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing),
-//          --page-size N (the largest session/list page, default 50).
+//          --page-size N (the largest session/list page, default 50),
+//          --auth (every session method needs `authenticate` with demo-login first).
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
 
 import { readFileSync } from 'node:fs'
@@ -14,11 +15,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 import { Runner, SqliteStore } from 'acp-facade'
 
-const USAGE = `usage: demo_host.mjs [--store PATH|:memory:] [--page-size N]
+const USAGE = `usage: demo_host.mjs [--store PATH|:memory:] [--page-size N] [--auth]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo, on Node).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
-  --page-size N    the largest session/list page (default 50)`
+  --page-size N    the largest session/list page (default 50)
+  --auth           require \`authenticate\` with method demo-login before any session method`
 
 /** The context window the demo reports. */
 const CONTEXT_SIZE = 200000
@@ -33,6 +35,7 @@ function fail(message, code) {
 function parseArgs(argv) {
   let store
   let pageSize = 50
+  let auth = false
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     if (arg === '--store') {
@@ -44,13 +47,15 @@ function parseArgs(argv) {
       const n = /^\+?\d+$/.test(value) ? Number(value) : NaN
       if (!(n > 0) || !Number.isSafeInteger(n)) throw new Error(`--page-size must be a positive number, got ${JSON.stringify(value)}`)
       pageSize = n
+    } else if (arg === '--auth') {
+      auth = true
     } else if (arg === '--help' || arg === '-h') {
       throw new Error(USAGE)
     } else {
       throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`)
     }
   }
-  return { store: store ?? defaultStore(), pageSize }
+  return { store: store ?? defaultStore(), pageSize, auth }
 }
 
 /** `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`. */
@@ -204,6 +209,17 @@ const script = {
   async compact() {},
 }
 
+/**
+ * `--auth`: one method, `demo-login`, with logout. The agent keeps the login state per connection;
+ * this only says a login is needed and accepts it.
+ */
+const demoLogin = {
+  authMethods: [{ id: 'demo-login', name: 'Demo login' }],
+  requiresAuthentication: true,
+  async authenticate() {},
+  async logout() {},
+}
+
 async function main() {
   let args
   try {
@@ -218,7 +234,10 @@ async function main() {
     return fail(`cannot open the session store ${args.store}: ${e.message}`, 1)
   }
   const runner = new Runner(store, script)
-  const agent = runner.agent({ agentName: 'acp-facade-demo', agentVersion: VERSION, maxPageSize: args.pageSize })
+  const agent = runner.agent(
+    { agentName: 'acp-facade-demo', agentVersion: VERSION, maxPageSize: args.pageSize },
+    args.auth ? demoLogin : undefined,
+  )
   try {
     await agent.serveStdio()
   } catch (e) {

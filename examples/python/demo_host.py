@@ -5,7 +5,7 @@ An ACP agent over stdio with a scripted "model" and a SQLite store, behaving exa
 Rust demo (``examples/demo-agent``): ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
 ``ask QUESTION``, ``fail``, ``/compact``, and anything else echoed word by word.
 
-usage: demo_host.py [--store PATH|:memory:] [--page-size N]
+usage: demo_host.py [--store PATH|:memory:] [--page-size N] [--auth]
 
 Nothing but protocol goes to stdout; diagnostics go to stderr.
 """
@@ -24,6 +24,8 @@ from typing import List, Optional, Tuple
 import acp_facade
 from acp_facade import (
     ApprovalAction,
+    AuthMethod,
+    Authenticator,
     ConfigOption,
     InternalError,
     Runner,
@@ -36,11 +38,12 @@ from acp_facade import (
     text_block,
 )
 
-USAGE = """usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+USAGE = """usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
-  --page-size N    the largest session/list page (default 50)"""
+  --page-size N    the largest session/list page (default 50)
+  --auth           require `authenticate` with method demo-login before any session method"""
 
 CONTEXT_SIZE = 200_000
 """The context window the demo reports."""
@@ -163,10 +166,29 @@ def default_store() -> Path:
     return Path(base) / "acp-facade" / "demo.sqlite"
 
 
-def parse_args(argv: List[str]) -> Tuple[str, int]:
-    """The store path and the page size, or `ValueError` with the message to print."""
+class DemoLogin(Authenticator):
+    """``--auth``: one method, ``demo-login``, with logout. The facade keeps the login state per
+    connection; this only says a login is needed and accepts it."""
+
+    def auth_methods(self) -> List[AuthMethod]:
+        return [AuthMethod("demo-login", "Demo login")]
+
+    def requires_authentication(self) -> bool:
+        return True
+
+    async def authenticate(self, method_id: str) -> None:
+        return None
+
+    async def logout(self) -> None:
+        return None
+
+
+def parse_args(argv: List[str]) -> Tuple[str, int, bool]:
+    """The store path, the page size and whether `--auth` is on, or `ValueError` with the message
+    to print."""
     store: Optional[str] = None
     page_size = 50
+    auth = False
     args = iter(argv)
     for arg in args:
         if arg == "--store":
@@ -180,29 +202,33 @@ def parse_args(argv: List[str]) -> Tuple[str, int]:
             page_size = _parse_u64(value)
             if page_size <= 0:
                 raise ValueError(f"--page-size must be a positive number, got {value!r}")
+        elif arg == "--auth":
+            auth = True
         elif arg in ("--help", "-h"):
             raise ValueError(USAGE)
         else:
             raise ValueError(f"unknown argument {arg!r}\n{USAGE}")
-    return (store if store is not None else str(default_store())), page_size
+    return (store if store is not None else str(default_store())), page_size, auth
 
 
-async def serve(store_path: str, page_size: int) -> None:
+async def serve(store_path: str, page_size: int, auth: bool) -> None:
     """Serves the demo agent over stdio until the client hangs up."""
     runner = Runner(SqliteStore(store_path), Script())
     options = runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size)
+    if auth:
+        options = options.authenticator(DemoLogin())
     await runner.agent(options).serve_stdio()
 
 
 def main() -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        store, page_size = parse_args(sys.argv[1:])
+        store, page_size, auth = parse_args(sys.argv[1:])
     except ValueError as e:
         log.error("%s", e)
         return 2
     try:
-        asyncio.run(serve(store, page_size))
+        asyncio.run(serve(store, page_size, auth))
     except OSError as e:
         log.error("cannot serve: %s", e)
         return 1

@@ -56,10 +56,11 @@ impl AgentInner {
     }
 
     /// Fails with `-32000` while the authenticator demands a login: the first check of every
-    /// session method, before its params are even read.
+    /// session method, before its params are even read. An authenticated connection never asks
+    /// the host (its hook may be a round trip into another language).
     pub(crate) fn require_authenticated(&self) -> Result<(), Error> {
         match &self.options.authenticator {
-            Some(auth) if auth.requires_authentication() && !self.authenticated.load(Ordering::Acquire) => {
+            Some(auth) if !self.authenticated.load(Ordering::Acquire) && auth.requires_authentication() => {
                 Err(Error::auth_required())
             }
             _ => Ok(()),

@@ -4,8 +4,10 @@
 //! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
 //! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and
 //! anything else echoed word by word. Options: `--store PATH` (default: a file under the user's
-//! data directory; `:memory:` keeps nothing) and `--page-size N` (largest `session/list` page).
+//! data directory; `:memory:` keeps nothing), `--page-size N` (largest `session/list` page) and
+//! `--auth` (every session method needs `authenticate` with `demo-login` first).
 
+mod auth;
 mod script;
 
 use std::path::PathBuf;
@@ -13,20 +15,23 @@ use std::sync::Arc;
 
 use acp_facade::runner::{Runner, SqliteStore};
 
-const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
-  --page-size N    the largest session/list page (default 50)";
+  --page-size N    the largest session/list page (default 50)
+  --auth           require `authenticate` with method demo-login before any session method";
 
 struct Args {
     store: String,
     page_size: usize,
+    auth: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut store = None;
     let mut page_size = 50usize;
+    let mut auth = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -39,6 +44,7 @@ fn parse_args() -> Result<Args, String> {
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("--page-size must be a positive number, got {value:?}"))?;
             }
+            "--auth" => auth = true,
             "--help" | "-h" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -47,7 +53,7 @@ fn parse_args() -> Result<Args, String> {
         Some(store) => store,
         None => default_store()?.to_string_lossy().into_owned(),
     };
-    Ok(Args { store, page_size })
+    Ok(Args { store, page_size, auth })
 }
 
 /// `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`.
@@ -83,8 +89,11 @@ fn main() -> std::process::ExitCode {
         }
     };
     let runner = Runner::new(store, Arc::new(script::Script));
-    let options =
+    let mut options =
         runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
+    if args.auth {
+        options = options.authenticator(Arc::new(auth::DemoLogin));
+    }
     let agent = runner.agent(options);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
