@@ -13,6 +13,8 @@
 //! ## Layers
 //!
 //! - [`rpc`]: the JSON-RPC 2.0 peer (framing, dispatch, outgoing calls, `$/cancel_request`).
+//! - [`client`]: the agent's calls to the editor (files, terminals, elicitation), gated by what
+//!   the client advertised and cancelled with their turn.
 //! - [`harness`]: the runtime model a host speaks: sessions, loops, turns and their events.
 //! - [`host`]: the traits a product implements; [`hub`]: the event fan-out a host publishes to.
 //! - [`agent`]: the facade that turns host events into ACP and ACP requests into host calls.
@@ -28,6 +30,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod client;
 pub mod error;
 pub mod harness;
 pub mod host;

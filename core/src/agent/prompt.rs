@@ -53,7 +53,11 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
     Box::pin(async move {
         let (prompt, entry, guard) = accepted?;
         let span = tracing::info_span!("turn", session = %entry.id);
+        // Calls through the session's client handle meanwhile belong to this prompt.
+        let calls = entry.setup.client().link.begin_prompt();
         let outcome = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).instrument(span).await;
+        // A cancelled prompt's terminals are killed and released before it is answered.
+        entry.setup.client().link.end_prompt(&calls).await;
         // The next prompt may start now; a close waiting for this one waits until its response
         // is queued, so it can never answer first.
         cx.keep_until_answered(guard.release());

@@ -180,7 +180,9 @@ impl SessionEntry {
     }
 
     /// Interrupts the session's turn, logging a host failure (the prompt still ends `cancelled`).
+    /// The prompt's calls to the client through the session's handle are cancelled first.
     pub(crate) async fn interrupt(&self) {
+        self.setup.client().link.cancel_prompt();
         if let Err(e) = self.live.interrupt().await {
             tracing::warn!(session = %self.id, error = %e.message, "interrupt failed");
         }

@@ -167,7 +167,7 @@ impl Runner {
     }
 
     fn open(&self, id: SessionId, setup: &Setup, history: History) -> Result<Arc<RunnerSession>, Error> {
-        let session = RunnerSession::new(self.inner.clone(), id, setup.cwd().to_path_buf(), history);
+        let session = RunnerSession::new(self.inner.clone(), id, setup, history);
         self.inner.track(&session)?;
         Ok(session)
     }

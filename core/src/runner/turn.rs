@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::session::RunnerSession;
 use crate::acp::{ContentBlock, SessionId, ToolCallStatus, ToolKind};
+use crate::client::{Capabilities, Client};
 use crate::harness::content::{plain_text, text_block};
 use crate::harness::{
     AiMessage, ApprovalAction, CommandId, EventClass, EventKind, Gate, GateId, GateKind, GateResolver, GateResponse,
@@ -79,6 +80,7 @@ pub struct Turn {
     pub(crate) turn_id: TurnId,
     prompt: Vec<ContentBlock>,
     cancel: CancellationToken,
+    client: Client,
     step: Mutex<Step>,
     next_call: AtomicU64,
 }
@@ -96,6 +98,7 @@ impl Turn {
         turn_id: TurnId,
         prompt: Vec<ContentBlock>,
         cancel: CancellationToken,
+        client: Client,
     ) -> Self {
         Self {
             session,
@@ -104,6 +107,7 @@ impl Turn {
             turn_id,
             prompt,
             cancel,
+            client,
             step: Mutex::default(),
             next_call: AtomicU64::new(0),
         }
@@ -147,6 +151,26 @@ impl Turn {
     /// The turn's cancellation token.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
+    }
+
+    /// The turn's handle on the client: read and write files through the editor, run commands in
+    /// its terminals, ask the user. Its calls are cancelled with the turn; its terminals are
+    /// released when the turn ends (killed first when it was cancelled).
+    ///
+    /// ```no_run
+    /// # async fn demo(turn: &acp_facade::runner::Turn) -> Result<(), acp_facade::Error> {
+    /// let path = turn.cwd().join("notes.txt");
+    /// let notes = turn.client().read_text_file(&path, None, None).await?;
+    /// turn.text(notes).await;
+    /// # Ok(()) }
+    /// ```
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// What the client advertised (`fs`, `terminal`, `elicitation`, `_meta`).
+    pub fn client_capabilities(&self) -> &Capabilities {
+        self.client.capabilities()
     }
 
     fn lock_step(&self) -> std::sync::MutexGuard<'_, Step> {

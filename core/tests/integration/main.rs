@@ -11,6 +11,7 @@ mod common;
 mod authentication;
 mod bad_input;
 mod cancellation;
+mod client_fs;
 mod close;
 mod compact;
 mod config;
