@@ -124,9 +124,7 @@ impl Client {
     /// Whether calls through this handle are cancelled now (its scope, or the session's prompt in
     /// flight, was cancelled; the session closed; the client went away).
     pub fn is_cancelled(&self) -> bool {
-        self.link.closed.is_cancelled()
-            || self.link.peer.as_ref().is_some_and(Peer::is_closed)
-            || self.effective_scope().is_some_and(|s| s.cancel.is_cancelled())
+        self.link.is_closed() || self.effective_scope().is_some_and(|s| s.cancel.is_cancelled())
     }
 
     /// Releases every terminal created through this handle's scope and not released yet —

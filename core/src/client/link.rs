@@ -182,10 +182,15 @@ impl SessionLink {
     /// Releases the terminals of `scope` not yet released, killing those that may still run
     /// when the scope was cancelled.
     pub(crate) async fn release_scope(&self, scope: &Scope) {
-        let kill = scope.cancel.is_cancelled() || self.closed.is_cancelled();
+        let kill = scope.cancel.is_cancelled() || self.is_closed();
         for lease in scope.unreleased() {
             self.dispose(&lease, kill).await;
         }
+    }
+
+    /// Whether the session closed or the client went away.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled() || self.peer.as_ref().is_some_and(Peer::is_closed)
     }
 
     /// The session closes (or the client went away): cancels every call of the session.

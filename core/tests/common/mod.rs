@@ -282,6 +282,15 @@ impl TestClient {
             .await
     }
 
+    /// Like [`TestClient::hang_up`], returning every message the agent sent over the whole
+    /// connection, in order (those read before and after the hang-up).
+    pub async fn hang_up_transcript(mut self) -> Vec<Value> {
+        let mut transcript = std::mem::take(&mut self.transcript);
+        let backlog = self.backlog.len();
+        transcript.extend(self.hang_up().await.into_iter().skip(backlog));
+        transcript
+    }
+
     /// Closes the client's writing side (EOF for the agent) and waits for `serve` to return.
     pub async fn hang_up(mut self) -> Vec<Value> {
         self.writer.shutdown().await.unwrap();

@@ -12,6 +12,8 @@ mod authentication;
 mod bad_input;
 mod cancellation;
 mod client_fs;
+mod client_session;
+mod client_terminal;
 mod close;
 mod compact;
 mod config;
