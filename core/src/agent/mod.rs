@@ -8,8 +8,9 @@
 //!   (the live sessions), `state` (what one connection's agent holds, `resolve_session`,
 //!   `send_update`);
 //! - shared steps: [`config`] (`apply_config_option`), [`close`] (the close orchestration),
-//!   `establish` (registering a session the host opened, re-attaching a live one), [`gates`]
-//!   (permission round trips), [`compact`];
+//!   `establish` (registering a session the host opened, re-attaching a live one),
+//!   [`elicitation`] (ask-user, form and open-URL gates as `elicitation/create`), [`gates`]
+//!   (every gate's wire form; permission round trips), [`compact`];
 //! - handlers: [`session`] (`session/new`), [`prompt`] (the correlation engine, `session/cancel`),
 //!   `text_prompt` (the fast decoder of everyday prompts), [`replay`] (`session/load`),
 //!   [`resume`], [`list`], [`delete`]; and this file: `initialize`, `authenticate`, `logout`,
@@ -27,6 +28,7 @@ pub mod compact;
 pub mod config;
 pub mod cursor;
 pub mod delete;
+pub mod elicitation;
 mod establish;
 pub mod gates;
 pub mod list;

@@ -29,13 +29,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::cancellation::{Attention, Cancellation};
+use super::elicitation::OpenUrls;
 use super::session_state::{PromptGuard, SessionEntry};
 use super::state::AgentInner;
 use super::wire::{Reply, decode_params, encode_error};
 use super::{compact, gates, translate};
-use crate::acp::{CancelNotification, ContentBlock, PromptCapabilities, PromptResponse, StopReason};
+use crate::acp::{
+    CancelNotification, ContentBlock, PromptCapabilities, PromptResponse, SessionUpdate, StopReason, ToolCall,
+};
 use crate::error::{Error, ErrorExt};
-use crate::harness::{EventKind, LoopId, ToolCallId, ToolCallRequest, TurnId};
+use crate::harness::{EventKind, LoopId, ToolCallId, TurnId};
 use crate::host::EventStream;
 use crate::rpc::{Answer, Params, RequestContext};
 
@@ -117,7 +120,7 @@ async fn run_prompt(
         }
     };
     tracing::debug!(session = %entry.id, %command, "prompt submitted");
-    let mut drain = Drain { agent, entry, events, tool_calls: HashMap::new() };
+    let mut drain = Drain { agent, entry, events, tool_calls: HashMap::new(), urls: OpenUrls::default() };
     drain.until_terminal(&command, &mut cancel).await
 }
 
@@ -125,8 +128,11 @@ struct Drain<'a> {
     agent: &'a Arc<AgentInner>,
     entry: &'a Arc<SessionEntry>,
     events: EventStream,
-    /// Tool calls announced in this turn, for the permission requests that refer to them.
-    tool_calls: HashMap<ToolCallId, ToolCallRequest>,
+    /// Tool calls announced in this turn as they stand now, for the permission requests that
+    /// refer to them.
+    tool_calls: HashMap<ToolCallId, ToolCall>,
+    /// Open-URL gates of this turn the user accepted: completed when the host resolves them.
+    urls: OpenUrls,
 }
 
 impl Drain<'_> {
@@ -156,7 +162,7 @@ impl Drain<'_> {
                     let tool_call = gate.tool_call_id.as_ref().and_then(|id| self.tool_calls.get(id));
                     // Boxed: permission requests are rare, and their future would otherwise be
                     // part of every prompt's.
-                    Box::pin(gates::resolve(self.agent, self.entry, &gate, tool_call, cancel)).await;
+                    Box::pin(gates::resolve(self.agent, self.entry, &gate, tool_call, cancel, &mut self.urls)).await;
                     continue;
                 }
                 Step::Finish(stop) => return Ok(stop),
@@ -252,13 +258,23 @@ impl Drain<'_> {
             EventKind::TurnFailed { error } => Step::fail(Error::internal_msg(error.clone())),
             // Rare: the gate is copied out so that no event is held while the client is asked.
             EventKind::GateOpened { gate } if public => Step::Gate(Box::new(gate.clone())),
-            EventKind::ToolCallStarted { call_id, name, kind, input } if public => {
-                self.tool_calls.insert(
-                    call_id.clone(),
-                    ToolCallRequest { call_id: call_id.clone(), name: name.clone(), kind: *kind, input: input.clone() },
-                );
-                translate::live_update_line(&self.entry.id, &self.entry.update_head, event)
-                    .map_or(Step::Skip, Step::Send)
+            // An accepted open-URL gate resolved by the host: its elicitation is complete.
+            EventKind::GateResolved { gate_id } if public => {
+                self.urls.complete_line(gate_id).map_or(Step::Skip, Step::Send)
+            }
+            EventKind::ToolCallStarted { call_id, .. } if public => {
+                let Some(call) = translate::tool_call(event) else { return Step::Skip };
+                let line = translate::update_line(&self.entry.id, SessionUpdate::ToolCall(call.clone()));
+                self.tool_calls.insert(call_id.clone(), call);
+                Step::Send(line)
+            }
+            EventKind::ToolCallProgress { call_id, .. } | EventKind::ToolCallCompleted { call_id, .. } if public => {
+                let Some(update) = translate::translate(event) else { return Step::Skip };
+                if let (SessionUpdate::ToolCallUpdate(update), Some(call)) = (&update, self.tool_calls.get_mut(call_id))
+                {
+                    call.update(update.fields.clone());
+                }
+                Step::Send(translate::update_line(&self.entry.id, update))
             }
             _ => translate::live_update_line(&self.entry.id, &self.entry.update_head, event)
                 .map_or(Step::Skip, Step::Send),

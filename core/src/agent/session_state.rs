@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
+use super::cancellation::Cancellation;
 use super::translate::UpdateHead;
 use crate::acp::SessionId;
 use crate::error::{Error, ErrorExt};
@@ -185,6 +186,14 @@ impl SessionEntry {
         self.setup.client().link.cancel_prompt();
         if let Err(e) = self.live.interrupt().await {
             tracing::warn!(session = %self.id, error = %e.message, "interrupt failed");
+        }
+    }
+
+    /// Interrupts the turn unless the prompt already did for this cancellation (`cancel`).
+    pub(crate) async fn stop_turn(&self, cancel: &mut Cancellation<'_>) {
+        if !cancel.noticed() {
+            cancel.notice();
+            self.interrupt().await;
         }
     }
 

@@ -29,7 +29,7 @@ mod terminal;
 
 pub use capabilities::Capabilities;
 pub use elicitation::{ElicitationAnswer, UrlElicitation};
-pub(crate) use elicitation::{check_form_answer, fresh_elicitation_id};
+pub(crate) use elicitation::{check_form_answer, check_url, fresh_elicitation_id};
 pub use error::ClientError;
 pub use handle::Client;
 pub use terminal::Terminal;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ids::ToolCallId;
-use crate::acp::{ContentBlock, ToolKind};
+use crate::acp::{ContentBlock, ToolCallContent, ToolCallLocation, ToolKind};
 
 /// A user's message: the prompt of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -29,7 +29,7 @@ pub struct AiMessage {
     pub tool_calls: Vec<ToolCallRequest>,
 }
 
-/// One tool call a model asked for.
+/// One tool call a model asked for, as it was announced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRequest {
     /// The call's id.
@@ -41,17 +41,48 @@ pub struct ToolCallRequest {
     /// The raw input.
     #[serde(default)]
     pub input: Value,
+    /// The files (and lines) it works on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<ToolCallLocation>,
 }
 
-/// The result of one tool call.
+impl ToolCallRequest {
+    /// A request with no locations.
+    pub fn new(call_id: impl Into<ToolCallId>, name: impl Into<String>, kind: ToolKind, input: Value) -> Self {
+        Self { call_id: call_id.into(), name: name.into(), kind, input, locations: Vec::new() }
+    }
+}
+
+/// The result of one tool call: how it ended, and what it showed last (what `session/load`
+/// replays). Fields that did not change from the [`ToolCallRequest`] stay absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResultMessage {
     /// The call this answers.
     pub call_id: ToolCallId,
-    /// Output content.
-    pub output: Vec<ContentBlock>,
+    /// Its final content: content blocks, diffs, terminals (older journals hold bare blocks).
+    #[serde(with = "super::tool_content::list")]
+    pub output: Vec<ToolCallContent>,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Its final title, when it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its final kind, when it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ToolKind>,
+    /// Its final locations, when they changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<ToolCallLocation>>,
+    /// Its raw output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<Value>,
+}
+
+impl ToolResultMessage {
+    /// A result with `output` and nothing else changed.
+    pub fn new(call_id: impl Into<ToolCallId>, output: Vec<ToolCallContent>, is_error: bool) -> Self {
+        Self { call_id: call_id.into(), output, is_error, title: None, kind: None, locations: None, raw_output: None }
+    }
 }
 
 /// One message of a conversation.

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::content::{Message, UserMessage};
 use super::gate::Gate;
 use super::ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};
-use crate::acp::{ContentBlock, ToolCallStatus, ToolKind};
+use crate::acp::{ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind};
 
 /// Durability of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,7 +98,7 @@ pub enum EventKind {
         /// Reply or reasoning.
         channel: TokenChannel,
     },
-    /// A tool call was announced.
+    /// A tool call was announced (`tool_call`).
     ToolCallStarted {
         /// Its id.
         call_id: ToolCallId,
@@ -106,26 +106,69 @@ pub enum EventKind {
         name: String,
         /// Kind of tool.
         kind: ToolKind,
-        /// Raw input.
+        /// Raw input (`rawInput`).
         input: Value,
+        /// The status it starts in; `pending` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<ToolCallStatus>,
+        /// Its content so far: content blocks, diffs, terminals.
+        #[serde(default, skip_serializing_if = "Vec::is_empty", with = "super::tool_content::list")]
+        content: Vec<ToolCallContent>,
+        /// The files (and lines) it works on.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        locations: Vec<ToolCallLocation>,
+        /// Raw output (`rawOutput`), if any yet.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw_output: Option<Value>,
     },
-    /// A tool call made progress (status and/or new content).
+    /// A tool call changed (`tool_call_update`): each field present replaces the call's; absent
+    /// fields stay as they were (`content` and `locations` replace whole lists).
     ToolCallProgress {
         /// Its id.
         call_id: ToolCallId,
         /// The new status, if it changed.
         status: Option<ToolCallStatus>,
-        /// Content so far (replaces earlier content), if any.
-        content: Option<Vec<ContentBlock>>,
+        /// The new content (content blocks, diffs, terminals), replacing earlier content.
+        #[serde(default, with = "super::tool_content::option")]
+        content: Option<Vec<ToolCallContent>>,
+        /// The new title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// The new kind.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<ToolKind>,
+        /// The new locations, replacing earlier ones.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        locations: Option<Vec<ToolCallLocation>>,
+        /// The new raw input.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw_input: Option<Value>,
+        /// The new raw output.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw_output: Option<Value>,
     },
-    /// A tool call finished.
+    /// A tool call finished (`tool_call_update` with status `completed` or `failed`), with the
+    /// fields that changed as it did.
     ToolCallCompleted {
         /// Its id.
         call_id: ToolCallId,
-        /// Output content.
-        output: Vec<ContentBlock>,
+        /// Its final content, when it has some (replaces earlier content; empty: unchanged).
+        #[serde(with = "super::tool_content::list")]
+        output: Vec<ToolCallContent>,
         /// Whether it failed.
         is_error: bool,
+        /// The new title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// The new kind.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<ToolKind>,
+        /// The new locations.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        locations: Option<Vec<ToolCallLocation>>,
+        /// The raw output.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw_output: Option<Value>,
     },
     /// A step finished: the step's AI message followed by its tool results (Enduring).
     StepDone {
@@ -177,6 +220,58 @@ pub enum EventKind {
         /// The last activity time (ISO 8601), if known.
         updated_at: Option<String>,
     },
+}
+
+impl EventKind {
+    /// `ToolCallStarted` with a title, a kind and raw input, and nothing else (pending).
+    pub fn tool_call_started(
+        call_id: impl Into<ToolCallId>,
+        name: impl Into<String>,
+        kind: ToolKind,
+        input: Value,
+    ) -> Self {
+        Self::ToolCallStarted {
+            call_id: call_id.into(),
+            name: name.into(),
+            kind,
+            input,
+            status: None,
+            content: Vec::new(),
+            locations: Vec::new(),
+            raw_output: None,
+        }
+    }
+
+    /// `ToolCallProgress` changing only the status and/or the content.
+    pub fn tool_call_progress(
+        call_id: impl Into<ToolCallId>,
+        status: Option<ToolCallStatus>,
+        content: Option<Vec<ToolCallContent>>,
+    ) -> Self {
+        Self::ToolCallProgress {
+            call_id: call_id.into(),
+            status,
+            content,
+            title: None,
+            kind: None,
+            locations: None,
+            raw_input: None,
+            raw_output: None,
+        }
+    }
+
+    /// `ToolCallCompleted` with its output (empty: content unchanged) and nothing else changed.
+    pub fn tool_call_completed(call_id: impl Into<ToolCallId>, output: Vec<ToolCallContent>, is_error: bool) -> Self {
+        Self::ToolCallCompleted {
+            call_id: call_id.into(),
+            output,
+            is_error,
+            title: None,
+            kind: None,
+            locations: None,
+            raw_output: None,
+        }
+    }
 }
 
 /// One event of a session's stream.

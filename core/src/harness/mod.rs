@@ -9,6 +9,7 @@ pub mod content;
 pub mod event;
 pub mod gate;
 pub mod ids;
+pub mod tool_content;
 
 pub use content::{AiMessage, Message, ToolCallRequest, ToolResultMessage, UserMessage};
 pub use event::{Cause, Coordinates, Event, EventClass, EventHeader, EventKind, StopReason, TokenChannel, Visibility};

@@ -35,17 +35,15 @@ fn permission_gate(id: &str) -> EventKind {
             tool_call_id: Some(ToolCallId::new("call-1")),
             title: "run it?".into(),
             controls: vec![ApprovalAction::Approve, ApprovalAction::Deny],
+            options: Vec::new(),
+            schema: None,
+            url: None,
         },
     }
 }
 
 fn tool_started() -> EventKind {
-    EventKind::ToolCallStarted {
-        call_id: ToolCallId::new("call-1"),
-        name: "Run".into(),
-        kind: acp_facade::acp::ToolKind::Execute,
-        input: json!({}),
-    }
+    EventKind::tool_call_started(ToolCallId::new("call-1"), "Run", acp_facade::acp::ToolKind::Execute, json!({}))
 }
 
 async fn prompt_started(client: &mut TestClient, s: &RichSession, at: (&str, &str)) -> Value {
