@@ -201,6 +201,22 @@ pub trait SessionDeleter: Send + Sync + 'static {
 #[async_trait]
 pub trait Authenticator: Send + Sync + 'static {
     /// The methods advertised in `initialize`.
+    ///
+    /// Methods of type `terminal` (schema v1.21.0, [`AuthMethod::Terminal`]) are listed only to a
+    /// client that advertised `auth.terminal`: such a client reruns the agent's launch command
+    /// with the method's `args` and `env` in a terminal, the process logs the user in (persisting
+    /// what the next process needs) and exits 0 on success; the client then reconnects. It never
+    /// sends `authenticate` for one (one that does gets `-32602`).
+    ///
+    /// ```
+    /// use acp_facade::acp::{AuthMethod, AuthMethodAgent, AuthMethodTerminal};
+    ///
+    /// let methods = vec![
+    ///     AuthMethod::Agent(AuthMethodAgent::new("api-key", "API key")),
+    ///     AuthMethod::Terminal(AuthMethodTerminal::new("login", "Log in").args(vec!["--login".into()])),
+    /// ];
+    /// # let _ = methods;
+    /// ```
     fn methods(&self) -> Vec<AuthMethod>;
 
     /// Whether the session methods (`session/new`, `load`, `resume`, `list`, `delete`,
