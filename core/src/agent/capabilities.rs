@@ -3,8 +3,8 @@
 
 use super::options::Options;
 use crate::acp::{
-    AgentAuthCapabilities, AgentCapabilities, AuthMethod, ClientCapabilities, LogoutCapabilities, SessionCapabilities, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    AgentAuthCapabilities, AgentCapabilities, AuthMethod, ClientCapabilities, LogoutCapabilities, SessionCapabilities,
+    SessionCloseCapabilities, SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
 };
 
 /// What `initialize` advertises for these options.

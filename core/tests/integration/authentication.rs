@@ -147,7 +147,8 @@ async fn terminal_methods_are_listed_only_to_a_client_that_can_run_them() {
     for capabilities in [json!({}), json!({"auth": {"terminal": false}}), json!({"auth": null})] {
         let mut client = TestClient::start(options());
         let init = client.initialize_with(capabilities.clone()).await;
-        let ids: Vec<&str> = init["authMethods"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+        let ids: Vec<&str> =
+            init["authMethods"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
         assert_eq!(ids, ["token"], "{capabilities}: {init}");
         client.hang_up().await;
     }

@@ -33,4 +33,5 @@ mod session_new;
 mod smoke;
 mod stress;
 mod stress_lifecycle;
+mod tool_calls;
 mod visibility;
