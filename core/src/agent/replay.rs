@@ -88,7 +88,7 @@ fn completed_tool_call(result: &ToolResultMessage, call: Option<&ToolCallRequest
         .content(result.output.clone())
         .locations(locations)
         .raw_output(result.raw_output.clone());
-    if let Some(call) = call {
+    if let Some(call) = call.filter(|c| !c.input.is_null()) {
         tool = tool.raw_input(call.input.clone());
     }
     tool

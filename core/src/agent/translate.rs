@@ -101,7 +101,8 @@ pub(crate) fn update_line(session_id: &SessionId, update: SessionUpdate) -> Vec<
     notification_line(SESSION_UPDATE, &SessionNotification::new(session_id.clone(), update))
 }
 
-/// The `tool_call` a `ToolCallStarted` event announces (`None` for any other event).
+/// The `tool_call` a `ToolCallStarted` event announces (`None` for any other event); a `null` raw
+/// input is left out.
 pub(crate) fn tool_call(event: &Event) -> Option<ToolCall> {
     let EventKind::ToolCallStarted { call_id, name, kind, input, status, content, locations, raw_output } = &event.kind
     else {
@@ -111,7 +112,7 @@ pub(crate) fn tool_call(event: &Event) -> Option<ToolCall> {
         ToolCall::new(call_id.as_str().to_owned(), name.clone())
             .kind(*kind)
             .status(status.unwrap_or(ToolCallStatus::Pending))
-            .raw_input(input.clone())
+            .raw_input((!input.is_null()).then(|| input.clone()))
             .content(content.clone())
             .locations(locations.clone())
             .raw_output(raw_output.clone()),

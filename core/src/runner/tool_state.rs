@@ -35,7 +35,7 @@ pub struct ToolCallSpec {
     pub content: Vec<ToolCallContent>,
     /// The files (and lines) it works on.
     pub locations: Vec<ToolCallLocation>,
-    /// Raw input (`rawInput`); `null` by default.
+    /// Raw input (`rawInput`); `null` (left out on the wire) by default.
     pub raw_input: Value,
     /// Raw output (`rawOutput`), if any yet.
     pub raw_output: Option<Value>,

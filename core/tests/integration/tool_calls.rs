@@ -176,7 +176,7 @@ async fn the_first_tool_call_api_sends_what_it_always_sent() {
                    "content": [{"type": "content", "content": {"type": "text", "text": "reading"}}]}),
             json!({"sessionUpdate": "tool_call_update", "toolCallId": read, "status": "completed",
                    "content": [{"type": "content", "content": {"type": "text", "text": "read"}}]}),
-            json!({"sessionUpdate": "tool_call", "toolCallId": run, "title": "Run", "kind": "execute", "rawInput": null}),
+            json!({"sessionUpdate": "tool_call", "toolCallId": run, "title": "Run", "kind": "execute"}),
             json!({"sessionUpdate": "tool_call_update", "toolCallId": run, "status": "failed"}),
         ]
     );
@@ -226,13 +226,12 @@ async fn load_replays_each_finished_tool_call_once_with_its_content() {
                 [
                     edited_tool_call(&id),
                     json!({"sessionUpdate": "tool_call", "toolCallId": long, "title": "long", "kind": "fetch",
-                           "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "fetched"}}],
-                           "rawInput": null}),
+                           "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "fetched"}}]}),
                     json!({"sessionUpdate": "tool_call", "toolCallId": read, "title": "Read", "kind": "read",
                            "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "read"}}],
                            "rawInput": {"p": 1}}),
                     json!({"sessionUpdate": "tool_call", "toolCallId": run, "title": "Run", "kind": "execute",
-                           "status": "failed", "rawInput": null}),
+                           "status": "failed"}),
                 ],
                 "{name}, round {round}"
             );
@@ -342,7 +341,7 @@ async fn a_host_sends_the_whole_vocabulary_through_its_events() {
             json!({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "Edit", "kind": "edit", "status": "in_progress",
                    "content": [{"type": "diff", "path": "/w/x", "newText": "n"},
                                {"type": "content", "content": {"type": "text", "text": "plain"}}],
-                   "locations": [{"path": "/w/x"}], "rawInput": null}),
+                   "locations": [{"path": "/w/x"}]}),
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "title": "Edit x"}),
         ]
     );
