@@ -106,6 +106,11 @@ async fn run_prompt(
         return Box::pin(compact::run(agent, entry, &mut cancel)).await;
     }
     let events = entry.live.subscribe_events()?;
+    // From now on the host's calls to the client wait for the updates of what it published
+    // before them (for hosts that ask for it; see `Client::in_order_with`).
+    let forwarding = &entry.setup.client().link.forwarding;
+    forwarding.start();
+    let _stop = StopForwarding(forwarding);
     // A host whose submit never returns must not hold the prompt (and with it cancel and close)
     // forever: once cancelled, it gets the grace period.
     let command = tokio::select! {
@@ -120,7 +125,8 @@ async fn run_prompt(
         }
     };
     tracing::debug!(session = %entry.id, %command, "prompt submitted");
-    let mut drain = Drain { agent, entry, events, tool_calls: HashMap::new(), urls: OpenUrls::default() };
+    let mut drain =
+        Drain { agent, entry, events, tool_calls: HashMap::new(), urls: OpenUrls::default(), received: None };
     drain.until_terminal(&command, &mut cancel).await
 }
 
@@ -133,6 +139,9 @@ struct Drain<'a> {
     tool_calls: HashMap<ToolCallId, ToolCall>,
     /// Open-URL gates of this turn the user accepted: completed when the host resolves them.
     urls: OpenUrls,
+    /// The `seq` of the event being handled, marked forwarded once it is (see
+    /// `client::link::Forwarding`).
+    received: Option<u64>,
 }
 
 impl Drain<'_> {
@@ -150,6 +159,10 @@ impl Drain<'_> {
         let mut checked: u32 = 0;
         loop {
             checked = checked.wrapping_add(1);
+            if let Some(seq) = self.received.take() {
+                // What the last event asked for is queued: calls of the host waiting for it go.
+                self.entry.setup.client().link.forwarding.forwarded(seq);
+            }
             let line = match self.step(command, &mut turn, cancel, checked).await {
                 Step::Skip => continue,
                 Step::Send(line) => line,
@@ -212,7 +225,10 @@ impl Drain<'_> {
         cancel: &Cancellation<'_>,
     ) -> Step {
         match event {
-            Some(event) => self.handle(&event, command, turn, cancel),
+            Some(event) => {
+                self.received = Some(event.header.seq);
+                self.handle(&event, command, turn, cancel)
+            }
             None if cancel.requested() => Step::Finish(StopReason::Cancelled),
             None => Step::fail(Error::internal_msg("the session's event stream ended before the turn finished")),
         }
@@ -279,6 +295,15 @@ impl Drain<'_> {
             _ => translate::live_update_line(&self.entry.id, &self.entry.update_head, event)
                 .map_or(Step::Skip, Step::Send),
         }
+    }
+}
+
+/// Marks the end of a prompt's forwarding when dropped (on every way out of the prompt).
+struct StopForwarding<'a>(&'a crate::client::link::Forwarding);
+
+impl Drop for StopForwarding<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }
 

@@ -137,6 +137,7 @@ impl Client {
     pub async fn complete_elicitation(&self, elicitation_id: &ElicitationId) -> Result<(), ClientError> {
         self.require(self.capabilities().elicitation_url(), ELICITATION_COMPLETE, "elicitation.url")?;
         let (peer, _) = self.ready(ELICITATION_COMPLETE)?;
+        self.in_order().await;
         peer.notify(ELICITATION_COMPLETE, &CompleteElicitationNotification::new(elicitation_id.clone()))
             .await
             .map_err(|_| ClientError::Cancelled { method: ELICITATION_COMPLETE })

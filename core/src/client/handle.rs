@@ -58,7 +58,12 @@ pub struct Client {
     pub(crate) link: Arc<SessionLink>,
     /// The scope given with [`Client::scoped`]; `None`: the session's own handle.
     scope: Option<Arc<Scope>>,
+    /// Where the host's event numbering is (see [`Client::in_order_with`]).
+    order: Option<PublishedSeq>,
 }
+
+/// The `seq` a host's next event will get (see [`Client::in_order_with`]).
+pub type PublishedSeq = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,13 +80,13 @@ impl Client {
     /// with [`ClientError::Unsupported`]. What [`Setup::new`](crate::host::Setup::new) carries
     /// until the facade gives the session its real handle.
     pub fn detached() -> Self {
-        Self { link: SessionLink::new(None, Capabilities::default()), scope: None }
+        Self { link: SessionLink::new(None, Capabilities::default()), scope: None, order: None }
     }
 
     /// The session's handle on the connection `peer`, for a client that advertised
     /// `capabilities`. Unbound until [`Client::bind`]; the facade does both.
     pub(crate) fn for_session(peer: Peer, capabilities: Capabilities) -> Self {
-        Self { link: SessionLink::new(Some(peer), capabilities), scope: None }
+        Self { link: SessionLink::new(Some(peer), capabilities), scope: None, order: None }
     }
 
     /// Binds the session's id, once it is established.
@@ -118,7 +123,26 @@ impl Client {
     /// ```
     #[must_use]
     pub fn scoped(&self, cancel: CancellationToken) -> Self {
-        Self { link: self.link.clone(), scope: Some(Scope::new(cancel)) }
+        Self { link: self.link.clone(), scope: Some(Scope::new(cancel)), order: self.order.clone() }
+    }
+
+    /// The same handle, whose calls go out only after the `session/update`s of every event the
+    /// host published before them — while a prompt forwards the session's events. `published`
+    /// tells where the host's numbering is: the `seq` its next event will get (an
+    /// [`EventHub`](crate::hub::EventHub)'s [`published`](crate::hub::EventHub::published)). The
+    /// runner's turns use it: a tool call embedding a terminal reaches the client before the
+    /// terminal is waited for, as the turn wrote them.
+    #[must_use]
+    pub fn in_order_with(&self, published: PublishedSeq) -> Self {
+        Self { link: self.link.clone(), scope: self.scope.clone(), order: Some(published) }
+    }
+
+    /// Waits until the facade has forwarded what the host published so far (see
+    /// [`Client::in_order_with`]).
+    pub(crate) async fn in_order(&self) {
+        if let Some(published) = &self.order {
+            self.link.forwarding.caught_up_with(published()).await;
+        }
     }
 
     /// Whether calls through this handle are cancelled now (its scope, or the session's prompt in
@@ -190,7 +214,10 @@ impl Client {
         let (peer, session) = self.ready(method)?;
         let params = params(session);
         let scope = self.effective_scope();
-        let answer = peer.request_value(method, &params);
+        let answer = async {
+            self.in_order().await;
+            peer.request_value(method, &params).await
+        };
         let outcome = tokio::select! {
             biased;
             () = self.cancelled(scope.as_deref()) => None,

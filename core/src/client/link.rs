@@ -115,6 +115,67 @@ pub(crate) struct SessionLink {
     terminals: Mutex<Vec<Arc<Lease>>>,
     /// Where clean-up that cannot wait (a handle dropped outside the runtime) is spawned.
     runtime: Option<tokio::runtime::Handle>,
+    /// How far the facade has forwarded the session's events (see [`Forwarding`]).
+    pub(crate) forwarding: Forwarding,
+}
+
+/// How far the facade has forwarded the session's events to the client, so that a call of a
+/// turn goes out after the updates of every event the turn published before it (a `tool_call`
+/// embedding a terminal before the terminal is waited for, say). The facade's prompt marks each
+/// event's `seq` once its update is queued; a call waits until the mark has passed the `seq` the
+/// host's next event would get — or until no prompt forwards anything (then there is no order to
+/// keep). Two atomics per event on the streaming path; waiters are woken only when there are some.
+#[derive(Debug, Default)]
+pub(crate) struct Forwarding {
+    active: std::sync::atomic::AtomicBool,
+    /// One past the `seq` of the last event forwarded.
+    next: std::sync::atomic::AtomicU64,
+    waiters: std::sync::atomic::AtomicUsize,
+    moved: tokio::sync::Notify,
+}
+
+impl Forwarding {
+    /// A prompt starts forwarding the session's events.
+    pub(crate) fn start(&self) {
+        self.active.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The update of event `seq` (and of every earlier one) is queued.
+    pub(crate) fn forwarded(&self, seq: u64) {
+        self.next.fetch_max(seq.saturating_add(1), std::sync::atomic::Ordering::AcqRel);
+        if self.waiters.load(std::sync::atomic::Ordering::Acquire) > 0 {
+            self.moved.notify_waiters();
+        }
+    }
+
+    /// The prompt stops forwarding: nobody waits for it any more.
+    pub(crate) fn stop(&self) {
+        self.active.store(false, std::sync::atomic::Ordering::Release);
+        self.moved.notify_waiters();
+    }
+
+    fn caught_up(&self, published: u64) -> bool {
+        !self.active.load(std::sync::atomic::Ordering::Acquire)
+            || self.next.load(std::sync::atomic::Ordering::Acquire) >= published
+    }
+
+    /// Resolves once every event numbered below `published` is forwarded, or nothing forwards.
+    pub(crate) async fn caught_up_with(&self, published: u64) {
+        loop {
+            let moved = self.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            if self.caught_up(published) {
+                return;
+            }
+            self.waiters.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            // Checked again once counted: a mark set in between did not notify.
+            if !self.caught_up(published) {
+                moved.await;
+            }
+            self.waiters.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
 }
 
 impl SessionLink {
@@ -127,6 +188,7 @@ impl SessionLink {
             prompt: Mutex::default(),
             terminals: Mutex::default(),
             runtime: tokio::runtime::Handle::try_current().ok(),
+            forwarding: Forwarding::default(),
         })
     }
 

@@ -31,5 +31,5 @@ pub use capabilities::Capabilities;
 pub use elicitation::{ElicitationAnswer, UrlElicitation};
 pub(crate) use elicitation::{check_form_answer, check_url, fresh_elicitation_id};
 pub use error::ClientError;
-pub use handle::Client;
+pub use handle::{Client, PublishedSeq};
 pub use terminal::Terminal;

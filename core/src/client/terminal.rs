@@ -61,6 +61,13 @@ impl Client {
             .cwd(cwd)
             .output_byte_limit(output_byte_limit);
         let scope = self.effective_scope();
+        tokio::select! {
+            biased;
+            () = self.cancelled(scope.as_deref()) => {
+                return Err(self.cancelled_call(TERMINAL_CREATE, scope.as_deref()).await);
+            }
+            () = self.in_order() => {}
+        }
         let mut create = {
             let peer = peer.clone();
             Box::pin(async move { peer.request_value(TERMINAL_CREATE, &request).await })
@@ -196,6 +203,7 @@ impl Terminal {
             return Ok(());
         }
         let request = ReleaseTerminalRequest::new(session.clone(), self.lease.id.clone());
+        self.client.in_order().await;
         match peer.request_value(TERMINAL_RELEASE, &request).await {
             Ok(_) | Err(RequestError::Closed(_)) => Ok(()),
             Err(RequestError::Rejected(error)) => Err(ClientError::Rejected { method: TERMINAL_RELEASE, error }),

@@ -431,7 +431,12 @@ impl LiveSession for RunnerSession {
         }
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         let command = CommandId::new(format!("{}/c{n}", self.id));
-        let client = self.client.scoped(cancel.clone());
+        // The turn's calls to the client go out after the updates of what it published before.
+        let hub = Arc::downgrade(&this);
+        let client = self
+            .client
+            .scoped(cancel.clone())
+            .in_order_with(Arc::new(move || hub.upgrade().map_or(0, |session| session.hub.published())));
         let turn = Turn::new(this.clone(), command.clone(), TurnId::new(format!("t{n}")), prompt, cancel, client);
         tokio::spawn(this.run(turn, finished));
         Ok(command)

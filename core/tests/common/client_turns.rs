@@ -12,6 +12,7 @@
 //! | `fail CMD` | `create_terminal`; the turn fails (`Err`) without releasing |
 //! | `drop CMD` | `create_terminal`, drops the handle, streams `dropped` |
 //! | `wait CMD` | `create_terminal`, `wait_for_exit` (for cancel, close and hang-up tests) |
+//! | `shown CMD` | `create_terminal`, a `tool_call` embedding it, text, then `wait_for_exit` and `release` |
 //! | `twice CMD` | `create_terminal`, `release`, `release` again, then `output` (released) |
 //! | `form` | `elicit_form` (a required string `name`); streams the answer |
 //! | `url URL` | `elicit_url(URL)`; on accept `complete_elicitation`; streams the answer |
@@ -22,7 +23,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use acp_facade::acp::{ElicitationSchema, StopReason};
+use acp_facade::acp::{ElicitationSchema, StopReason, ToolKind};
 use acp_facade::client::{ClientError, ElicitationAnswer};
 use acp_facade::error::{Error, ErrorExt};
 use acp_facade::runner::{MemoryStore, Runner, Turn, TurnRunner};
@@ -127,6 +128,13 @@ impl TurnRunner for ClientTurns {
                     return Ok(StopReason::Cancelled);
                 }
                 status?;
+            }
+            ["shown", command] => {
+                let terminal = client.create_terminal(*command, Vec::new(), Vec::new(), None, None).await?;
+                turn.tool_call(*command).kind(ToolKind::Execute).content(terminal.content()).start().await;
+                turn.text("running").await;
+                probe.record(&terminal.wait_for_exit().await);
+                probe.record(&terminal.release().await);
             }
             ["twice", command] => {
                 let terminal = client.create_terminal(*command, Vec::new(), Vec::new(), None, None).await?;

@@ -238,3 +238,26 @@ async fn no_terminal_call_reaches_a_client_without_the_terminal_capability() {
     assert!(calls(&before).is_empty(), "{before:?}");
     assert_eq!(probe.last(), Err(ClientError::Unsupported { method: "terminal/create", capability: "terminal" }));
 }
+
+#[tokio::test]
+async fn a_turns_calls_follow_the_updates_it_published_before_them() {
+    let (runner, _) = client_runner();
+    let (mut client, sid) = client_with(&runner, all_capabilities()).await;
+    for round in 0..20 {
+        let terminal = format!("term-order-{round}");
+        let id = client.prompt(&sid, "shown make").await;
+        created(&mut client, &terminal).await;
+        let wait = next_request(&mut client, "terminal/wait_for_exit").await;
+        // Everything the turn published before waiting is on the wire before the wait.
+        let at = |pred: &dyn Fn(&Value) -> bool| client.transcript.iter().rposition(pred).unwrap();
+        let waited = at(&|m| m.get("id") == Some(&wait["id"]) && m.get("method").is_some());
+        let announced = at(&|m| m.pointer("/params/update/sessionUpdate") == Some(&json!("tool_call")));
+        let said = at(&|m| m.pointer("/params/update/content/text") == Some(&json!("running")));
+        assert!(announced < said && said < waited, "round {round}: {:#?}", client.transcript);
+        client.respond(&wait["id"], json!({"exitCode": 0})).await;
+        let release = next_request(&mut client, "terminal/release").await;
+        client.respond(&release["id"], json!({})).await;
+        assert_eq!(stop(&client.response(&id).await), "end_turn");
+    }
+    client.hang_up().await;
+}
