@@ -74,13 +74,12 @@ pub(crate) async fn register(
             let entry = SessionEntry::new(live.clone(), setup);
             agent.registry.insert(reservation, entry.clone()).map(|()| entry)
         });
-    match &registered {
+    if registered.is_ok() {
         // From now on the client knows the session: the handle may call it.
-        Ok(_) => client.bind(id),
-        Err(_) => {
-            client.close_session();
-            discard(agent, live.as_ref()).await;
-        }
+        client.bind(id);
+    } else {
+        client.close_session();
+        discard(agent, live.as_ref()).await;
     }
     registered
 }

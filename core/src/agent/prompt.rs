@@ -273,7 +273,7 @@ impl Drain<'_> {
             }
             EventKind::TurnFailed { error } => Step::fail(Error::internal_msg(error.clone())),
             // Rare: the gate is copied out so that no event is held while the client is asked.
-            EventKind::GateOpened { gate } if public => Step::Gate(Box::new(gate.clone())),
+            EventKind::GateOpened { gate } if public => Step::Gate(gate.clone()),
             // An accepted open-URL gate resolved by the host: its elicitation is complete.
             EventKind::GateResolved { gate_id } if public => {
                 self.urls.complete_line(gate_id).map_or(Step::Skip, Step::Send)

@@ -49,12 +49,11 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
                         }
                         Message::ToolResult(result) => {
                             let tool = completed_tool_call(result, requested.get(&result.call_id));
-                            match replayed.get(&result.call_id) {
-                                Some(&at) => tools[at] = tool,
-                                None => {
-                                    replayed.insert(result.call_id.clone(), tools.len());
-                                    tools.push(tool);
-                                }
+                            if let Some(&at) = replayed.get(&result.call_id) {
+                                tools[at] = tool;
+                            } else {
+                                replayed.insert(result.call_id.clone(), tools.len());
+                                tools.push(tool);
                             }
                         }
                         Message::User(_) => {}
@@ -79,17 +78,18 @@ fn chunk(variant: fn(ContentChunk) -> SessionUpdate, content: ContentBlock) -> S
 /// A finished call as it stood at its end: the result's fields over the request's.
 fn completed_tool_call(result: &ToolResultMessage, call: Option<&ToolCallRequest>) -> ToolCall {
     let id = result.call_id.as_str();
-    let title = result.title.clone().or_else(|| call.map(|c| c.name.clone())).unwrap_or_else(|| id.to_owned());
-    let kind = result.kind.or(call.map(|c| c.kind)).unwrap_or(ToolKind::Other);
-    let locations = result.locations.clone().or_else(|| call.map(|c| c.locations.clone())).unwrap_or_default();
+    let title = result.changes.title.clone().or_else(|| call.map(|c| c.name.clone())).unwrap_or_else(|| id.to_owned());
+    let kind = result.changes.kind.or(call.map(|c| c.kind)).unwrap_or(ToolKind::Other);
+    let locations = result.changes.locations.clone().or_else(|| call.map(|c| c.locations.clone())).unwrap_or_default();
     let mut tool = ToolCall::new(id.to_owned(), title)
         .kind(kind)
         .status(if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
         .content(result.output.clone())
         .locations(locations)
-        .raw_output(result.raw_output.clone());
-    if let Some(call) = call.filter(|c| !c.input.is_null()) {
-        tool = tool.raw_input(call.input.clone());
+        .raw_output(result.changes.raw_output.clone());
+    let raw_input = result.changes.raw_input.clone().or_else(|| call.map(|c| c.input.clone()));
+    if let Some(raw_input) = raw_input.filter(|input| !input.is_null()) {
+        tool = tool.raw_input(raw_input);
     }
     tool
 }

@@ -9,7 +9,7 @@ use crate::acp::{
     ContentBlock, ContentChunk, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
-use crate::harness::{Event, EventKind, TokenChannel};
+use crate::harness::{Event, EventKind, TokenChannel, ToolCallChanges};
 use crate::rpc::message::notification_line;
 
 use super::method::SESSION_UPDATE;
@@ -46,23 +46,12 @@ pub fn translate_owned(event: Event) -> Option<SessionUpdate> {
 fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
     match &event.kind {
         EventKind::ToolCallStarted { .. } => tool_call(event).map(SessionUpdate::ToolCall),
-        EventKind::ToolCallProgress { call_id, status, content, title, kind, locations, raw_input, raw_output } => {
-            let fields = ToolCallUpdateFields::new()
-                .status(*status)
-                .content(content.clone())
-                .title(title.clone())
-                .kind(*kind)
-                .locations(locations.clone())
-                .raw_input(raw_input.clone())
-                .raw_output(raw_output.clone());
+        EventKind::ToolCallProgress { call_id, status, content, changes } => {
+            let fields = changed(ToolCallUpdateFields::new().status(*status).content(content.clone()), changes);
             Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.as_str().to_owned(), fields)))
         }
-        EventKind::ToolCallCompleted { call_id, output, is_error, title, kind, locations, raw_output } => {
-            let fields = completed_fields(output, *is_error)
-                .title(title.clone())
-                .kind(*kind)
-                .locations(locations.clone())
-                .raw_output(raw_output.clone());
+        EventKind::ToolCallCompleted { call_id, output, is_error, changes } => {
+            let fields = changed(completed_fields(output, *is_error), changes);
             Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.as_str().to_owned(), fields)))
         }
         EventKind::ContextMeasured { used, size } => Some(SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size))),
@@ -104,19 +93,28 @@ pub(crate) fn update_line(session_id: &SessionId, update: SessionUpdate) -> Vec<
 /// The `tool_call` a `ToolCallStarted` event announces (`None` for any other event); a `null` raw
 /// input is left out.
 pub(crate) fn tool_call(event: &Event) -> Option<ToolCall> {
-    let EventKind::ToolCallStarted { call_id, name, kind, input, status, content, locations, raw_output } = &event.kind
-    else {
+    let EventKind::ToolCallStarted { call_id, name, kind, details } = &event.kind else {
         return None;
     };
     Some(
         ToolCall::new(call_id.as_str().to_owned(), name.clone())
             .kind(*kind)
-            .status(status.unwrap_or(ToolCallStatus::Pending))
-            .raw_input((!input.is_null()).then(|| input.clone()))
-            .content(content.clone())
-            .locations(locations.clone())
-            .raw_output(raw_output.clone()),
+            .status(details.status.unwrap_or(ToolCallStatus::Pending))
+            .raw_input((!details.input.is_null()).then(|| details.input.clone()))
+            .content(details.content.clone())
+            .locations(details.locations.clone())
+            .raw_output(details.raw_output.clone()),
     )
+}
+
+/// `fields` with the `changes` of a tool-call event.
+fn changed(fields: ToolCallUpdateFields, changes: &ToolCallChanges) -> ToolCallUpdateFields {
+    fields
+        .title(changes.title.clone())
+        .kind(changes.kind)
+        .locations(changes.locations.clone())
+        .raw_input(changes.raw_input.clone())
+        .raw_output(changes.raw_output.clone())
 }
 
 /// The fields of a finished tool call: its status, and its content when it has some.

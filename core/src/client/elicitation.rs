@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::error::ClientError;
-use super::handle::Client;
+use super::handle::{Client, require};
 use super::method::{ELICITATION_COMPLETE, ELICITATION_CREATE};
 use crate::acp::{
     CompleteElicitationNotification, CreateElicitationRequest, CreateElicitationResponse, ElicitationAction,
@@ -81,7 +81,7 @@ impl Client {
         message: impl Into<String>,
         schema: ElicitationSchema,
     ) -> Result<ElicitationAnswer, ClientError> {
-        self.require(self.capabilities().elicitation_form(), ELICITATION_CREATE, "elicitation.form")?;
+        require(self.capabilities().elicitation_form(), ELICITATION_CREATE, "elicitation.form")?;
         let message = message.into();
         let checked = schema.clone();
         let response: CreateElicitationResponse = self
@@ -113,7 +113,7 @@ impl Client {
         message: impl Into<String>,
         url: impl Into<String>,
     ) -> Result<UrlElicitation, ClientError> {
-        self.require(self.capabilities().elicitation_url(), ELICITATION_CREATE, "elicitation.url")?;
+        require(self.capabilities().elicitation_url(), ELICITATION_CREATE, "elicitation.url")?;
         let url = url.into();
         check_url(&url)?;
         let message = message.into();
@@ -135,7 +135,7 @@ impl Client {
     ///
     /// Fails at once, sending nothing, when the client did not advertise `elicitation.url`.
     pub async fn complete_elicitation(&self, elicitation_id: &ElicitationId) -> Result<(), ClientError> {
-        self.require(self.capabilities().elicitation_url(), ELICITATION_COMPLETE, "elicitation.url")?;
+        require(self.capabilities().elicitation_url(), ELICITATION_COMPLETE, "elicitation.url")?;
         let (peer, _) = self.ready(ELICITATION_COMPLETE)?;
         self.in_order().await;
         peer.notify(ELICITATION_COMPLETE, &CompleteElicitationNotification::new(elicitation_id.clone()))

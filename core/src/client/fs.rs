@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::error::ClientError;
-use super::handle::{Client, absolute};
+use super::handle::{Client, absolute, require};
 use super::method::{FS_READ_TEXT_FILE, FS_WRITE_TEXT_FILE};
 use crate::acp::{ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse};
 
@@ -30,7 +30,7 @@ impl Client {
         limit: Option<u32>,
     ) -> Result<String, ClientError> {
         let path = path.as_ref();
-        self.require(self.capabilities().read_text_file(), FS_READ_TEXT_FILE, "fs.readTextFile")?;
+        require(self.capabilities().read_text_file(), FS_READ_TEXT_FILE, "fs.readTextFile")?;
         absolute("path", path)?;
         let response: ReadTextFileResponse = self
             .call(FS_READ_TEXT_FILE, |session| ReadTextFileRequest::new(session.clone(), path).line(line).limit(limit))
@@ -45,7 +45,7 @@ impl Client {
     /// ([`ClientError::Unsupported`]) or `path` is relative ([`ClientError::RelativePath`]).
     pub async fn write_text_file(&self, path: impl AsRef<Path>, content: impl Into<String>) -> Result<(), ClientError> {
         let path = path.as_ref();
-        self.require(self.capabilities().write_text_file(), FS_WRITE_TEXT_FILE, "fs.writeTextFile")?;
+        require(self.capabilities().write_text_file(), FS_WRITE_TEXT_FILE, "fs.writeTextFile")?;
         absolute("path", path)?;
         let content = content.into();
         let _: WriteTextFileResponse =

@@ -169,16 +169,6 @@ impl Client {
         }
     }
 
-    /// Fails with [`ClientError::Unsupported`] unless the client advertised `capability`.
-    pub(crate) fn require(
-        &self,
-        advertised: bool,
-        method: &'static str,
-        capability: &'static str,
-    ) -> Result<(), ClientError> {
-        if advertised { Ok(()) } else { Err(ClientError::Unsupported { method, capability }) }
-    }
-
     /// The connection and the session id to send `method` with, unless the call cannot go out.
     pub(crate) fn ready(&self, method: &'static str) -> Result<(&Peer, &SessionId), ClientError> {
         let Some(peer) = &self.link.peer else {
@@ -247,6 +237,11 @@ impl Client {
 pub(crate) fn decode<R: DeserializeOwned>(method: &'static str, value: Value) -> Result<R, ClientError> {
     let value = if value.is_null() { Value::Object(serde_json::Map::new()) } else { value };
     serde_json::from_value(value).map_err(|e| ClientError::Protocol { method, detail: e.to_string() })
+}
+
+/// Fails with [`ClientError::Unsupported`] unless the client advertised `capability`.
+pub(crate) fn require(advertised: bool, method: &'static str, capability: &'static str) -> Result<(), ClientError> {
+    if advertised { Ok(()) } else { Err(ClientError::Unsupported { method, capability }) }
 }
 
 /// Fails with [`ClientError::RelativePath`] unless `path` is absolute.

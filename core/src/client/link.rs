@@ -315,9 +315,10 @@ impl SessionLink {
                             }
                         }
                     };
-                    match &self.runtime {
-                        Some(runtime) => drop(runtime.spawn(send)),
-                        None => tracing::warn!(terminal = %lease.id, "no runtime to release a terminal on"),
+                    if let Some(runtime) = &self.runtime {
+                        drop(runtime.spawn(send));
+                    } else {
+                        tracing::warn!(terminal = %lease.id, "no runtime to release a terminal on");
                     }
                     return;
                 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::error::ClientError;
-use super::handle::{Client, absolute, decode};
+use super::handle::{Client, absolute, decode, require};
 use super::link::Lease;
 use super::method::{TERMINAL_CREATE, TERMINAL_KILL, TERMINAL_OUTPUT, TERMINAL_RELEASE, TERMINAL_WAIT_FOR_EXIT};
 use crate::acp::{
@@ -50,7 +50,7 @@ impl Client {
         cwd: Option<PathBuf>,
         output_byte_limit: Option<u64>,
     ) -> Result<Terminal, ClientError> {
-        self.require(self.capabilities().terminal(), TERMINAL_CREATE, "terminal")?;
+        require(self.capabilities().terminal(), TERMINAL_CREATE, "terminal")?;
         if let Some(cwd) = &cwd {
             absolute("cwd", cwd)?;
         }

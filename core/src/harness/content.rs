@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ids::ToolCallId;
+use super::tool_call::ToolCallChanges;
 use crate::acp::{ContentBlock, ToolCallContent, ToolCallLocation, ToolKind};
 
 /// A user's message: the prompt of a turn.
@@ -64,24 +65,16 @@ pub struct ToolResultMessage {
     pub output: Vec<ToolCallContent>,
     /// Whether the call failed.
     pub is_error: bool,
-    /// Its final title, when it changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Its final kind, when it changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<ToolKind>,
-    /// Its final locations, when they changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub locations: Option<Vec<ToolCallLocation>>,
-    /// Its raw output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw_output: Option<Value>,
+    /// Its final title, kind, locations, raw input and output, where they changed since it was
+    /// announced — written inline.
+    #[serde(flatten)]
+    pub changes: Box<ToolCallChanges>,
 }
 
 impl ToolResultMessage {
     /// A result with `output` and nothing else changed.
     pub fn new(call_id: impl Into<ToolCallId>, output: Vec<ToolCallContent>, is_error: bool) -> Self {
-        Self { call_id: call_id.into(), output, is_error, title: None, kind: None, locations: None, raw_output: None }
+        Self { call_id: call_id.into(), output, is_error, changes: Box::default() }
     }
 }
 

@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::content::{Message, UserMessage};
 use super::gate::Gate;
 use super::ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};
-use crate::acp::{ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind};
+use super::tool_call::{ToolCallChanges, ToolCallDetails};
+use crate::acp::{ToolCallContent, ToolCallStatus, ToolKind};
 
 /// Durability of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,20 +107,10 @@ pub enum EventKind {
         name: String,
         /// Kind of tool.
         kind: ToolKind,
-        /// Raw input (`rawInput`).
-        input: Value,
-        /// The status it starts in; `pending` when absent.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        status: Option<ToolCallStatus>,
-        /// Its content so far: content blocks, diffs, terminals.
-        #[serde(default, skip_serializing_if = "Vec::is_empty", with = "super::tool_content::list")]
-        content: Vec<ToolCallContent>,
-        /// The files (and lines) it works on.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        locations: Vec<ToolCallLocation>,
-        /// Raw output (`rawOutput`), if any yet.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        raw_output: Option<Value>,
+        /// Raw input, status, content (blocks, diffs, terminals), locations, raw output —
+        /// written inline.
+        #[serde(flatten)]
+        details: Box<ToolCallDetails>,
     },
     /// A tool call changed (`tool_call_update`): each field present replaces the call's; absent
     /// fields stay as they were (`content` and `locations` replace whole lists).
@@ -131,21 +122,9 @@ pub enum EventKind {
         /// The new content (content blocks, diffs, terminals), replacing earlier content.
         #[serde(default, with = "super::tool_content::option")]
         content: Option<Vec<ToolCallContent>>,
-        /// The new title.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        title: Option<String>,
-        /// The new kind.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        kind: Option<ToolKind>,
-        /// The new locations, replacing earlier ones.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        locations: Option<Vec<ToolCallLocation>>,
-        /// The new raw input.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        raw_input: Option<Value>,
-        /// The new raw output.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        raw_output: Option<Value>,
+        /// Title, kind, locations, raw input and output, when they changed — written inline.
+        #[serde(flatten)]
+        changes: Box<ToolCallChanges>,
     },
     /// A tool call finished (`tool_call_update` with status `completed` or `failed`), with the
     /// fields that changed as it did.
@@ -157,18 +136,9 @@ pub enum EventKind {
         output: Vec<ToolCallContent>,
         /// Whether it failed.
         is_error: bool,
-        /// The new title.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        title: Option<String>,
-        /// The new kind.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        kind: Option<ToolKind>,
-        /// The new locations.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        locations: Option<Vec<ToolCallLocation>>,
-        /// The raw output.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        raw_output: Option<Value>,
+        /// Title, kind, locations, raw input and output, when they changed — written inline.
+        #[serde(flatten)]
+        changes: Box<ToolCallChanges>,
     },
     /// A step finished: the step's AI message followed by its tool results (Enduring).
     StepDone {
@@ -184,8 +154,8 @@ pub enum EventKind {
     },
     /// A gate opened; the turn waits for it.
     GateOpened {
-        /// The gate.
-        gate: Gate,
+        /// The gate (boxed: gates are rare, and events of the streaming path stay small).
+        gate: Box<Gate>,
     },
     /// A gate was answered.
     GateResolved {
@@ -230,16 +200,8 @@ impl EventKind {
         kind: ToolKind,
         input: Value,
     ) -> Self {
-        Self::ToolCallStarted {
-            call_id: call_id.into(),
-            name: name.into(),
-            kind,
-            input,
-            status: None,
-            content: Vec::new(),
-            locations: Vec::new(),
-            raw_output: None,
-        }
+        let details = Box::new(ToolCallDetails { input, ..ToolCallDetails::default() });
+        Self::ToolCallStarted { call_id: call_id.into(), name: name.into(), kind, details }
     }
 
     /// `ToolCallProgress` changing only the status and/or the content.
@@ -248,29 +210,17 @@ impl EventKind {
         status: Option<ToolCallStatus>,
         content: Option<Vec<ToolCallContent>>,
     ) -> Self {
-        Self::ToolCallProgress {
-            call_id: call_id.into(),
-            status,
-            content,
-            title: None,
-            kind: None,
-            locations: None,
-            raw_input: None,
-            raw_output: None,
-        }
+        Self::ToolCallProgress { call_id: call_id.into(), status, content, changes: Box::default() }
     }
 
     /// `ToolCallCompleted` with its output (empty: content unchanged) and nothing else changed.
     pub fn tool_call_completed(call_id: impl Into<ToolCallId>, output: Vec<ToolCallContent>, is_error: bool) -> Self {
-        Self::ToolCallCompleted {
-            call_id: call_id.into(),
-            output,
-            is_error,
-            title: None,
-            kind: None,
-            locations: None,
-            raw_output: None,
-        }
+        Self::ToolCallCompleted { call_id: call_id.into(), output, is_error, changes: Box::default() }
+    }
+
+    /// `GateOpened` for `gate`.
+    pub fn gate_opened(gate: Gate) -> Self {
+        Self::GateOpened { gate: Box::new(gate) }
     }
 }
 
@@ -298,5 +248,36 @@ impl Event {
     /// Whether `command` caused this event.
     pub fn is_caused_by(&self, command: &CommandId) -> bool {
         self.header.cause.command_id.as_ref() == Some(command)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_of_the_streaming_path_stay_small() {
+        // No larger than before the full tool-call vocabulary and the elicitation gates (120 and
+        // 200 bytes): their parts are boxed. Every token delta is an event moved through the
+        // hub's queues.
+        assert!(size_of::<EventKind>() <= 120, "EventKind is {} bytes", size_of::<EventKind>());
+        assert!(size_of::<Event>() <= 200, "Event is {} bytes", size_of::<Event>());
+    }
+
+    #[test]
+    fn tool_call_events_keep_their_older_serde_form() {
+        let old = serde_json::json!({
+            "type": "tool_call_progress", "call_id": "c", "status": "in_progress",
+            "content": [{"type": "text", "text": "x"}],
+        });
+        let event: EventKind = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&event).unwrap(), old);
+        let old = serde_json::json!({"type": "tool_call_started", "call_id": "c", "name": "n", "kind": "read", "input": null});
+        let event: EventKind = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(event, EventKind::tool_call_started("c", "n", ToolKind::Read, Value::Null));
+        assert_eq!(serde_json::to_value(&event).unwrap(), old);
+        let old = serde_json::json!({"type": "tool_call_completed", "call_id": "c", "output": [], "is_error": true});
+        let event: EventKind = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&event).unwrap(), old);
     }
 }

@@ -121,7 +121,7 @@ impl std::fmt::Debug for ToolCallBuilder<'_> {
     }
 }
 
-impl<'t> ToolCallBuilder<'t> {
+impl ToolCallBuilder<'_> {
     fn map(mut self, f: impl FnOnce(ToolCallSpec) -> ToolCallSpec) -> Self {
         self.spec = f(self.spec);
         self
@@ -192,7 +192,7 @@ impl std::fmt::Debug for ToolCallUpdateBuilder<'_> {
     }
 }
 
-impl<'t> ToolCallUpdateBuilder<'t> {
+impl ToolCallUpdateBuilder<'_> {
     /// Sets the title.
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.fields.title = Some(title.into());

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::acp::{ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdateFields, ToolKind};
-use crate::harness::{EventKind, ToolCallId, ToolCallRequest, ToolResultMessage};
+use crate::harness::{EventKind, ToolCallChanges, ToolCallDetails, ToolCallId, ToolCallRequest, ToolResultMessage};
 
 /// A tool call to announce (`tool_call`): everything but its id, which the turn assigns.
 ///
@@ -150,16 +150,14 @@ impl ToolCalls {
             .raw_input(raw_input.clone())
             .raw_output(raw_output.clone());
         self.calls.insert(id.clone(), Tracked { announced: announced.clone(), now });
-        let event = EventKind::ToolCallStarted {
-            call_id: id.clone(),
-            name: title,
-            kind,
+        let details = ToolCallDetails {
             input: raw_input,
             status: (status != ToolCallStatus::Pending).then_some(status),
             content,
             locations,
             raw_output,
         };
+        let event = EventKind::ToolCallStarted { call_id: id.clone(), name: title, kind, details: Box::new(details) };
         (announced, event)
     }
 
@@ -171,39 +169,24 @@ impl ToolCalls {
             tracked.now.update(fields.clone());
         }
         let ToolCallUpdateFields { status, title, kind, content, locations, raw_input, raw_output, .. } = fields;
+        let changes = Box::new(ToolCallChanges { title, kind, locations, raw_input, raw_output });
         if !finished {
-            let event = EventKind::ToolCallProgress {
-                call_id: id.clone(),
-                status,
-                content,
-                title,
-                kind,
-                locations,
-                raw_input,
-                raw_output,
-            };
+            let event = EventKind::ToolCallProgress { call_id: id.clone(), status, content, changes };
             return Change { event, result: None };
         }
         let is_error = status == Some(ToolCallStatus::Failed);
-        let result = match self.calls.get(id) {
-            Some(tracked) => ended(id, tracked, is_error),
-            None => {
-                let mut result = ToolResultMessage::new(id.clone(), content.clone().unwrap_or_default(), is_error);
-                result.title.clone_from(&title);
-                result.kind = kind;
-                result.locations.clone_from(&locations);
-                result.raw_output.clone_from(&raw_output);
-                result
-            }
+        let result = if let Some(tracked) = self.calls.get(id) {
+            ended(id, tracked, is_error)
+        } else {
+            let mut result = ToolResultMessage::new(id.clone(), content.clone().unwrap_or_default(), is_error);
+            result.changes.clone_from(&changes);
+            result
         };
         let event = EventKind::ToolCallCompleted {
             call_id: id.clone(),
             output: content.unwrap_or_default(),
             is_error,
-            title,
-            kind,
-            locations,
-            raw_output,
+            changes,
         };
         Change { event, result: Some(result) }
     }
@@ -213,9 +196,12 @@ impl ToolCalls {
 fn ended(id: &ToolCallId, tracked: &Tracked, is_error: bool) -> ToolResultMessage {
     let (announced, now) = (&tracked.announced, &tracked.now);
     let mut result = ToolResultMessage::new(id.clone(), now.content.clone(), is_error);
-    result.title = (now.title != announced.name).then(|| now.title.clone());
-    result.kind = (now.kind != announced.kind).then_some(now.kind);
-    result.locations = (now.locations != announced.locations).then(|| now.locations.clone());
-    result.raw_output.clone_from(&now.raw_output);
+    let changes = &mut result.changes;
+    changes.title = (now.title != announced.name).then(|| now.title.clone());
+    changes.kind = (now.kind != announced.kind).then_some(now.kind);
+    changes.locations = (now.locations != announced.locations).then(|| now.locations.clone());
+    let input = now.raw_input.clone().unwrap_or(Value::Null);
+    changes.raw_input = (input != announced.input).then_some(input);
+    changes.raw_output.clone_from(&now.raw_output);
     result
 }

@@ -272,7 +272,7 @@ impl Turn {
         let (tx, rx) = oneshot::channel();
         let gate_id = gate.id.clone();
         self.session.open_gate(gate_id.clone(), tx);
-        self.emit(EventClass::Enduring, EventKind::GateOpened { gate }).await;
+        self.emit(EventClass::Enduring, EventKind::gate_opened(gate)).await;
         // Cancellation wins over an answer that raced it: on `session/cancel` or close the facade
         // interrupts the turn first and only then answers the gate (deny), so both may be ready.
         let answer = tokio::select! {

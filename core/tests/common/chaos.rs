@@ -512,7 +512,7 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
         }
         "ask" => {
             step!(EventKind::GateOpened {
-                gate: Gate {
+                gate: Box::new(Gate {
                     id: GateId::new(format!("{turn}-ask")),
                     kind: GateKind::AskUser,
                     resolver: GateResolver::Loop,
@@ -522,7 +522,7 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
                     options: Vec::new(),
                     schema: None,
                     url: None,
-                },
+                }),
             });
             ctl.interrupted.cancelled().await;
             session.emit(EventKind::TurnInterrupted {}, public, None, at);
@@ -534,7 +534,7 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
             ctl.gates.lock().unwrap().insert(gate_id.clone(), tx);
             step!(EventKind::tool_call_started(call_id.clone(), "Run", ToolKind::Execute, json!({"command": "ls"})));
             step!(EventKind::GateOpened {
-                gate: Gate {
+                gate: Box::new(Gate {
                     id: gate_id,
                     kind: GateKind::Permission,
                     resolver: GateResolver::Loop,
@@ -544,7 +544,7 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
                     options: Vec::new(),
                     schema: None,
                     url: None,
-                },
+                }),
             });
             let answer = tokio::select! {
                 () = ctl.interrupted.cancelled() => None,

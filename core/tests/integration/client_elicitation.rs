@@ -82,7 +82,7 @@ async fn a_url_elicitation_has_a_fresh_id_and_is_completed_after_accept() {
         assert_eq!(complete["params"], json!({"elicitationId": elicitation}));
         assert_eq!(
             chunk_texts(&before, "agent_message_chunk"),
-            [format!("{:?}", ElicitationAnswer::Accept(Default::default()))]
+            [format!("{:?}", ElicitationAnswer::Accept(std::collections::BTreeMap::new()))]
         );
         ids.push(elicitation);
     }

@@ -252,8 +252,8 @@ async fn a_turns_calls_follow_the_updates_it_published_before_them() {
         let at = |pred: &dyn Fn(&Value) -> bool| client.transcript.iter().rposition(pred).unwrap();
         let waited = at(&|m| m.get("id") == Some(&wait["id"]) && m.get("method").is_some());
         let announced = at(&|m| m.pointer("/params/update/sessionUpdate") == Some(&json!("tool_call")));
-        let said = at(&|m| m.pointer("/params/update/content/text") == Some(&json!("running")));
-        assert!(announced < said && said < waited, "round {round}: {:#?}", client.transcript);
+        let chunk_line = at(&|m| m.pointer("/params/update/content/text") == Some(&json!("running")));
+        assert!(announced < chunk_line && chunk_line < waited, "round {round}: {:#?}", client.transcript);
         client.respond(&wait["id"], json!({"exitCode": 0})).await;
         let release = next_request(&mut client, "terminal/release").await;
         client.respond(&release["id"], json!({})).await;

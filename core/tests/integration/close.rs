@@ -28,7 +28,7 @@ fn delta(text: &str) -> EventKind {
 
 fn permission_gate(id: &str) -> EventKind {
     EventKind::GateOpened {
-        gate: Gate {
+        gate: Box::new(Gate {
             id: GateId::new(id),
             kind: GateKind::Permission,
             resolver: GateResolver::Loop,
@@ -38,7 +38,7 @@ fn permission_gate(id: &str) -> EventKind {
             options: Vec::new(),
             schema: None,
             url: None,
-        },
+        }),
     }
 }
 

@@ -37,7 +37,7 @@ async fn prompt_started(client: &mut TestClient, s: &RichSession, at: (&str, &st
 }
 
 fn opened(gate: Gate) -> EventKind {
-    EventKind::GateOpened { gate }
+    EventKind::gate_opened(gate)
 }
 
 fn ask_user(id: &str, question: &str) -> Gate {
@@ -271,19 +271,7 @@ async fn a_permission_gate_offers_host_defined_options_after_its_controls() {
         let turn = format!("t{n}");
         let at = ("l1", turn.as_str());
         let prompt = prompt_started(&mut client, &s, at).await;
-        s.inner.live(
-            at,
-            EventKind::ToolCallStarted {
-                call_id: ToolCallId::new("call-1"),
-                name: "Edit /tmp/x".into(),
-                kind: ToolKind::Edit,
-                input: json!({}),
-                status: None,
-                content: Vec::new(),
-                locations: Vec::new(),
-                raw_output: None,
-            },
-        );
+        s.inner.live(at, EventKind::tool_call_started("call-1", "Edit /tmp/x", ToolKind::Edit, json!({})));
         let mut gate = Gate::new(format!("g{n}"), GateKind::Permission, GateResolver::Loop, "Edit /tmp/x");
         gate.tool_call_id = Some(ToolCallId::new("call-1"));
         gate.controls = vec![ApprovalAction::Approve, ApprovalAction::Deny];

@@ -29,6 +29,7 @@ mod permission_gate;
 mod reattach;
 mod resume;
 mod runner;
+mod runner_questions;
 mod session_new;
 mod smoke;
 mod stress;

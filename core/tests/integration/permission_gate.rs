@@ -32,7 +32,7 @@ fn gate(
     controls: &[ApprovalAction],
 ) -> EventKind {
     EventKind::GateOpened {
-        gate: Gate {
+        gate: Box::new(Gate {
             id: GateId::new(id),
             kind,
             resolver,
@@ -42,7 +42,7 @@ fn gate(
             options: Vec::new(),
             schema: None,
             url: None,
-        },
+        }),
     }
 }
 

@@ -62,7 +62,7 @@ fn on_submit(session: &Arc<ScriptedSession>, command: &CommandId, prompt: &[Cont
                 session.durable(
                     at,
                     EventKind::GateOpened {
-                        gate: Gate {
+                        gate: Box::new(Gate {
                             id: GateId::new(format!("gate-{turn}")),
                             kind: GateKind::Permission,
                             resolver: GateResolver::Loop,
@@ -72,7 +72,7 @@ fn on_submit(session: &Arc<ScriptedSession>, command: &CommandId, prompt: &[Cont
                             options: Vec::new(),
                             schema: None,
                             url: None,
-                        },
+                        }),
                     },
                 );
             }

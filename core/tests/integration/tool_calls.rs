@@ -117,7 +117,7 @@ fn edited_tool_call(id: &Value) -> Value {
             {"type": "terminal", "terminalId": "term-1"},
         ],
         "locations": [{"path": "/w/a.rs", "line": 7}, {"path": "/w/b.rs"}],
-        "rawInput": {"path": "/w/a.rs"},
+        "rawInput": {"paths": 2},
         "rawOutput": {"ok": true},
     })
 }
@@ -208,7 +208,7 @@ async fn load_replays_each_finished_tool_call_once_with_its_content() {
             .filter_map(|m| if let Message::ToolResult(r) = m { Some(r) } else { None })
             .collect();
         assert_eq!(results.len(), 4, "{name}: {results:#?}");
-        assert_eq!(results[0].raw_output, Some(json!({"ok": true})), "{name}");
+        assert_eq!(results[0].changes.raw_output, Some(json!({"ok": true})), "{name}");
         assert_eq!(results[0].output.len(), 3, "{name}");
 
         // Twice, on two connections: the same replay, one `tool_call` per finished call.
@@ -244,7 +244,7 @@ async fn load_replays_each_finished_tool_call_once_with_its_content() {
 async fn a_call_finished_twice_and_a_journal_of_bare_blocks_replay_once() {
     let at = ("l1", "t1");
     let mut h = History::new();
-    h.durable(at, EventKind::TurnStarted { message: Default::default() });
+    h.durable(at, EventKind::TurnStarted { message: acp_facade::harness::UserMessage::default() });
     // Written the way journals were before the full vocabulary (output as bare content blocks).
     let old: Event = serde_json::from_value(json!({
         "header": {"id": "e-old", "seq": 1, "class": "enduring", "visibility": "public",
@@ -258,7 +258,7 @@ async fn a_call_finished_twice_and_a_journal_of_bare_blocks_replay_once() {
     h.push(old.kind, old.header.class, old.header.visibility, None, at);
     // The same call's result again, later: replayed once, with the last result, in its place.
     let mut again = ToolResultMessage::new(ToolCallId::new("c1"), vec![text_block("second").into()], true);
-    again.raw_output = Some(json!(3));
+    again.changes.raw_output = Some(json!(3));
     h.durable(at, EventKind::StepDone { messages: vec![Message::ToolResult(again)] });
     h.durable(
         at,

@@ -117,7 +117,7 @@ fn event(n: usize, (selector, public, variant): Step) -> (EventKind, Visibility,
                 schema: None,
                 url: None,
             };
-            (EventKind::GateOpened { gate }, visibility, None)
+            (EventKind::gate_opened(gate), visibility, None)
         }
         8 => (EventKind::GateResolved { gate_id: GateId::new(hidden) }, visibility, None),
         9 => (EventKind::CompactWaiterRejected { reason: hidden }, visibility, None),

@@ -88,8 +88,30 @@ impl Editor {
             }
             self.fail_next = Some((failing, error));
         }
-        let terminal_id = params["terminalId"].as_str().unwrap_or_default().to_owned();
-        let result = match method {
+        let result = if method.starts_with("fs/") {
+            match Self::file(method, params) {
+                Ok(result) => result,
+                Err(error) => {
+                    demo.respond_error(id, error);
+                    return;
+                }
+            }
+        } else if method.starts_with("terminal/") {
+            match self.terminal(method, id, params) {
+                Some(result) => result,
+                None => return,
+            }
+        } else if method == "elicitation/create" {
+            self.elicitations.pop_front().expect("an elicitation answer was queued")
+        } else {
+            panic!("the editor does not serve `{method}`")
+        };
+        demo.respond(id, result);
+    }
+
+    /// An `fs/*` request's result, or the error to answer.
+    fn file(method: &str, params: &Value) -> Result<Value, Value> {
+        Ok(match method {
             "fs/read_text_file" => match std::fs::read_to_string(params["path"].as_str().unwrap()) {
                 Ok(text) => {
                     let skip = params["line"].as_u64().map_or(0, |l| l.saturating_sub(1));
@@ -104,16 +126,22 @@ impl Editor {
                     json!({"content": content})
                 }
                 Err(e) => {
-                    let error = json!({"code": -32002, "message": format!("Resource not found: {e}"),
-                                       "data": {"uri": params["path"]}});
-                    demo.respond_error(id, error);
-                    return;
+                    return Err(json!({"code": -32002, "message": format!("Resource not found: {e}"),
+                                      "data": {"uri": params["path"]}}));
                 }
             },
             "fs/write_text_file" => {
                 std::fs::write(params["path"].as_str().unwrap(), params["content"].as_str().unwrap()).unwrap();
                 Value::Null
             }
+            other => panic!("the editor does not serve `{other}`"),
+        })
+    }
+
+    /// A `terminal/*` request's result, or `None` when it is held unanswered.
+    fn terminal(&mut self, method: &str, id: &Value, params: &Value) -> Option<Value> {
+        let terminal_id = params["terminalId"].as_str().unwrap_or_default().to_owned();
+        Some(match method {
             "terminal/create" => {
                 let mut command = Command::new(params["command"].as_str().unwrap());
                 for arg in params["args"].as_array().into_iter().flatten() {
@@ -168,7 +196,7 @@ impl Editor {
                 self.terminal_log.push((method.to_owned(), terminal_id.clone()));
                 if self.hold_waits {
                     self.held.push(id.clone());
-                    return;
+                    return None;
                 }
                 self.terminals.get_mut(&terminal_id).expect("a live terminal").wait()
             }
@@ -186,10 +214,8 @@ impl Editor {
                 term.wait();
                 json!({})
             }
-            "elicitation/create" => self.elicitations.pop_front().expect("an elicitation answer was queued"),
             other => panic!("the editor does not serve `{other}`"),
-        };
-        demo.respond(id, result);
+        })
     }
 
     /// Prompts `text` and serves the agent's requests until the prompt is answered; returns the
