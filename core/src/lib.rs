@@ -26,6 +26,8 @@
 //!   the connection closes underneath it.
 //! - No `session/update` of a turn is written after that turn's `session/prompt` response.
 //! - Only `Public` harness events ever reach the client.
+//! - Nothing is asked of the client that it did not advertise; a call to the client is cancelled
+//!   with its turn; every terminal is released exactly once (see [`client`]).
 
 #![deny(missing_docs)]
 

@@ -16,7 +16,7 @@
 //! and is left to the host.
 //!
 //! After an open-URL gate was accepted, `elicitation/complete` for its id follows when the host
-//! resolves the gate (its `GateResolved` event) within the turn: [`OpenUrls`] remembers them.
+//! resolves the gate (its `GateResolved` event) within the turn (the prompt remembers which were accepted).
 //!
 //! Cancellation: the elicitation is abandoned (`$/cancel_request`) as soon as the turn is cancelled
 //! or the session closes — the client owes no answer to a question of a cancelled turn — the turn
