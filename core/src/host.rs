@@ -34,6 +34,7 @@ use crate::acp::{
     AuthMethod, AuthMethodId, ContentBlock, McpServer, SessionConfigId, SessionConfigOption, SessionConfigOptionValue,
     SessionId,
 };
+use crate::client::{Capabilities, Client};
 use crate::error::{Error, ErrorExt};
 use crate::harness::{CommandId, Event, GateId, GateResponse};
 
@@ -43,17 +44,30 @@ pub type HostResult<T> = Result<T, Error>;
 /// A session's event stream, in order. It ends when the session is gone.
 pub type EventStream = BoxStream<'static, Event>;
 
-/// Validated setup of a session: the working directory and the session's MCP servers.
-#[derive(Debug, Clone, PartialEq)]
+/// Validated setup of a session: the working directory, the session's MCP servers, and the
+/// session's handle on the client ([`Setup::client`]) with what the client advertised.
+#[derive(Debug, Clone)]
 pub struct Setup {
     cwd: PathBuf,
     additional_directories: Vec<PathBuf>,
     mcp_servers: Vec<McpServer>,
+    client: Client,
+}
+
+/// Setups compare by their values and the client's capabilities (not by which handle they carry).
+impl PartialEq for Setup {
+    fn eq(&self, other: &Self) -> bool {
+        self.cwd == other.cwd
+            && self.additional_directories == other.additional_directories
+            && self.mcp_servers == other.mcp_servers
+            && self.client.capabilities() == other.client.capabilities()
+    }
 }
 
 impl Setup {
     /// Validates a setup: `cwd` and every additional directory must be absolute; they are
     /// canonicalized (symlinks resolved) when they exist. MCP servers are passed through as given.
+    /// Its client handle is [detached](Client::detached) (the facade gives each session its own).
     pub fn new(
         cwd: impl Into<PathBuf>,
         additional_directories: Vec<PathBuf>,
@@ -64,7 +78,29 @@ impl Setup {
             .into_iter()
             .map(|dir| absolute("additionalDirectories", dir))
             .collect::<Result<_, _>>()?;
-        Ok(Self { cwd, additional_directories, mcp_servers })
+        Ok(Self { cwd, additional_directories, mcp_servers, client: Client::detached() })
+    }
+
+    /// The same setup with `client` as the session's handle.
+    #[must_use]
+    pub(crate) fn with_client(mut self, client: Client) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// The session's handle on the client: read and write files through the editor, run
+    /// commands in its terminals, ask the user. Keep it with the session; it works once the
+    /// session is established (after the host's `new_session`, `load_session` or
+    /// `resume_session` returned) and until it closes. Calls made through it while a prompt is in
+    /// flight are cancelled with that prompt.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// What the client advertised (`fs.readTextFile`, `fs.writeTextFile`, `terminal`,
+    /// `elicitation.form` / `.url`, `auth.terminal`, `_meta`).
+    pub fn client_capabilities(&self) -> &Capabilities {
+        self.client.capabilities()
     }
 
     /// The session's working directory: absolute and canonical.
@@ -165,6 +201,22 @@ pub trait SessionDeleter: Send + Sync + 'static {
 #[async_trait]
 pub trait Authenticator: Send + Sync + 'static {
     /// The methods advertised in `initialize`.
+    ///
+    /// Methods of type `terminal` (schema v1.21.0, [`AuthMethod::Terminal`]) are listed only to a
+    /// client that advertised `auth.terminal`: such a client reruns the agent's launch command
+    /// with the method's `args` and `env` in a terminal, the process logs the user in (persisting
+    /// what the next process needs) and exits 0 on success; the client then reconnects. It never
+    /// sends `authenticate` for one (one that does gets `-32602`).
+    ///
+    /// ```
+    /// use acp_facade::acp::{AuthMethod, AuthMethodAgent, AuthMethodTerminal};
+    ///
+    /// let methods = vec![
+    ///     AuthMethod::Agent(AuthMethodAgent::new("api-key", "API key")),
+    ///     AuthMethod::Terminal(AuthMethodTerminal::new("login", "Log in").args(vec!["--login".into()])),
+    /// ];
+    /// # let _ = methods;
+    /// ```
     fn methods(&self) -> Vec<AuthMethod>;
 
     /// Whether the session methods (`session/new`, `load`, `resume`, `list`, `delete`,

@@ -12,6 +12,7 @@
 //! - [`EventHub::try_publish`], for hosts that cannot await, never blocks: it reports
 //!   [`HubFull`] (delivering to nobody) when any queue lacks room.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
@@ -31,6 +32,8 @@ pub struct HubFull(pub Box<Event>);
 pub struct EventHub {
     /// Serialises publishers so delivery order is publish order.
     order: tokio::sync::Mutex<u64>,
+    /// The `seq` the next event will get (a lock-free copy of `order`'s, for [`EventHub::published`]).
+    next_seq: AtomicU64,
     /// Copy-on-write list of subscriber queues.
     subscribers: Mutex<Arc<Vec<mpsc::Sender<Event>>>>,
     capacity: usize,
@@ -62,6 +65,7 @@ impl EventHub {
     pub fn continuing(capacity: usize, next_seq: u64) -> Self {
         Self {
             order: tokio::sync::Mutex::new(next_seq),
+            next_seq: AtomicU64::new(next_seq),
             subscribers: Mutex::new(Arc::new(Vec::new())),
             capacity: capacity.max(1),
         }
@@ -73,6 +77,13 @@ impl EventHub {
         let mut subscribers = self.subscribers.lock().unwrap_or_else(PoisonError::into_inner);
         Arc::make_mut(&mut subscribers).push(tx);
         Box::pin(ReceiverStream(rx))
+    }
+
+    /// The `seq` the next event will get: every event numbered so far has a smaller one. Lets a
+    /// host order its calls to the client after the updates of what it published (see
+    /// [`Client::in_order_with`](crate::client::Client::in_order_with)).
+    pub fn published(&self) -> u64 {
+        self.next_seq.load(Ordering::Acquire)
     }
 
     /// How many subscriptions are alive.
@@ -107,6 +118,7 @@ impl EventHub {
         };
         event.header.seq = *seq;
         *seq += 1;
+        self.next_seq.store(*seq, Ordering::Release);
         numbered(&event);
         let subscribers = self.snapshot();
         let mut saw_closed = false;
@@ -134,6 +146,7 @@ impl EventHub {
         }
         event.header.seq = *seq;
         *seq += 1;
+        self.next_seq.store(*seq, Ordering::Release);
         let mut saw_closed = false;
         if let Some((last, others)) = subscribers.split_last() {
             for tx in others {

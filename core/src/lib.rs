@@ -13,6 +13,8 @@
 //! ## Layers
 //!
 //! - [`rpc`]: the JSON-RPC 2.0 peer (framing, dispatch, outgoing calls, `$/cancel_request`).
+//! - [`client`]: the agent's calls to the editor (files, terminals, elicitation), gated by what
+//!   the client advertised and cancelled with their turn.
 //! - [`harness`]: the runtime model a host speaks: sessions, loops, turns and their events.
 //! - [`host`]: the traits a product implements; [`hub`]: the event fan-out a host publishes to.
 //! - [`agent`]: the facade that turns host events into ACP and ACP requests into host calls.
@@ -24,10 +26,13 @@
 //!   the connection closes underneath it.
 //! - No `session/update` of a turn is written after that turn's `session/prompt` response.
 //! - Only `Public` harness events ever reach the client.
+//! - Nothing is asked of the client that it did not advertise; a call to the client is cancelled
+//!   with its turn; every terminal is released exactly once (see [`client`]).
 
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod client;
 pub mod error;
 pub mod harness;
 pub mod host;

@@ -1,9 +1,10 @@
-//! The advertised `AgentCapabilities`, derived only from which host parts are present.
+//! The advertised `AgentCapabilities`, derived only from which host parts are present, and the
+//! advertised authentication methods, filtered by what the client can run.
 
 use super::options::Options;
 use crate::acp::{
-    AgentAuthCapabilities, AgentCapabilities, LogoutCapabilities, SessionCapabilities, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    AgentAuthCapabilities, AgentCapabilities, AuthMethod, ClientCapabilities, LogoutCapabilities, SessionCapabilities,
+    SessionCloseCapabilities, SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
 };
 
 /// What `initialize` advertises for these options.
@@ -30,4 +31,11 @@ pub fn advertised(options: &Options) -> AgentCapabilities {
         .prompt_capabilities(options.prompt_capabilities.clone())
         .session_capabilities(session)
         .auth(auth)
+}
+
+/// The authentication methods `initialize` lists for a client with `client` capabilities: every
+/// method of the host, except terminal methods (schema v1.21.0) for a client that did not
+/// advertise `auth.terminal` — it could not run them, and must not see a v1.21.0-only variant.
+pub fn auth_methods(methods: Vec<AuthMethod>, client: &ClientCapabilities) -> Vec<AuthMethod> {
+    methods.into_iter().filter(|method| client.auth.terminal || !matches!(method, AuthMethod::Terminal(_))).collect()
 }

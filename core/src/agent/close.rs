@@ -2,9 +2,12 @@
 //!
 //! The steps, in order:
 //! 1. Mark the session closing: new prompts are rejected (`-32600`) from now on.
-//! 2. Cancel in-flight work as `session/cancel` would: the prompt's drain interrupts the turn.
+//! 2. Cancel in-flight work as `session/cancel` would: the prompt's drain interrupts the turn, and
+//!    the session's calls to the client are cancelled (its [`Client`](crate::client::Client)
+//!    refuses new ones).
 //! 3. Unblock pending permission requests: they are abandoned and their gates answered deny.
-//! 4. Wait until the in-flight prompt has actually returned (it answers `cancelled`).
+//! 4. Wait until the in-flight prompt has actually returned (it answers `cancelled`); then kill
+//!    and release every terminal of the session still held.
 //! 5. Call the session's optional [`SessionCloser::shutdown`](crate::host::SessionCloser),
 //!    bounded by the close grace period.
 //! 6. Remove the session from the live registry — only now.
@@ -44,8 +47,12 @@ pub(crate) async fn close(agent: &AgentInner, entry: &Arc<SessionEntry>) -> Resu
     let Some(prompt_returned) = entry.mark_closing() else {
         return Err(Error::invalid_request_msg(format!("session {} is already closing", entry.id)));
     };
+    // The session's calls to the client are cancelled with it (its handle refuses new ones).
+    entry.setup.client().close_session();
     // Step 4.
     prompt_returned.cancelled().await;
+    // Terminals the session still holds are killed and released (their turns released their own).
+    entry.setup.client().release_terminals().await;
     // Step 5. A hook that fails or panics is reported to the caller, but the session is closed
     // all the same: it must never stay registered as "closing" (a later hang-up would wait for it
     // forever).

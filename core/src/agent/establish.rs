@@ -67,13 +67,18 @@ pub(crate) async fn register(
     setup: Setup,
 ) -> Result<Arc<SessionEntry>, Error> {
     let id = live.id();
+    let client = setup.client().clone();
     let registered = validate_session_id(&id.0)
         .map_err(|e| Error::internal_msg(format!("the host created a bad session id: {}", e.message)))
         .and_then(|()| {
             let entry = SessionEntry::new(live.clone(), setup);
             agent.registry.insert(reservation, entry.clone()).map(|()| entry)
         });
-    if registered.is_err() {
+    if registered.is_ok() {
+        // From now on the client knows the session: the handle may call it.
+        client.bind(id);
+    } else {
+        client.close_session();
         discard(agent, live.as_ref()).await;
     }
     registered
@@ -140,6 +145,7 @@ pub(crate) async fn reopen(
     }
     .await;
     if let Err(e) = replayed {
+        setup.client().close_session();
         discard(agent, live.as_ref()).await;
         return Err(e);
     }

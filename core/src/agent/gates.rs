@@ -1,16 +1,21 @@
-//! Permission gates → `session/request_permission` → `respond_gate`.
+//! Gates → their wire form → `respond_gate`.
 //!
-//! Only a `Permission` gate resolved by the `Loop` is translated: its answer is exactly one of the
-//! three approval actions, which is what `session/request_permission` carries. The request offers
-//! exactly the gate's controls, mapped approve → `allow_once`, `approve_always` → `allow_always`,
-//! deny → `reject_once`, together with the tool call the gate belongs to. The client's choice must
-//! be one of the offered options, else the gate is answered deny; an error answers deny too, and
-//! the turn goes on to its own terminal. A `cancelled` outcome means the user cancelled the turn
-//! from the permission prompt: the turn is interrupted as `session/cancel` would, the gate answered
-//! deny, and the prompt answers `cancelled`.
+//! A correlated, public gate resolved by the `Loop` gets the richest wire form the client
+//! supports; gates resolved by the session are never translated (the facade never answers them).
 //!
-//! `AskUser`, `Form` and `OpenUrl` gates and gates resolved by the session have no faithful ACP
-//! v1.20.0 form: they are never flattened into a permission request, and the turn keeps draining.
+//! - **Permission** → `session/request_permission`, offering the gate's controls mapped approve →
+//!   `allow_once`, `approve_always` → `allow_always`, deny → `reject_once`, then the gate's
+//!   host-defined options (an id offered twice is offered once), together with the tool call the
+//!   gate belongs to. The client's choice must be one that was offered — a control is answered
+//!   [`GateResponse::Approval`], a host option [`GateResponse::Selected`] — else the gate is
+//!   answered deny; an error answers deny too, and the turn goes on to its own terminal. A
+//!   `cancelled` outcome means the user cancelled the turn from the permission prompt: the turn is
+//!   interrupted as `session/cancel` would, the gate answered deny, and the prompt answers
+//!   `cancelled`.
+//! - **Ask-user, form, open-URL** → `elicitation/create` (schema v1.21.0) when the client
+//!   advertised the mode; see [`super::elicitation`]. A client without it: untranslated, as
+//!   before v1.21.0 — the turn keeps draining and the host answers the gate (or the turn is
+//!   cancelled).
 //!
 //! The wait runs inside the prompt's own task: the connection's reader and other sessions go on.
 //! When the session closes, the turn is interrupted first, then the request is abandoned
@@ -20,13 +25,14 @@
 use std::sync::Arc;
 
 use super::cancellation::Cancellation;
+use super::elicitation::{self, OpenUrls};
 use super::session_state::SessionEntry;
 use super::state::AgentInner;
 use crate::acp::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    RequestPermissionResponse, ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
-use crate::harness::{ApprovalAction, Gate, GateKind, GateResolver, GateResponse, ToolCallRequest};
+use crate::harness::{ApprovalAction, Gate, GateKind, GateResolver, GateResponse};
 
 /// The `session/request_permission` method name.
 pub const REQUEST_PERMISSION: &str = super::method::SESSION_REQUEST_PERMISSION;
@@ -47,50 +53,74 @@ pub fn is_translatable(gate: &Gate) -> bool {
     gate.kind == GateKind::Permission && gate.resolver == GateResolver::Loop
 }
 
-/// Resolves a correlated, public gate: asks the client for permission gates, skips the others.
+/// Resolves a correlated, public gate: asks the client in the gate's wire form, when it has one
+/// the client supports, and answers the gate with the client's answer; leaves the others to the
+/// host.
 pub(crate) async fn resolve(
     agent: &Arc<AgentInner>,
     entry: &Arc<SessionEntry>,
     gate: &Gate,
-    tool_call: Option<&ToolCallRequest>,
+    tool_call: Option<&ToolCall>,
     cancel: &mut Cancellation<'_>,
+    urls: &mut OpenUrls,
 ) {
-    if !is_translatable(gate) {
-        tracing::debug!(session = %entry.id, gate = %gate.id, kind = ?gate.kind, "gate has no ACP form; left to the host");
+    if gate.resolver != GateResolver::Loop {
+        tracing::debug!(session = %entry.id, gate = %gate.id, kind = ?gate.kind, "gate resolved by the session; left to the host");
         return;
     }
-    let action = ask(agent, entry, gate, tool_call, cancel).await;
-    tracing::debug!(session = %entry.id, gate = %gate.id, ?action, "permission answered");
-    if let Err(e) = entry.live.respond_gate(gate.id.clone(), GateResponse::Approval(action)).await {
+    let response = match gate.kind {
+        GateKind::Permission => {
+            let response = ask(agent, entry, gate, tool_call, cancel).await;
+            tracing::debug!(session = %entry.id, gate = %gate.id, ?response, "permission answered");
+            response
+        }
+        GateKind::AskUser | GateKind::Form | GateKind::OpenUrl => {
+            match elicitation::ask(agent, entry, gate, cancel, urls).await {
+                Some(response) => response,
+                None => return,
+            }
+        }
+    };
+    if let Err(e) = entry.live.respond_gate(gate.id.clone(), response).await {
         tracing::warn!(session = %entry.id, gate = %gate.id, error = %e.message, "respond_gate failed");
     }
+}
+
+/// What a permission gate offers: its controls' options, then its host-defined ones, each id once.
+fn offered(gate: &Gate) -> Vec<(PermissionOption, Option<ApprovalAction>)> {
+    let mut offered: Vec<(PermissionOption, Option<ApprovalAction>)> = Vec::new();
+    let controls = gate.controls.iter().map(|action| (option_for(*action), Some(*action)));
+    let options = gate.options.iter().map(|option| (option.clone(), None));
+    for (option, action) in controls.chain(options) {
+        if offered.iter().any(|(o, _)| o.option_id == option.option_id) {
+            continue;
+        }
+        offered.push((option, action));
+    }
+    offered
 }
 
 async fn ask(
     agent: &Arc<AgentInner>,
     entry: &Arc<SessionEntry>,
     gate: &Gate,
-    tool_call: Option<&ToolCallRequest>,
+    tool_call: Option<&ToolCall>,
     cancel: &mut Cancellation<'_>,
-) -> ApprovalAction {
-    let mut offered: Vec<ApprovalAction> = Vec::new();
-    for control in &gate.controls {
-        if !offered.contains(control) {
-            offered.push(*control);
-        }
-    }
+) -> GateResponse {
+    const DENY: GateResponse = GateResponse::Approval(ApprovalAction::Deny);
+    let offered = offered(gate);
     if offered.is_empty() {
         tracing::warn!(session = %entry.id, gate = %gate.id, "permission gate offers no controls; denied");
-        return ApprovalAction::Deny;
+        return DENY;
     }
     if entry.is_closing() {
-        stop_turn(entry, cancel).await;
-        return ApprovalAction::Deny;
+        entry.stop_turn(cancel).await;
+        return DENY;
     }
     let request = RequestPermissionRequest::new(
         entry.id.clone(),
         tool_call_update(gate, tool_call),
-        offered.iter().copied().map(option_for).collect(),
+        offered.iter().map(|(option, _)| option.clone()).collect(),
     );
     let peer = agent.peer().clone();
     let answer = peer.request::<_, RequestPermissionResponse>(REQUEST_PERMISSION, &request);
@@ -100,59 +130,62 @@ async fn ask(
             biased;
             () = entry.closed.cancelled() => {
                 // Closing stops the turn first, then denies its pending gates.
-                stop_turn(entry, cancel).await;
-                return ApprovalAction::Deny;
+                entry.stop_turn(cancel).await;
+                return DENY;
             }
             () = cancel.arrives(), if !cancel.noticed() => {
                 cancel.notice();
                 entry.interrupt().await;
             }
-            () = cancel.expired() => return ApprovalAction::Deny,
+            () = cancel.expired() => return DENY,
             answer = &mut answer => break answer,
         }
     };
     match outcome {
         Ok(response) => {
             if let RequestPermissionOutcome::Selected(selected) = response.outcome {
-                offered.iter().copied().find(|action| option_for(*action).option_id == selected.option_id).unwrap_or_else(
-                    || {
+                match offered.iter().find(|(option, _)| option.option_id == selected.option_id) {
+                    Some((_, Some(action))) => GateResponse::Approval(*action),
+                    Some((option, None)) => GateResponse::Selected(option.option_id.0.to_string()),
+                    None => {
                         tracing::warn!(session = %entry.id, option = %selected.option_id, "client chose an option that was not offered; denied");
-                        ApprovalAction::Deny
-                    },
-                )
+                        DENY
+                    }
+                }
             } else {
                 // The user cancelled the turn from the permission prompt: stop it as a
                 // `session/cancel` would (the prompt then answers `cancelled`), and deny the gate.
-                stop_turn(entry, cancel).await;
-                ApprovalAction::Deny
+                entry.stop_turn(cancel).await;
+                DENY
             }
         }
         Err(e) => {
             if peer.is_closed() {
                 // The client hung up: its sessions are being closed, which stops the turn first.
-                stop_turn(entry, cancel).await;
+                entry.stop_turn(cancel).await;
             } else {
                 tracing::warn!(session = %entry.id, error = %e.message, "permission request failed; denied");
             }
-            ApprovalAction::Deny
+            DENY
         }
     }
 }
 
-/// Interrupts the turn unless the prompt already did for this cancellation.
-async fn stop_turn(entry: &SessionEntry, cancel: &mut Cancellation<'_>) {
-    if !cancel.noticed() {
-        cancel.notice();
-        entry.interrupt().await;
-    }
-}
-
-fn tool_call_update(gate: &Gate, tool_call: Option<&ToolCallRequest>) -> ToolCallUpdate {
+/// The tool call a permission request is about: the call as it stands now (its title, kind, raw
+/// input, and its content and locations when it has them — a proposed diff, say), pending; or,
+/// for a call never announced, just the gate's title.
+fn tool_call_update(gate: &Gate, tool_call: Option<&ToolCall>) -> ToolCallUpdate {
     let id = gate.tool_call_id.as_ref().map_or_else(|| gate.id.as_str().to_owned(), |id| id.as_str().to_owned());
     let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Pending);
     match tool_call {
         Some(call) => {
-            fields = fields.title(call.name.clone()).kind(call.kind).raw_input(call.input.clone());
+            fields = fields.title(call.title.clone()).kind(call.kind).raw_input(call.raw_input.clone());
+            if !call.content.is_empty() {
+                fields = fields.content(call.content.clone());
+            }
+            if !call.locations.is_empty() {
+                fields = fields.locations(call.locations.clone());
+            }
         }
         None => fields = fields.title(gate.title.clone()),
     }

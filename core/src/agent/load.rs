@@ -20,7 +20,7 @@ pub(crate) fn load_session(agent: &Arc<AgentInner>, params: Value, cx: RequestCo
     Box::pin(async move {
         let request: LoadSessionRequest = decode(params)?;
         validate_session_id(&request.session_id.0)?;
-        let setup = Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?;
+        let setup = agent.attach_client(Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?);
         let config = reopen(&agent, &request.session_id, setup, Reopen::Load, &cx).await?;
         encode(&LoadSessionResponse::new().config_options(config.options).modes(config.modes))
     })

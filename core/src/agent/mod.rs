@@ -8,8 +8,9 @@
 //!   (the live sessions), `state` (what one connection's agent holds, `resolve_session`,
 //!   `send_update`);
 //! - shared steps: [`config`] (`apply_config_option`), [`close`] (the close orchestration),
-//!   `establish` (registering a session the host opened, re-attaching a live one), [`gates`]
-//!   (permission round trips), [`compact`];
+//!   `establish` (registering a session the host opened, re-attaching a live one),
+//!   [`elicitation`] (ask-user, form and open-URL gates as `elicitation/create`), [`gates`]
+//!   (every gate's wire form; permission round trips), [`compact`];
 //! - handlers: [`session`] (`session/new`), [`prompt`] (the correlation engine, `session/cancel`),
 //!   `text_prompt` (the fast decoder of everyday prompts), [`replay`] (`session/load`),
 //!   [`resume`], [`list`], [`delete`]; and this file: `initialize`, `authenticate`, `logout`,
@@ -27,6 +28,7 @@ pub mod compact;
 pub mod config;
 pub mod cursor;
 pub mod delete;
+pub mod elicitation;
 mod establish;
 pub mod gates;
 pub mod list;
@@ -53,7 +55,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use options::Options;
 
-use crate::acp::{AuthenticateRequest, AuthenticateResponse, InitializeRequest, InitializeResponse, LogoutResponse};
+use crate::acp::{
+    AuthMethod, AuthenticateRequest, AuthenticateResponse, InitializeRequest, InitializeResponse, LogoutResponse,
+};
 use crate::error::{Error, ErrorExt};
 use crate::rpc::{self, ConnectionOptions, Handler, IncomingNotification, Params, RequestContext};
 use agent_client_protocol_schema::ProtocolVersion;
@@ -136,7 +140,7 @@ impl AgentInner {
             .agent_capabilities(capabilities::advertised(&this.options))
             .agent_info(this.options.agent_info.clone());
         if let Some(auth) = &this.options.authenticator {
-            response = response.auth_methods(auth.methods());
+            response = response.auth_methods(capabilities::auth_methods(auth.methods(), &request.client_capabilities));
         }
         ready(encode(&response))
     }
@@ -151,11 +155,22 @@ impl AgentInner {
                     request.method_id
                 )));
             };
-            if !auth.methods().iter().any(|m| m.id() == &request.method_id) {
-                return Err(Error::invalid_params_msg(format!(
-                    "unknown authentication method `{}`",
-                    request.method_id
-                )));
+            match auth.methods().iter().find(|m| m.id() == &request.method_id) {
+                None => {
+                    return Err(Error::invalid_params_msg(format!(
+                        "unknown authentication method `{}`",
+                        request.method_id
+                    )));
+                }
+                Some(AuthMethod::Terminal(_)) => {
+                    // The client runs a terminal method itself and reconnects; it never
+                    // authenticates with one.
+                    return Err(Error::invalid_params_msg(format!(
+                        "authentication method `{}` is a terminal method: the client runs it, it is not authenticated with `authenticate`",
+                        request.method_id
+                    )));
+                }
+                Some(_) => {}
             }
             auth.authenticate(request.method_id).await?;
             this.authenticated.store(true, Ordering::Release);

@@ -29,13 +29,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::cancellation::{Attention, Cancellation};
+use super::elicitation::OpenUrls;
 use super::session_state::{PromptGuard, SessionEntry};
 use super::state::AgentInner;
 use super::wire::{Reply, decode_params, encode_error};
 use super::{compact, gates, translate};
-use crate::acp::{CancelNotification, ContentBlock, PromptCapabilities, PromptResponse, StopReason};
+use crate::acp::{
+    CancelNotification, ContentBlock, PromptCapabilities, PromptResponse, SessionUpdate, StopReason, ToolCall,
+};
 use crate::error::{Error, ErrorExt};
-use crate::harness::{EventKind, LoopId, ToolCallId, ToolCallRequest, TurnId};
+use crate::harness::{EventKind, LoopId, ToolCallId, TurnId};
 use crate::host::EventStream;
 use crate::rpc::{Answer, Params, RequestContext};
 
@@ -53,7 +56,11 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
     Box::pin(async move {
         let (prompt, entry, guard) = accepted?;
         let span = tracing::info_span!("turn", session = %entry.id);
+        // Calls through the session's client handle meanwhile belong to this prompt.
+        let calls = entry.setup.client().link.begin_prompt();
         let outcome = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).instrument(span).await;
+        // A cancelled prompt's terminals are killed and released before it is answered.
+        entry.setup.client().link.end_prompt(&calls).await;
         // The next prompt may start now; a close waiting for this one waits until its response
         // is queued, so it can never answer first.
         cx.keep_until_answered(guard.release());
@@ -99,6 +106,11 @@ async fn run_prompt(
         return Box::pin(compact::run(agent, entry, &mut cancel)).await;
     }
     let events = entry.live.subscribe_events()?;
+    // From now on the host's calls to the client wait for the updates of what it published
+    // before them (for hosts that ask for it; see `Client::in_order_with`).
+    let forwarding = &entry.setup.client().link.forwarding;
+    forwarding.start();
+    let _stop = StopForwarding(forwarding);
     // A host whose submit never returns must not hold the prompt (and with it cancel and close)
     // forever: once cancelled, it gets the grace period.
     let command = tokio::select! {
@@ -113,7 +125,8 @@ async fn run_prompt(
         }
     };
     tracing::debug!(session = %entry.id, %command, "prompt submitted");
-    let mut drain = Drain { agent, entry, events, tool_calls: HashMap::new() };
+    let mut drain =
+        Drain { agent, entry, events, tool_calls: HashMap::new(), urls: OpenUrls::default(), received: None };
     drain.until_terminal(&command, &mut cancel).await
 }
 
@@ -121,8 +134,14 @@ struct Drain<'a> {
     agent: &'a Arc<AgentInner>,
     entry: &'a Arc<SessionEntry>,
     events: EventStream,
-    /// Tool calls announced in this turn, for the permission requests that refer to them.
-    tool_calls: HashMap<ToolCallId, ToolCallRequest>,
+    /// Tool calls announced in this turn as they stand now, for the permission requests that
+    /// refer to them.
+    tool_calls: HashMap<ToolCallId, ToolCall>,
+    /// Open-URL gates of this turn the user accepted: completed when the host resolves them.
+    urls: OpenUrls,
+    /// The `seq` of the event being handled, marked forwarded once it is (see
+    /// `client::link::Forwarding`).
+    received: Option<u64>,
 }
 
 impl Drain<'_> {
@@ -140,6 +159,10 @@ impl Drain<'_> {
         let mut checked: u32 = 0;
         loop {
             checked = checked.wrapping_add(1);
+            if let Some(seq) = self.received.take() {
+                // What the last event asked for is queued: calls of the host waiting for it go.
+                self.entry.setup.client().link.forwarding.forwarded(seq);
+            }
             let line = match self.step(command, &mut turn, cancel, checked).await {
                 Step::Skip => continue,
                 Step::Send(line) => line,
@@ -152,7 +175,7 @@ impl Drain<'_> {
                     let tool_call = gate.tool_call_id.as_ref().and_then(|id| self.tool_calls.get(id));
                     // Boxed: permission requests are rare, and their future would otherwise be
                     // part of every prompt's.
-                    Box::pin(gates::resolve(self.agent, self.entry, &gate, tool_call, cancel)).await;
+                    Box::pin(gates::resolve(self.agent, self.entry, &gate, tool_call, cancel, &mut self.urls)).await;
                     continue;
                 }
                 Step::Finish(stop) => return Ok(stop),
@@ -202,7 +225,10 @@ impl Drain<'_> {
         cancel: &Cancellation<'_>,
     ) -> Step {
         match event {
-            Some(event) => self.handle(&event, command, turn, cancel),
+            Some(event) => {
+                self.received = Some(event.header.seq);
+                self.handle(&event, command, turn, cancel)
+            }
             None if cancel.requested() => Step::Finish(StopReason::Cancelled),
             None => Step::fail(Error::internal_msg("the session's event stream ended before the turn finished")),
         }
@@ -247,18 +273,37 @@ impl Drain<'_> {
             }
             EventKind::TurnFailed { error } => Step::fail(Error::internal_msg(error.clone())),
             // Rare: the gate is copied out so that no event is held while the client is asked.
-            EventKind::GateOpened { gate } if public => Step::Gate(Box::new(gate.clone())),
-            EventKind::ToolCallStarted { call_id, name, kind, input } if public => {
-                self.tool_calls.insert(
-                    call_id.clone(),
-                    ToolCallRequest { call_id: call_id.clone(), name: name.clone(), kind: *kind, input: input.clone() },
-                );
-                translate::live_update_line(&self.entry.id, &self.entry.update_head, event)
-                    .map_or(Step::Skip, Step::Send)
+            EventKind::GateOpened { gate } if public => Step::Gate(gate.clone()),
+            // An accepted open-URL gate resolved by the host: its elicitation is complete.
+            EventKind::GateResolved { gate_id } if public => {
+                self.urls.complete_line(gate_id).map_or(Step::Skip, Step::Send)
+            }
+            EventKind::ToolCallStarted { call_id, .. } if public => {
+                let Some(call) = translate::tool_call(event) else { return Step::Skip };
+                let line = translate::update_line(&self.entry.id, SessionUpdate::ToolCall(call.clone()));
+                self.tool_calls.insert(call_id.clone(), call);
+                Step::Send(line)
+            }
+            EventKind::ToolCallProgress { call_id, .. } | EventKind::ToolCallCompleted { call_id, .. } if public => {
+                let Some(update) = translate::translate(event) else { return Step::Skip };
+                if let (SessionUpdate::ToolCallUpdate(update), Some(call)) = (&update, self.tool_calls.get_mut(call_id))
+                {
+                    call.update(update.fields.clone());
+                }
+                Step::Send(translate::update_line(&self.entry.id, update))
             }
             _ => translate::live_update_line(&self.entry.id, &self.entry.update_head, event)
                 .map_or(Step::Skip, Step::Send),
         }
+    }
+}
+
+/// Marks the end of a prompt's forwarding when dropped (on every way out of the prompt).
+struct StopForwarding<'a>(&'a crate::client::link::Forwarding);
+
+impl Drop for StopForwarding<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }
 

@@ -7,7 +7,9 @@
 //! 2. every assistant message (from `StepDone`'s AI messages): thoughts as `agent_thought_chunk`,
 //!    text as `agent_message_chunk`;
 //! 3. every completed tool call (from `StepDone`'s tool results, with the call the AI message
-//!    asked for), as one `tool_call` carrying its final status and output;
+//!    asked for), as one `tool_call` carrying its final status, title, kind, content (blocks,
+//!    diffs, terminals), locations, raw input and raw output — once per call: a call whose result
+//!    was journaled twice is replayed once, with its last result, where it first appeared;
 //! 4. one `usage_update` from the last `ContextMeasured`.
 //!
 //! `TurnDone` is never translated: its message repeats content the steps already hold. Only
@@ -15,16 +17,16 @@
 
 use std::collections::HashMap;
 
-use super::translate::completed_fields;
 use crate::acp::{ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallStatus, ToolKind, UsageUpdate};
-use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest};
+use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest, ToolResultMessage};
 
 /// The replay of `history`, in the four-bucket order.
 pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     let mut users = Vec::new();
     let mut assistants = Vec::new();
     let mut requested: HashMap<ToolCallId, ToolCallRequest> = HashMap::new();
-    let mut tools = Vec::new();
+    let mut tools: Vec<ToolCall> = Vec::new();
+    let mut replayed: HashMap<ToolCallId, usize> = HashMap::new();
     let mut usage = None;
     let durable = history.iter().filter(|e| e.header.class == EventClass::Enduring && e.is_public());
     for event in durable {
@@ -46,13 +48,13 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
                             }
                         }
                         Message::ToolResult(result) => {
-                            let call = requested.get(&result.call_id);
-                            tools.push(SessionUpdate::ToolCall(completed_tool_call(
-                                &result.call_id,
-                                call,
-                                &result.output,
-                                result.is_error,
-                            )));
+                            let tool = completed_tool_call(result, requested.get(&result.call_id));
+                            if let Some(&at) = replayed.get(&result.call_id) {
+                                tools[at] = tool;
+                            } else {
+                                replayed.insert(result.call_id.clone(), tools.len());
+                                tools.push(tool);
+                            }
                         }
                         Message::User(_) => {}
                     }
@@ -64,7 +66,7 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     }
     let mut out = users;
     out.extend(assistants);
-    out.extend(tools);
+    out.extend(tools.into_iter().map(SessionUpdate::ToolCall));
     out.extend(usage.map(SessionUpdate::UsageUpdate));
     out
 }
@@ -73,24 +75,21 @@ fn chunk(variant: fn(ContentChunk) -> SessionUpdate, content: ContentBlock) -> S
     variant(ContentChunk::new(content))
 }
 
-fn completed_tool_call(
-    call_id: &ToolCallId,
-    call: Option<&ToolCallRequest>,
-    output: &[ContentBlock],
-    is_error: bool,
-) -> ToolCall {
-    let fields = completed_fields(output, is_error);
-    let mut tool = ToolCall::new(
-        call_id.as_str().to_owned(),
-        call.map_or_else(|| call_id.as_str().to_owned(), |c| c.name.clone()),
-    )
-    .kind(call.map_or(ToolKind::Other, |c| c.kind))
-    .status(if is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
-    if let Some(call) = call {
-        tool = tool.raw_input(call.input.clone());
-    }
-    if let Some(content) = fields.content {
-        tool = tool.content(content);
+/// A finished call as it stood at its end: the result's fields over the request's.
+fn completed_tool_call(result: &ToolResultMessage, call: Option<&ToolCallRequest>) -> ToolCall {
+    let id = result.call_id.as_str();
+    let title = result.changes.title.clone().or_else(|| call.map(|c| c.name.clone())).unwrap_or_else(|| id.to_owned());
+    let kind = result.changes.kind.or(call.map(|c| c.kind)).unwrap_or(ToolKind::Other);
+    let locations = result.changes.locations.clone().or_else(|| call.map(|c| c.locations.clone())).unwrap_or_default();
+    let mut tool = ToolCall::new(id.to_owned(), title)
+        .kind(kind)
+        .status(if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
+        .content(result.output.clone())
+        .locations(locations)
+        .raw_output(result.changes.raw_output.clone());
+    let raw_input = result.changes.raw_input.clone().or_else(|| call.map(|c| c.input.clone()));
+    if let Some(raw_input) = raw_input.filter(|input| !input.is_null()) {
+        tool = tool.raw_input(raw_input);
     }
     tool
 }

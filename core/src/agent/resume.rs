@@ -20,7 +20,7 @@ pub(crate) fn resume_session(agent: &Arc<AgentInner>, params: Value, cx: Request
     Box::pin(async move {
         let request: ResumeSessionRequest = decode(params)?;
         validate_session_id(&request.session_id.0)?;
-        let setup = Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?;
+        let setup = agent.attach_client(Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?);
         let config = reopen(&agent, &request.session_id, setup, Reopen::Resume, &cx).await?;
         encode(&ResumeSessionResponse::new().config_options(config.options).modes(config.modes))
     })

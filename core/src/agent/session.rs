@@ -18,7 +18,7 @@ pub(crate) fn new_session(agent: &Arc<AgentInner>, params: Value, cancelled: Can
     let agent = agent.clone();
     Box::pin(async move {
         let request: NewSessionRequest = decode(params)?;
-        let setup = Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?;
+        let setup = agent.attach_client(Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?);
         let reservation = agent.registry.reserve()?;
         let live = cancellable(&cancelled, "session/new", agent.options.host.new_session(setup.clone())).await?;
         let entry = register(&agent, reservation, live, setup).await?;

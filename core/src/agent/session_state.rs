@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
+use super::cancellation::Cancellation;
 use super::translate::UpdateHead;
 use crate::acp::SessionId;
 use crate::error::{Error, ErrorExt};
@@ -180,9 +181,19 @@ impl SessionEntry {
     }
 
     /// Interrupts the session's turn, logging a host failure (the prompt still ends `cancelled`).
+    /// The prompt's calls to the client through the session's handle are cancelled first.
     pub(crate) async fn interrupt(&self) {
+        self.setup.client().link.cancel_prompt();
         if let Err(e) = self.live.interrupt().await {
             tracing::warn!(session = %self.id, error = %e.message, "interrupt failed");
+        }
+    }
+
+    /// Interrupts the turn unless the prompt already did for this cancellation (`cancel`).
+    pub(crate) async fn stop_turn(&self, cancel: &mut Cancellation<'_>) {
+        if !cancel.noticed() {
+            cancel.notice();
+            self.interrupt().await;
         }
     }
 

@@ -11,7 +11,9 @@ use super::registry::Registry;
 use super::session_state::{SessionEntry, validate_session_id};
 use super::translate;
 use crate::acp::{ClientCapabilities, SessionId, SessionUpdate};
+use crate::client::Client;
 use crate::error::{Error, ErrorExt};
+use crate::host::Setup;
 use crate::rpc::Peer;
 
 /// The state of one connection's agent, shared by every handler.
@@ -53,6 +55,12 @@ impl AgentInner {
 
     pub(crate) fn client_capabilities(&self) -> ClientCapabilities {
         self.client_capabilities.get().cloned().unwrap_or_default()
+    }
+
+    /// `setup` with a new session handle on this connection's client (bound to the session's id
+    /// once it is registered, see `establish::register`).
+    pub(crate) fn attach_client(&self, setup: Setup) -> Setup {
+        setup.with_client(Client::for_session(self.peer().clone(), self.client_capabilities().into()))
     }
 
     /// Fails with `-32000` while the authenticator demands a login: the first check of every

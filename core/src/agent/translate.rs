@@ -9,7 +9,7 @@ use crate::acp::{
     ContentBlock, ContentChunk, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
-use crate::harness::{Event, EventKind, TokenChannel};
+use crate::harness::{Event, EventKind, TokenChannel, ToolCallChanges};
 use crate::rpc::message::notification_line;
 
 use super::method::SESSION_UPDATE;
@@ -45,22 +45,15 @@ pub fn translate_owned(event: Event) -> Option<SessionUpdate> {
 
 fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
     match &event.kind {
-        EventKind::ToolCallStarted { call_id, name, kind, input } => Some(SessionUpdate::ToolCall(
-            ToolCall::new(call_id.as_str().to_owned(), name.clone())
-                .kind(*kind)
-                .status(ToolCallStatus::Pending)
-                .raw_input(input.clone()),
-        )),
-        EventKind::ToolCallProgress { call_id, status, content } => {
-            let mut fields = ToolCallUpdateFields::new().status(*status);
-            if let Some(content) = content {
-                fields = fields.content(wrap(content));
-            }
+        EventKind::ToolCallStarted { .. } => tool_call(event).map(SessionUpdate::ToolCall),
+        EventKind::ToolCallProgress { call_id, status, content, changes } => {
+            let fields = changed(ToolCallUpdateFields::new().status(*status).content(content.clone()), changes);
             Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.as_str().to_owned(), fields)))
         }
-        EventKind::ToolCallCompleted { call_id, output, is_error } => Some(SessionUpdate::ToolCallUpdate(
-            ToolCallUpdate::new(call_id.as_str().to_owned(), completed_fields(output, *is_error)),
-        )),
+        EventKind::ToolCallCompleted { call_id, output, is_error, changes } => {
+            let fields = changed(completed_fields(output, *is_error), changes);
+            Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.as_str().to_owned(), fields)))
+        }
         EventKind::ContextMeasured { used, size } => Some(SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size))),
         EventKind::SessionMetaChanged { title, updated_at } => {
             let mut info = SessionInfoUpdate::new();
@@ -97,16 +90,38 @@ pub(crate) fn update_line(session_id: &SessionId, update: SessionUpdate) -> Vec<
     notification_line(SESSION_UPDATE, &SessionNotification::new(session_id.clone(), update))
 }
 
-/// Tool output wrapped as tool-call content.
-pub(crate) fn wrap(content: &[ContentBlock]) -> Vec<ToolCallContent> {
-    content.iter().cloned().map(ToolCallContent::from).collect()
+/// The `tool_call` a `ToolCallStarted` event announces (`None` for any other event); a `null` raw
+/// input is left out.
+pub(crate) fn tool_call(event: &Event) -> Option<ToolCall> {
+    let EventKind::ToolCallStarted { call_id, name, kind, details } = &event.kind else {
+        return None;
+    };
+    Some(
+        ToolCall::new(call_id.as_str().to_owned(), name.clone())
+            .kind(*kind)
+            .status(details.status.unwrap_or(ToolCallStatus::Pending))
+            .raw_input((!details.input.is_null()).then(|| details.input.clone()))
+            .content(details.content.clone())
+            .locations(details.locations.clone())
+            .raw_output(details.raw_output.clone()),
+    )
 }
 
-/// The fields of a finished tool call.
-pub(crate) fn completed_fields(output: &[ContentBlock], is_error: bool) -> ToolCallUpdateFields {
+/// `fields` with the `changes` of a tool-call event.
+fn changed(fields: ToolCallUpdateFields, changes: &ToolCallChanges) -> ToolCallUpdateFields {
+    fields
+        .title(changes.title.clone())
+        .kind(changes.kind)
+        .locations(changes.locations.clone())
+        .raw_input(changes.raw_input.clone())
+        .raw_output(changes.raw_output.clone())
+}
+
+/// The fields of a finished tool call: its status, and its content when it has some.
+pub(crate) fn completed_fields(output: &[ToolCallContent], is_error: bool) -> ToolCallUpdateFields {
     let status = if is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
     let fields = ToolCallUpdateFields::new().status(status);
-    if output.is_empty() { fields } else { fields.content(wrap(output)) }
+    if output.is_empty() { fields } else { fields.content(output.to_vec()) }
 }
 
 /// The start of a session's `session/update` lines, up to their update's tag:

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ids::ToolCallId;
-use crate::acp::{ContentBlock, ToolKind};
+use super::tool_call::ToolCallChanges;
+use crate::acp::{ContentBlock, ToolCallContent, ToolCallLocation, ToolKind};
 
 /// A user's message: the prompt of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -29,7 +30,7 @@ pub struct AiMessage {
     pub tool_calls: Vec<ToolCallRequest>,
 }
 
-/// One tool call a model asked for.
+/// One tool call a model asked for, as it was announced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRequest {
     /// The call's id.
@@ -41,17 +42,40 @@ pub struct ToolCallRequest {
     /// The raw input.
     #[serde(default)]
     pub input: Value,
+    /// The files (and lines) it works on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<ToolCallLocation>,
 }
 
-/// The result of one tool call.
+impl ToolCallRequest {
+    /// A request with no locations.
+    pub fn new(call_id: impl Into<ToolCallId>, name: impl Into<String>, kind: ToolKind, input: Value) -> Self {
+        Self { call_id: call_id.into(), name: name.into(), kind, input, locations: Vec::new() }
+    }
+}
+
+/// The result of one tool call: how it ended, and what it showed last (what `session/load`
+/// replays). Fields that did not change from the [`ToolCallRequest`] stay absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResultMessage {
     /// The call this answers.
     pub call_id: ToolCallId,
-    /// Output content.
-    pub output: Vec<ContentBlock>,
+    /// Its final content: content blocks, diffs, terminals (older journals hold bare blocks).
+    #[serde(with = "super::tool_content::list")]
+    pub output: Vec<ToolCallContent>,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Its final title, kind, locations, raw input and output, where they changed since it was
+    /// announced — written inline.
+    #[serde(flatten)]
+    pub changes: Box<ToolCallChanges>,
+}
+
+impl ToolResultMessage {
+    /// A result with `output` and nothing else changed.
+    pub fn new(call_id: impl Into<ToolCallId>, output: Vec<ToolCallContent>, is_error: bool) -> Self {
+        Self { call_id: call_id.into(), output, is_error, changes: Box::default() }
+    }
 }
 
 /// One message of a conversation.

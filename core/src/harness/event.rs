@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::content::{Message, UserMessage};
 use super::gate::Gate;
 use super::ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};
-use crate::acp::{ContentBlock, ToolCallStatus, ToolKind};
+use super::tool_call::{ToolCallChanges, ToolCallDetails};
+use crate::acp::{ToolCallContent, ToolCallStatus, ToolKind};
 
 /// Durability of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,7 +99,7 @@ pub enum EventKind {
         /// Reply or reasoning.
         channel: TokenChannel,
     },
-    /// A tool call was announced.
+    /// A tool call was announced (`tool_call`).
     ToolCallStarted {
         /// Its id.
         call_id: ToolCallId,
@@ -106,26 +107,38 @@ pub enum EventKind {
         name: String,
         /// Kind of tool.
         kind: ToolKind,
-        /// Raw input.
-        input: Value,
+        /// Raw input, status, content (blocks, diffs, terminals), locations, raw output —
+        /// written inline.
+        #[serde(flatten)]
+        details: Box<ToolCallDetails>,
     },
-    /// A tool call made progress (status and/or new content).
+    /// A tool call changed (`tool_call_update`): each field present replaces the call's; absent
+    /// fields stay as they were (`content` and `locations` replace whole lists).
     ToolCallProgress {
         /// Its id.
         call_id: ToolCallId,
         /// The new status, if it changed.
         status: Option<ToolCallStatus>,
-        /// Content so far (replaces earlier content), if any.
-        content: Option<Vec<ContentBlock>>,
+        /// The new content (content blocks, diffs, terminals), replacing earlier content.
+        #[serde(default, with = "super::tool_content::option")]
+        content: Option<Vec<ToolCallContent>>,
+        /// Title, kind, locations, raw input and output, when they changed — written inline.
+        #[serde(flatten)]
+        changes: Box<ToolCallChanges>,
     },
-    /// A tool call finished.
+    /// A tool call finished (`tool_call_update` with status `completed` or `failed`), with the
+    /// fields that changed as it did.
     ToolCallCompleted {
         /// Its id.
         call_id: ToolCallId,
-        /// Output content.
-        output: Vec<ContentBlock>,
+        /// Its final content, when it has some (replaces earlier content; empty: unchanged).
+        #[serde(with = "super::tool_content::list")]
+        output: Vec<ToolCallContent>,
         /// Whether it failed.
         is_error: bool,
+        /// Title, kind, locations, raw input and output, when they changed — written inline.
+        #[serde(flatten)]
+        changes: Box<ToolCallChanges>,
     },
     /// A step finished: the step's AI message followed by its tool results (Enduring).
     StepDone {
@@ -141,8 +154,8 @@ pub enum EventKind {
     },
     /// A gate opened; the turn waits for it.
     GateOpened {
-        /// The gate.
-        gate: Gate,
+        /// The gate (boxed: gates are rare, and events of the streaming path stay small).
+        gate: Box<Gate>,
     },
     /// A gate was answered.
     GateResolved {
@@ -179,6 +192,38 @@ pub enum EventKind {
     },
 }
 
+impl EventKind {
+    /// `ToolCallStarted` with a title, a kind and raw input, and nothing else (pending).
+    pub fn tool_call_started(
+        call_id: impl Into<ToolCallId>,
+        name: impl Into<String>,
+        kind: ToolKind,
+        input: Value,
+    ) -> Self {
+        let details = Box::new(ToolCallDetails { input, ..ToolCallDetails::default() });
+        Self::ToolCallStarted { call_id: call_id.into(), name: name.into(), kind, details }
+    }
+
+    /// `ToolCallProgress` changing only the status and/or the content.
+    pub fn tool_call_progress(
+        call_id: impl Into<ToolCallId>,
+        status: Option<ToolCallStatus>,
+        content: Option<Vec<ToolCallContent>>,
+    ) -> Self {
+        Self::ToolCallProgress { call_id: call_id.into(), status, content, changes: Box::default() }
+    }
+
+    /// `ToolCallCompleted` with its output (empty: content unchanged) and nothing else changed.
+    pub fn tool_call_completed(call_id: impl Into<ToolCallId>, output: Vec<ToolCallContent>, is_error: bool) -> Self {
+        Self::ToolCallCompleted { call_id: call_id.into(), output, is_error, changes: Box::default() }
+    }
+
+    /// `GateOpened` for `gate`.
+    pub fn gate_opened(gate: Gate) -> Self {
+        Self::GateOpened { gate: Box::new(gate) }
+    }
+}
+
 /// One event of a session's stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -203,5 +248,36 @@ impl Event {
     /// Whether `command` caused this event.
     pub fn is_caused_by(&self, command: &CommandId) -> bool {
         self.header.cause.command_id.as_ref() == Some(command)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_of_the_streaming_path_stay_small() {
+        // No larger than before the full tool-call vocabulary and the elicitation gates (120 and
+        // 200 bytes): their parts are boxed. Every token delta is an event moved through the
+        // hub's queues.
+        assert!(size_of::<EventKind>() <= 120, "EventKind is {} bytes", size_of::<EventKind>());
+        assert!(size_of::<Event>() <= 200, "Event is {} bytes", size_of::<Event>());
+    }
+
+    #[test]
+    fn tool_call_events_keep_their_older_serde_form() {
+        let old = serde_json::json!({
+            "type": "tool_call_progress", "call_id": "c", "status": "in_progress",
+            "content": [{"type": "text", "text": "x"}],
+        });
+        let event: EventKind = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&event).unwrap(), old);
+        let old = serde_json::json!({"type": "tool_call_started", "call_id": "c", "name": "n", "kind": "read", "input": null});
+        let event: EventKind = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(event, EventKind::tool_call_started("c", "n", ToolKind::Read, Value::Null));
+        assert_eq!(serde_json::to_value(&event).unwrap(), old);
+        let old = serde_json::json!({"type": "tool_call_completed", "call_id": "c", "output": [], "is_error": true});
+        let event: EventKind = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&event).unwrap(), old);
     }
 }

@@ -9,8 +9,11 @@ pub mod content;
 pub mod event;
 pub mod gate;
 pub mod ids;
+pub mod tool_call;
+pub mod tool_content;
 
 pub use content::{AiMessage, Message, ToolCallRequest, ToolResultMessage, UserMessage};
 pub use event::{Cause, Coordinates, Event, EventClass, EventHeader, EventKind, StopReason, TokenChannel, Visibility};
 pub use gate::{ApprovalAction, Gate, GateKind, GateResolver, GateResponse};
 pub use ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};
+pub use tool_call::{ToolCallChanges, ToolCallDetails};

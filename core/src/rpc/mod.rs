@@ -16,4 +16,4 @@ pub mod trace;
 pub use connection::{ConnectionOptions, Handler, RequestContext, serve};
 pub use framing::DEFAULT_MAX_MESSAGE_SIZE;
 pub use message::{Answer, IncomingNotification, IncomingRequest, Params};
-pub use peer::{ConnectionClosed, Peer};
+pub use peer::{ConnectionClosed, Peer, RequestError};

@@ -33,6 +33,17 @@ type Waiter = oneshot::Sender<Result<Value, Error>>;
 #[error("connection closed")]
 pub struct ConnectionClosed;
 
+/// Why one of our requests got no result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    /// The peer answered with this error object.
+    #[error("the peer answered an error ({}): {}", i32::from(.0.code), .0.message)]
+    Rejected(Error),
+    /// The connection closed before an answer came (or before the request could be sent).
+    #[error("connection closed")]
+    Closed(#[from] ConnectionClosed),
+}
+
 impl From<ConnectionClosed> for Error {
     fn from(_: ConnectionClosed) -> Self {
         Error::internal_msg("connection closed")
@@ -107,12 +118,18 @@ impl Peer {
     /// with `-32603` when the answer does not decode. Dropping the returned future before the answer
     /// arrives sends `$/cancel_request` for it.
     pub async fn request<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, Error> {
-        let value = self.request_value(method, params).await?;
+        let value = self.request_value(method, params).await.map_err(|e| match e {
+            RequestError::Rejected(error) => error,
+            RequestError::Closed(closed) => closed.into(),
+        })?;
         serde_json::from_value(value)
             .map_err(|e| Error::internal_msg(format!("malformed `{method}` response from the client: {e}")))
     }
 
-    async fn request_value<P: Serialize>(&self, method: &str, params: &P) -> Result<Value, Error> {
+    /// Sends a request and waits for its raw result, telling the peer's error answer apart from
+    /// the connection closing. Dropping the returned future before the answer arrives sends
+    /// `$/cancel_request` for it.
+    pub async fn request_value<P: Serialize>(&self, method: &str, params: &P) -> Result<Value, RequestError> {
         let number = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -124,9 +141,28 @@ impl Peer {
         }
         let mut guard = PendingGuard { peer: self, number, answered: false };
         self.send_line(request_line(&RequestId::Number(number), method, params)).await?;
-        let outcome = rx.await.unwrap_or_else(|_| Err(ConnectionClosed.into()));
+        // A dropped sender is the connection closing (see `fail_pending`).
+        let outcome = rx.await.map_err(|_| RequestError::Closed(ConnectionClosed))?;
         guard.answered = true;
-        outcome
+        outcome.map_err(RequestError::Rejected)
+    }
+
+    /// A request line with a fresh id whose answer nobody will await: when it comes it is dropped
+    /// (logged at debug). For clean-up calls that must go out exactly once whatever happens next —
+    /// also while the connection is closing, when the peer may still read what we write but
+    /// answers nothing more. Queue it with [`Peer::send_line`] or [`Peer::try_send_line`].
+    pub(crate) fn unawaited_request_line<P: Serialize>(&self, method: &str, params: &P) -> Vec<u8> {
+        let number = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        request_line(&RequestId::Number(number), method, params)
+    }
+
+    /// Queues one pre-serialised line without waiting; a full queue hands it back.
+    pub(crate) fn try_send_line(&self, line: Vec<u8>) -> Result<(), Option<Vec<u8>>> {
+        match self.inner.tx.try_send(line) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(line)) => Err(Some(line)),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(None),
+        }
     }
 
     /// Routes a response from the peer to its waiter. Unknown ids are logged and dropped.
@@ -145,16 +181,14 @@ impl Peer {
         }
     }
 
-    /// Fails every waiter with "connection closed" and refuses new requests.
+    /// Fails every waiter with "connection closed" (by dropping it) and refuses new requests.
     pub(crate) fn fail_pending(&self) {
         let drained: Vec<Waiter> = {
             let mut pending = self.lock_pending();
             self.inner.incoming_closed.store(true, Ordering::Release);
             pending.drain().map(|(_, w)| w).collect()
         };
-        for waiter in drained {
-            let _ = waiter.send(Err(ConnectionClosed.into()));
-        }
+        drop(drained);
     }
 
     /// Whether the peer's incoming side has ended (it will answer nothing more).

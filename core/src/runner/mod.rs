@@ -29,9 +29,12 @@
 //! # }
 //! ```
 
+pub mod gates;
 pub mod session;
 pub mod sqlite;
 pub mod store;
+pub mod tool_calls;
+mod tool_state;
 pub mod turn;
 
 use std::collections::HashMap;
@@ -39,10 +42,13 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use async_trait::async_trait;
 
+pub use gates::{PermissionAnswer, Reply};
 use session::History;
 pub use session::{JOURNAL_DELAY, RunnerSession};
 pub use sqlite::SqliteStore;
 pub use store::{MemoryStore, SessionRecord, Store, StoreError};
+pub use tool_calls::{ToolCallBuilder, ToolCallUpdateBuilder};
+pub use tool_state::ToolCallSpec;
 pub use turn::{Permission, Turn};
 
 use crate::acp::{SessionConfigOption, SessionId, StopReason};
@@ -167,7 +173,7 @@ impl Runner {
     }
 
     fn open(&self, id: SessionId, setup: &Setup, history: History) -> Result<Arc<RunnerSession>, Error> {
-        let session = RunnerSession::new(self.inner.clone(), id, setup.cwd().to_path_buf(), history);
+        let session = RunnerSession::new(self.inner.clone(), id, setup, history);
         self.inner.track(&session)?;
         Ok(session)
     }

@@ -40,12 +40,15 @@ use crate::acp::{
     ContentBlock, SessionConfigId, SessionConfigKind, SessionConfigOption, SessionConfigOptionValue, SessionId,
     StopReason,
 };
-use crate::error::{Error, ErrorExt};
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, ErrorExt};
 use crate::harness::{
     Cause, CommandId, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, GateId, GateResponse, LoopId,
     TurnId, UserMessage, Visibility,
 };
-use crate::host::{Compactor, EventStream, HostResult, LiveSession, RuntimeConfig, SessionCloser, SessionHistory};
+use crate::host::{
+    Compactor, EventStream, HostResult, LiveSession, RuntimeConfig, SessionCloser, SessionHistory, Setup,
+};
 use crate::hub::EventHub;
 use crate::panic::panic_message;
 use crate::time::now_rfc3339;
@@ -107,6 +110,8 @@ struct Running {
 pub struct RunnerSession {
     id: SessionId,
     cwd: PathBuf,
+    /// The session's handle on the client; each turn gets one scoped to it.
+    client: Client,
     runner: Arc<RunnerInner>,
     hub: EventHub,
     running: Mutex<Option<Running>>,
@@ -131,11 +136,12 @@ impl std::fmt::Debug for RunnerSession {
 }
 
 impl RunnerSession {
-    pub(crate) fn new(runner: Arc<RunnerInner>, id: SessionId, cwd: PathBuf, history: History) -> Arc<Self> {
+    pub(crate) fn new(runner: Arc<RunnerInner>, id: SessionId, setup: &Setup, history: History) -> Arc<Self> {
         let config = runner.turns.config_options();
         Arc::new(Self {
             id,
-            cwd,
+            cwd: setup.cwd().to_path_buf(),
+            client: setup.client().clone(),
             hub: EventHub::continuing(runner.subscriber_capacity, history.next_event),
             runner,
             running: Mutex::default(),
@@ -152,6 +158,11 @@ impl RunnerSession {
     /// The session's working directory.
     pub fn cwd(&self) -> &Path {
         &self.cwd
+    }
+
+    /// The session's handle on the client (see [`Client`]); a turn's own is [`Turn::client`].
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The session's event hub.
@@ -339,11 +350,17 @@ impl RunnerSession {
                 }
             }
         };
+        // The turn's terminals not released yet are released now (killed first when cancelled),
+        // before anyone hears that the turn ended.
+        turn.client().release_terminals().await;
         turn.end_step().await;
         let cancelled = turn.is_cancelled();
         let terminal = match outcome {
             Ok(Ok(StopReason::Cancelled)) => EventKind::TurnInterrupted {},
             Ok(Ok(_) | Err(_)) if cancelled => EventKind::TurnInterrupted {},
+            // A turn that gives up because a call of it was cancelled (the client went away
+            // before the interrupt reached the turn) is a cancelled turn.
+            Ok(Err(e)) if e.code == ErrorCode::RequestCancelled => EventKind::TurnInterrupted {},
             Ok(Ok(stop)) => EventKind::TurnDone { message: None, stop: Some(stop) },
             Ok(Err(e)) => EventKind::TurnFailed { error: e.message },
             Err(panic) => EventKind::TurnFailed { error: format!("the turn panicked: {}", panic_message(&*panic)) },
@@ -414,7 +431,13 @@ impl LiveSession for RunnerSession {
         }
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         let command = CommandId::new(format!("{}/c{n}", self.id));
-        let turn = Turn::new(this.clone(), command.clone(), TurnId::new(format!("t{n}")), prompt, cancel);
+        // The turn's calls to the client go out after the updates of what it published before.
+        let hub = Arc::downgrade(&this);
+        let client = self
+            .client
+            .scoped(cancel.clone())
+            .in_order_with(Arc::new(move || hub.upgrade().map_or(0, |session| session.hub.published())));
+        let turn = Turn::new(this.clone(), command.clone(), TurnId::new(format!("t{n}")), prompt, cancel, client);
         tokio::spawn(this.run(turn, finished));
         Ok(command)
     }

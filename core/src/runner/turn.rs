@@ -14,7 +14,9 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::session::RunnerSession;
-use crate::acp::{ContentBlock, SessionId, ToolCallStatus, ToolKind};
+use super::tool_state::ToolCalls;
+use crate::acp::{ContentBlock, SessionId};
+use crate::client::{Capabilities, Client};
 use crate::harness::content::{plain_text, text_block};
 use crate::harness::{
     AiMessage, ApprovalAction, CommandId, EventClass, EventKind, Gate, GateId, GateKind, GateResolver, GateResponse,
@@ -43,11 +45,11 @@ impl Permission {
 }
 
 #[derive(Default)]
-struct Step {
+pub(crate) struct Step {
     text: String,
     thoughts: String,
-    tool_calls: Vec<ToolCallRequest>,
-    results: Vec<ToolResultMessage>,
+    pub(crate) tool_calls: Vec<ToolCallRequest>,
+    pub(crate) results: Vec<ToolResultMessage>,
 }
 
 impl Step {
@@ -79,7 +81,10 @@ pub struct Turn {
     pub(crate) turn_id: TurnId,
     prompt: Vec<ContentBlock>,
     cancel: CancellationToken,
+    client: Client,
     step: Mutex<Step>,
+    /// The turn's tool calls as they stand.
+    pub(crate) tools: Mutex<ToolCalls>,
     next_call: AtomicU64,
 }
 
@@ -96,6 +101,7 @@ impl Turn {
         turn_id: TurnId,
         prompt: Vec<ContentBlock>,
         cancel: CancellationToken,
+        client: Client,
     ) -> Self {
         Self {
             session,
@@ -104,7 +110,9 @@ impl Turn {
             turn_id,
             prompt,
             cancel,
+            client,
             step: Mutex::default(),
+            tools: Mutex::default(),
             next_call: AtomicU64::new(0),
         }
     }
@@ -149,7 +157,27 @@ impl Turn {
         &self.cancel
     }
 
-    fn lock_step(&self) -> std::sync::MutexGuard<'_, Step> {
+    /// The turn's handle on the client: read and write files through the editor, run commands in
+    /// its terminals, ask the user. Its calls are cancelled with the turn; its terminals are
+    /// released when the turn ends (killed first when it was cancelled).
+    ///
+    /// ```no_run
+    /// # async fn demo(turn: &acp_facade::runner::Turn) -> Result<(), acp_facade::Error> {
+    /// let path = turn.cwd().join("notes.txt");
+    /// let notes = turn.client().read_text_file(&path, None, None).await?;
+    /// turn.text(notes).await;
+    /// # Ok(()) }
+    /// ```
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// What the client advertised (`fs`, `terminal`, `elicitation`, `_meta`).
+    pub fn client_capabilities(&self) -> &Capabilities {
+        self.client.capabilities()
+    }
+
+    pub(crate) fn lock_step(&self) -> std::sync::MutexGuard<'_, Step> {
         self.step.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -199,49 +227,6 @@ impl Turn {
         self.emit(EventClass::Ephemeral, EventKind::TokenDelta { text, channel: TokenChannel::Thought }).await;
     }
 
-    /// Announces a tool call (`tool_call`, status pending); returns its id.
-    pub async fn start_tool_call(&self, title: impl Into<String>, kind: ToolKind, input: Value) -> ToolCallId {
-        let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
-        let call_id = ToolCallId::new(format!("{}-call{n}", self.turn_id));
-        let name = title.into();
-        self.lock_step().tool_calls.push(ToolCallRequest {
-            call_id: call_id.clone(),
-            name: name.clone(),
-            kind,
-            input: input.clone(),
-        });
-        self.emit(EventClass::Ephemeral, EventKind::ToolCallStarted { call_id: call_id.clone(), name, kind, input })
-            .await;
-        call_id
-    }
-
-    /// Reports progress of a tool call (`tool_call_update`).
-    pub async fn tool_progress(
-        &self,
-        call_id: &ToolCallId,
-        status: Option<ToolCallStatus>,
-        content: Option<Vec<ContentBlock>>,
-    ) {
-        self.emit(EventClass::Ephemeral, EventKind::ToolCallProgress { call_id: call_id.clone(), status, content })
-            .await;
-    }
-
-    /// Finishes a tool call successfully (`tool_call_update`, status completed).
-    pub async fn complete_tool_call(&self, call_id: &ToolCallId, output: Vec<ContentBlock>) {
-        self.finish_tool_call(call_id, output, false).await;
-    }
-
-    /// Finishes a tool call as failed (`tool_call_update`, status failed).
-    pub async fn fail_tool_call(&self, call_id: &ToolCallId, output: Vec<ContentBlock>) {
-        self.finish_tool_call(call_id, output, true).await;
-    }
-
-    async fn finish_tool_call(&self, call_id: &ToolCallId, output: Vec<ContentBlock>, is_error: bool) {
-        self.lock_step().results.push(ToolResultMessage { call_id: call_id.clone(), output: output.clone(), is_error });
-        self.emit(EventClass::Ephemeral, EventKind::ToolCallCompleted { call_id: call_id.clone(), output, is_error })
-            .await;
-    }
-
     /// Asks the client for permission to run `call_id` (`session/request_permission`), offering
     /// `controls`; waits for the answer or the turn's cancellation.
     pub async fn request_permission(
@@ -250,14 +235,9 @@ impl Turn {
         title: impl Into<String>,
         controls: &[ApprovalAction],
     ) -> Permission {
-        let gate = Gate {
-            id: self.gate_id(),
-            kind: GateKind::Permission,
-            resolver: GateResolver::Loop,
-            tool_call_id: Some(call_id.clone()),
-            title: title.into(),
-            controls: controls.to_vec(),
-        };
+        let mut gate = Gate::new(self.gate_id(), GateKind::Permission, GateResolver::Loop, title);
+        gate.tool_call_id = Some(call_id.clone());
+        gate.controls = controls.to_vec();
         match self.wait_gate(gate).await {
             Some(GateResponse::Approval(ApprovalAction::Approve)) => Permission::Allowed,
             Some(GateResponse::Approval(ApprovalAction::ApproveAlways)) => Permission::AllowedAlways,
@@ -266,34 +246,33 @@ impl Turn {
         }
     }
 
-    /// Asks the user a question. ACP v1.20.0 has no wire form for it, so over ACP this waits
-    /// until the turn is cancelled (`None`) unless the product answers it out of band through
+    /// Asks the user a question (an ask-user gate): the answer's text, or `None` when the user
+    /// declined or dismissed it, or the turn was cancelled. [`Turn::ask`] tells those apart.
+    ///
+    /// Over ACP it is a form elicitation when the client advertised `elicitation.form`; otherwise
+    /// it waits until the turn is cancelled, unless the product answers it out of band through
     /// [`RunnerSession::answer_gate`](super::RunnerSession::answer_gate).
     pub async fn ask_user(&self, question: impl Into<String>) -> Option<Value> {
-        let gate = Gate {
-            id: self.gate_id(),
-            kind: GateKind::AskUser,
-            resolver: GateResolver::Loop,
-            tool_call_id: None,
-            title: question.into(),
-            controls: Vec::new(),
-        };
-        match self.wait_gate(gate).await {
-            Some(GateResponse::Values(value)) => Some(value),
-            Some(GateResponse::Approval(_)) | None => None,
-        }
+        self.ask(question).await.answered()
     }
 
-    fn gate_id(&self) -> GateId {
+    pub(crate) fn gate_id(&self) -> GateId {
         let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
         GateId::new(format!("{}-gate{n}", self.turn_id))
     }
 
-    async fn wait_gate(&self, gate: Gate) -> Option<GateResponse> {
+    /// A fresh tool call id of this turn.
+    pub(crate) fn tool_call_id(&self) -> ToolCallId {
+        let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
+        ToolCallId::new(format!("{}-call{n}", self.turn_id))
+    }
+
+    /// Opens `gate` and waits for its answer (`None`: the turn was cancelled first).
+    pub(crate) async fn wait_gate(&self, gate: Gate) -> Option<GateResponse> {
         let (tx, rx) = oneshot::channel();
         let gate_id = gate.id.clone();
         self.session.open_gate(gate_id.clone(), tx);
-        self.emit(EventClass::Enduring, EventKind::GateOpened { gate }).await;
+        self.emit(EventClass::Enduring, EventKind::gate_opened(gate)).await;
         // Cancellation wins over an answer that raced it: on `session/cancel` or close the facade
         // interrupts the turn first and only then answers the gate (deny), so both may be ready.
         let answer = tokio::select! {

@@ -232,12 +232,7 @@ impl ChaosHost {
 /// A short stored history for `session/load` replay.
 pub fn history_of(id: &str) -> Vec<Event> {
     let at = Some((LoopId::new("main"), TurnId::new(format!("{id}-old"))));
-    let call = ToolCallRequest {
-        call_id: ToolCallId::new("old-call"),
-        name: "Read".into(),
-        kind: ToolKind::Read,
-        input: json!({"path": "/x"}),
-    };
+    let call = ToolCallRequest::new(ToolCallId::new("old-call"), "Read", ToolKind::Read, json!({"path": "/x"}));
     let kinds = vec![
         (EventKind::TurnStarted { message: UserMessage { content: vec![text_block("hello")] } }, Visibility::Public),
         (
@@ -248,11 +243,11 @@ pub fn history_of(id: &str) -> Vec<Event> {
                         thoughts: vec![text_block("hmm")],
                         tool_calls: vec![call],
                     }),
-                    Message::ToolResult(ToolResultMessage {
-                        call_id: ToolCallId::new("old-call"),
-                        output: vec![text_block("contents")],
-                        is_error: false,
-                    }),
+                    Message::ToolResult(ToolResultMessage::new(
+                        ToolCallId::new("old-call"),
+                        vec![text_block("contents").into()],
+                        false,
+                    )),
                 ],
             },
             Visibility::Public,
@@ -517,14 +512,17 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
         }
         "ask" => {
             step!(EventKind::GateOpened {
-                gate: Gate {
+                gate: Box::new(Gate {
                     id: GateId::new(format!("{turn}-ask")),
                     kind: GateKind::AskUser,
                     resolver: GateResolver::Loop,
                     tool_call_id: None,
                     title: "what now?".into(),
                     controls: Vec::new(),
-                },
+                    options: Vec::new(),
+                    schema: None,
+                    url: None,
+                }),
             });
             ctl.interrupted.cancelled().await;
             session.emit(EventKind::TurnInterrupted {}, public, None, at);
@@ -534,21 +532,19 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
             let gate_id = GateId::new(format!("{turn}-gate"));
             let (tx, rx) = oneshot::channel();
             ctl.gates.lock().unwrap().insert(gate_id.clone(), tx);
-            step!(EventKind::ToolCallStarted {
-                call_id: call_id.clone(),
-                name: "Run".into(),
-                kind: ToolKind::Execute,
-                input: json!({"command": "ls"}),
-            });
+            step!(EventKind::tool_call_started(call_id.clone(), "Run", ToolKind::Execute, json!({"command": "ls"})));
             step!(EventKind::GateOpened {
-                gate: Gate {
+                gate: Box::new(Gate {
                     id: gate_id,
                     kind: GateKind::Permission,
                     resolver: GateResolver::Loop,
                     tool_call_id: Some(call_id.clone()),
                     title: "run ls?".into(),
                     controls: vec![ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny],
-                },
+                    options: Vec::new(),
+                    schema: None,
+                    url: None,
+                }),
             });
             let answer = tokio::select! {
                 () = ctl.interrupted.cancelled() => None,
@@ -559,11 +555,11 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
                 return;
             };
             let denied = answer == GateResponse::Approval(ApprovalAction::Deny);
-            step!(EventKind::ToolCallCompleted {
+            step!(EventKind::tool_call_completed(
                 call_id,
-                output: vec![text_block(if denied { "denied" } else { "done" })],
-                is_error: denied,
-            });
+                vec![text_block(if denied { "denied" } else { "done" }).into()],
+                denied
+            ));
             step!(EventKind::TurnDone { message: None, stop: None });
         }
         "fail" => step!(EventKind::TurnFailed { error: "the scripted turn failed".into() }),
@@ -608,18 +604,13 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
             session.emit(delta(DECOY), public, None, Some(("other", turn.as_str())));
             session.emit(delta(INTERNAL), Visibility::Internal, None, at);
             let call_id = ToolCallId::new(format!("{turn}-read"));
-            step!(EventKind::ToolCallStarted {
-                call_id: call_id.clone(),
-                name: "Read".into(),
-                kind: ToolKind::Read,
-                input: json!({})
-            });
-            step!(EventKind::ToolCallProgress {
-                call_id: call_id.clone(),
-                status: Some(acp_facade::acp::ToolCallStatus::InProgress),
-                content: Some(vec![text_block("…")]),
-            });
-            step!(EventKind::ToolCallCompleted { call_id, output: vec![text_block("read")], is_error: false });
+            step!(EventKind::tool_call_started(call_id.clone(), "Read", ToolKind::Read, json!({})));
+            step!(EventKind::tool_call_progress(
+                call_id.clone(),
+                Some(acp_facade::acp::ToolCallStatus::InProgress),
+                Some(vec![text_block("…").into()])
+            ));
+            step!(EventKind::tool_call_completed(call_id, vec![text_block("read").into()], false));
             step!(EventKind::ContextMeasured { used: 42, size: 1000 });
             step!(EventKind::SessionMetaChanged { title: Some(format!("about {verb}")), updated_at: None });
             step!(EventKind::StepDone {

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod chaos;
+pub mod client_turns;
 pub mod event;
 pub mod framing_model;
 pub mod host;
@@ -56,6 +57,8 @@ pub struct TestClient {
     pub transcript: Vec<Value>,
     /// Every line sent, kept for the fuzz seed corpus (see [`SentLines`]).
     sent_lines: SentLines,
+    /// The `clientCapabilities` this client advertised: the agent must call nothing else.
+    advertised: Value,
 }
 
 /// The environment variable naming a directory where every [`TestClient`] leaves the lines it
@@ -118,6 +121,7 @@ impl TestClient {
             serve,
             transcript: Vec::new(),
             sent_lines: SentLines::new(),
+            advertised: json!({}),
         }
     }
 
@@ -129,7 +133,21 @@ impl TestClient {
     }
 
     pub async fn initialize(&mut self) -> Value {
-        self.call_ok("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})).await
+        self.initialize_with(json!({})).await
+    }
+
+    /// Initializes advertising `capabilities` (`clientCapabilities`); from then on every message
+    /// of the agent is checked against them (see [`schema::check_capability`]).
+    pub async fn initialize_with(&mut self, capabilities: Value) -> Value {
+        self.advertised = capabilities.clone();
+        self.call_ok("initialize", json!({"protocolVersion": 1, "clientCapabilities": capabilities})).await
+    }
+
+    /// Starts and initializes advertising `capabilities`.
+    pub async fn initialized_with(options: Options, capabilities: Value) -> Self {
+        let mut client = Self::start(options);
+        client.initialize_with(capabilities).await;
+        client
     }
 
     /// Writes one raw line (a newline is appended).
@@ -165,6 +183,12 @@ impl TestClient {
         self.send_raw(&message.to_string()).await;
     }
 
+    /// Answers one of the agent's requests with an error object.
+    pub async fn respond_error(&mut self, id: &Value, error: Value) {
+        let message = json!({"jsonrpc": "2.0", "id": id, "error": error});
+        self.send_raw(&message.to_string()).await;
+    }
+
     /// Reads the next message from the wire (validated), or panics after [`STEP`].
     async fn read_one(&mut self) -> Value {
         let line = tokio::time::timeout(STEP, self.lines.next_line())
@@ -174,6 +198,7 @@ impl TestClient {
             .expect("the agent closed the connection");
         let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("agent sent non-JSON {line:?}: {e}"));
         schema::validate_agent_message(&value, &self.sent, &mut self.agent_requests);
+        schema::check_capability(&value, &self.advertised);
         self.transcript.push(value.clone());
         value
     }
@@ -257,6 +282,15 @@ impl TestClient {
             .await
     }
 
+    /// Like [`TestClient::hang_up`], returning every message the agent sent over the whole
+    /// connection, in order (those read before and after the hang-up).
+    pub async fn hang_up_transcript(mut self) -> Vec<Value> {
+        let mut transcript = std::mem::take(&mut self.transcript);
+        let backlog = self.backlog.len();
+        transcript.extend(self.hang_up().await.into_iter().skip(backlog));
+        transcript
+    }
+
     /// Closes the client's writing side (EOF for the agent) and waits for `serve` to return.
     pub async fn hang_up(mut self) -> Vec<Value> {
         self.writer.shutdown().await.unwrap();
@@ -265,6 +299,7 @@ impl TestClient {
         {
             let value: Value = serde_json::from_str(&line).unwrap();
             schema::validate_agent_message(&value, &self.sent, &mut self.agent_requests);
+            schema::check_capability(&value, &self.advertised);
             rest.push(value);
         }
         tokio::time::timeout(STEP, self.serve).await.expect("serve did not return").unwrap().unwrap();

@@ -32,7 +32,54 @@ const DEFS: &[&str] = &[
     "RequestPermissionRequest",
     "CancelRequestNotification",
     "Error",
+    "ReadTextFileRequest",
+    "WriteTextFileRequest",
+    "CreateTerminalRequest",
+    "TerminalOutputRequest",
+    "WaitForTerminalExitRequest",
+    "KillTerminalRequest",
+    "ReleaseTerminalRequest",
+    "CreateElicitationRequest",
+    "CompleteElicitationNotification",
 ];
+
+/// The schema definition of the params of a request the agent may send to the client.
+fn agent_request_def(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "session/request_permission" => "RequestPermissionRequest",
+        "fs/read_text_file" => "ReadTextFileRequest",
+        "fs/write_text_file" => "WriteTextFileRequest",
+        "terminal/create" => "CreateTerminalRequest",
+        "terminal/output" => "TerminalOutputRequest",
+        "terminal/wait_for_exit" => "WaitForTerminalExitRequest",
+        "terminal/kill" => "KillTerminalRequest",
+        "terminal/release" => "ReleaseTerminalRequest",
+        "elicitation/create" => "CreateElicitationRequest",
+        _ => return None,
+    })
+}
+
+/// Panics when the agent sent a request or notification that needs a client capability the
+/// client (which advertised `advertised`, its `clientCapabilities`) did not advertise: nothing is
+/// ever sent for an unadvertised capability, and nothing v1.21.0-only to a client that did not ask.
+pub fn check_capability(message: &Value, advertised: &Value) {
+    let Some(method) = message.get("method").and_then(Value::as_str) else { return };
+    let flag = |pointer: &str| advertised.pointer(pointer).and_then(Value::as_bool).unwrap_or(false);
+    let mode = |name: &str| advertised.pointer(&format!("/elicitation/{name}")).is_some_and(|v| !v.is_null());
+    let allowed = match method {
+        "fs/read_text_file" => flag("/fs/readTextFile"),
+        "fs/write_text_file" => flag("/fs/writeTextFile"),
+        m if m.starts_with("terminal/") => flag("/terminal"),
+        "elicitation/create" => match message.pointer("/params/mode").and_then(Value::as_str) {
+            Some("form") => mode("form"),
+            Some("url") => mode("url"),
+            _ => false,
+        },
+        "elicitation/complete" => mode("url"),
+        _ => true,
+    };
+    assert!(allowed, "the agent sent `{method}`, which the client did not advertise ({advertised}): {message}");
+}
 
 fn validators() -> &'static Validators {
     static V: OnceLock<Validators> = OnceLock::new();
@@ -92,14 +139,15 @@ pub fn validate_agent_message(
     match (method, id) {
         (Some(method), Some(id)) => {
             agent_requests.insert(id.to_string(), method.to_owned());
-            match method {
-                "session/request_permission" => validate_def("RequestPermissionRequest", &message["params"], message),
-                other => panic!("the agent sent an unexpected request `{other}`: {message}"),
+            match agent_request_def(method) {
+                Some(def) => validate_def(def, &message["params"], message),
+                None => panic!("the agent sent an unexpected request `{method}`: {message}"),
             }
         }
         (Some(method), None) => match method {
             "session/update" => validate_def("SessionNotification", &message["params"], message),
             "$/cancel_request" => validate_def("CancelRequestNotification", &message["params"], message),
+            "elicitation/complete" => validate_def("CompleteElicitationNotification", &message["params"], message),
             other => panic!("the agent sent an unexpected notification `{other}`: {message}"),
         },
         (None, Some(id)) => {

@@ -110,3 +110,70 @@ async fn without_a_required_login_nothing_is_gated() {
     client.hang_up().await;
     let _: &Arc<RichHost> = &host;
 }
+
+/// An authenticator with an agent method and a terminal method (schema v1.21.0).
+struct TerminalAuth;
+
+#[async_trait::async_trait]
+impl acp_facade::host::Authenticator for TerminalAuth {
+    fn methods(&self) -> Vec<acp_facade::acp::AuthMethod> {
+        use acp_facade::acp::{AuthMethod, AuthMethodAgent, AuthMethodTerminal};
+        let env = std::collections::HashMap::from([("DEMO_LOGIN".to_owned(), "1".to_owned())]);
+        vec![
+            AuthMethod::Agent(AuthMethodAgent::new("token", "API token")),
+            AuthMethod::Terminal(
+                AuthMethodTerminal::new("browser-login", "Log in with a browser")
+                    .description("Runs the agent's login flow in a terminal".to_owned())
+                    .args(vec!["--login".into()])
+                    .env(env),
+            ),
+        ]
+    }
+
+    fn requires_authentication(&self) -> bool {
+        true
+    }
+
+    async fn authenticate(&self, method_id: acp_facade::acp::AuthMethodId) -> acp_facade::host::HostResult<()> {
+        assert_eq!(&*method_id.0, "token", "a terminal method is never authenticated");
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn terminal_methods_are_listed_only_to_a_client_that_can_run_them() {
+    let options = || Options::new(RichHost::new(SessionSpec::default())).authenticator(Arc::new(TerminalAuth));
+    // A client without `auth.terminal` (v1.20.0 or not interested): only the agent method.
+    for capabilities in [json!({}), json!({"auth": {"terminal": false}}), json!({"auth": null})] {
+        let mut client = TestClient::start(options());
+        let init = client.initialize_with(capabilities.clone()).await;
+        let ids: Vec<&str> =
+            init["authMethods"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["token"], "{capabilities}: {init}");
+        client.hang_up().await;
+    }
+    let mut client = TestClient::start(options());
+    let init = client.initialize_with(json!({"auth": {"terminal": true}})).await;
+    assert_eq!(
+        init["authMethods"],
+        json!([
+            {"id": "token", "name": "API token"},
+            {
+                "type": "terminal",
+                "id": "browser-login",
+                "name": "Log in with a browser",
+                "description": "Runs the agent's login flow in a terminal",
+                "args": ["--login"],
+                "env": {"DEMO_LOGIN": "1"},
+            },
+        ])
+    );
+    // The client runs a terminal method itself: `authenticate` with it is refused, nothing changes.
+    let error = client.call_err("authenticate", json!({"methodId": "browser-login"})).await;
+    assert_eq!(code(&error), -32602, "{error}");
+    let error = client.call_err("session/new", json!({"cwd": CWD, "mcpServers": []})).await;
+    assert_eq!(code(&error), -32000, "still unauthenticated: {error}");
+    client.call_ok("authenticate", json!({"methodId": "token"})).await;
+    client.call_ok("session/new", json!({"cwd": CWD, "mcpServers": []})).await;
+    client.hang_up().await;
+}

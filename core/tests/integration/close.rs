@@ -28,24 +28,22 @@ fn delta(text: &str) -> EventKind {
 
 fn permission_gate(id: &str) -> EventKind {
     EventKind::GateOpened {
-        gate: Gate {
+        gate: Box::new(Gate {
             id: GateId::new(id),
             kind: GateKind::Permission,
             resolver: GateResolver::Loop,
             tool_call_id: Some(ToolCallId::new("call-1")),
             title: "run it?".into(),
             controls: vec![ApprovalAction::Approve, ApprovalAction::Deny],
-        },
+            options: Vec::new(),
+            schema: None,
+            url: None,
+        }),
     }
 }
 
 fn tool_started() -> EventKind {
-    EventKind::ToolCallStarted {
-        call_id: ToolCallId::new("call-1"),
-        name: "Run".into(),
-        kind: acp_facade::acp::ToolKind::Execute,
-        input: json!({}),
-    }
+    EventKind::tool_call_started(ToolCallId::new("call-1"), "Run", acp_facade::acp::ToolKind::Execute, json!({}))
 }
 
 async fn prompt_started(client: &mut TestClient, s: &RichSession, at: (&str, &str)) -> Value {

@@ -372,39 +372,35 @@ async fn every_public_event_kind_is_translated_and_turn_markers_are_not() {
     s.live(at, delta("hello"));
     s.live(
         at,
-        EventKind::ToolCallStarted {
-            call_id: ToolCallId::new("call-1"),
-            name: "Read /tmp/a".into(),
-            kind: ToolKind::Read,
-            input: json!({"path": "/tmp/a"}),
-        },
+        EventKind::tool_call_started(
+            ToolCallId::new("call-1"),
+            "Read /tmp/a",
+            ToolKind::Read,
+            json!({"path": "/tmp/a"}),
+        ),
     );
     s.live(
         at,
-        EventKind::ToolCallProgress {
-            call_id: ToolCallId::new("call-1"),
-            status: Some(ToolCallStatus::InProgress),
-            content: Some(vec![text_block("partial")]),
-        },
+        EventKind::tool_call_progress(
+            ToolCallId::new("call-1"),
+            Some(ToolCallStatus::InProgress),
+            Some(vec![text_block("partial").into()]),
+        ),
     );
     s.live(
         at,
-        EventKind::ToolCallCompleted {
-            call_id: ToolCallId::new("call-1"),
-            output: vec![text_block("file contents")],
-            is_error: false,
-        },
+        EventKind::tool_call_completed(ToolCallId::new("call-1"), vec![text_block("file contents").into()], false),
     );
     s.live(
         at,
-        EventKind::ToolCallStarted {
-            call_id: ToolCallId::new("call-2"),
-            name: "rm -rf /".into(),
-            kind: ToolKind::Execute,
-            input: json!({"command": "rm -rf /"}),
-        },
+        EventKind::tool_call_started(
+            ToolCallId::new("call-2"),
+            "rm -rf /",
+            ToolKind::Execute,
+            json!({"command": "rm -rf /"}),
+        ),
     );
-    s.live(at, EventKind::ToolCallCompleted { call_id: ToolCallId::new("call-2"), output: vec![], is_error: true });
+    s.live(at, EventKind::tool_call_completed(ToolCallId::new("call-2"), vec![], true));
     s.durable(
         at,
         EventKind::StepDone {

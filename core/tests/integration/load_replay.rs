@@ -28,22 +28,13 @@ fn ai(thoughts: &[&str], content: &[&str], calls: &[(&str, &str, ToolKind)]) -> 
         thoughts: thoughts.iter().map(|t| text_block(*t)).collect(),
         tool_calls: calls
             .iter()
-            .map(|(id, name, kind)| ToolCallRequest {
-                call_id: ToolCallId::new(*id),
-                name: (*name).into(),
-                kind: *kind,
-                input: json!({"arg": id}),
-            })
+            .map(|(id, name, kind)| ToolCallRequest::new(ToolCallId::new(*id), *name, *kind, json!({"arg": id})))
             .collect(),
     })
 }
 
 fn result(call: &str, output: &str, is_error: bool) -> Message {
-    Message::ToolResult(ToolResultMessage {
-        call_id: ToolCallId::new(call),
-        output: vec![text_block(output)],
-        is_error,
-    })
+    Message::ToolResult(ToolResultMessage::new(ToolCallId::new(call), vec![text_block(output).into()], is_error))
 }
 
 fn step(messages: Vec<Message>) -> EventKind {
@@ -63,12 +54,7 @@ fn history() -> Vec<Event> {
     // Live-only events: never replayed.
     h.push(delta("EPHEMERAL-DELTA"), EventClass::Ephemeral, Visibility::Public, None, t1);
     h.push(
-        EventKind::ToolCallStarted {
-            call_id: ToolCallId::new("live-call"),
-            name: "EPHEMERAL-TOOL".into(),
-            kind: ToolKind::Read,
-            input: json!({}),
-        },
+        EventKind::tool_call_started(ToolCallId::new("live-call"), "EPHEMERAL-TOOL", ToolKind::Read, json!({})),
         EventClass::Ephemeral,
         Visibility::Public,
         None,

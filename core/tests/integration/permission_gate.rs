@@ -21,12 +21,7 @@ const AT: (&str, &str) = ("l1", "t1");
 const PERMISSION: &str = "session/request_permission";
 
 fn tool_started(call: &str, title: &str) -> EventKind {
-    EventKind::ToolCallStarted {
-        call_id: ToolCallId::new(call),
-        name: title.into(),
-        kind: ToolKind::Edit,
-        input: json!({"path": "/tmp/x"}),
-    }
+    EventKind::tool_call_started(ToolCallId::new(call), title, ToolKind::Edit, json!({"path": "/tmp/x"}))
 }
 
 fn gate(
@@ -37,14 +32,17 @@ fn gate(
     controls: &[ApprovalAction],
 ) -> EventKind {
     EventKind::GateOpened {
-        gate: Gate {
+        gate: Box::new(Gate {
             id: GateId::new(id),
             kind,
             resolver,
             tool_call_id: call.map(ToolCallId::new),
             title: format!("gate {id}"),
             controls: controls.to_vec(),
-        },
+            options: Vec::new(),
+            schema: None,
+            url: None,
+        }),
     }
 }
 

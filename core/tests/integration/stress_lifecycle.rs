@@ -52,24 +52,27 @@ fn on_submit(session: &Arc<ScriptedSession>, command: &CommandId, prompt: &[Cont
                 session.start_turn(&command, at);
                 session.live(
                     at,
-                    EventKind::ToolCallStarted {
-                        call_id: ToolCallId::new(format!("call-{turn}")),
-                        name: "Run".into(),
-                        kind: ToolKind::Execute,
-                        input: json!({}),
-                    },
+                    EventKind::tool_call_started(
+                        ToolCallId::new(format!("call-{turn}")),
+                        "Run",
+                        ToolKind::Execute,
+                        json!({}),
+                    ),
                 );
                 session.durable(
                     at,
                     EventKind::GateOpened {
-                        gate: Gate {
+                        gate: Box::new(Gate {
                             id: GateId::new(format!("gate-{turn}")),
                             kind: GateKind::Permission,
                             resolver: GateResolver::Loop,
                             tool_call_id: Some(ToolCallId::new(format!("call-{turn}"))),
                             title: "run?".into(),
                             controls: vec![ApprovalAction::Approve, ApprovalAction::Deny],
-                        },
+                            options: Vec::new(),
+                            schema: None,
+                            url: None,
+                        }),
                     },
                 );
             }
@@ -91,11 +94,11 @@ fn on_gate(session: &Arc<ScriptedSession>, gate: &GateId, _response: &GateRespon
         let at = ("loop", turn.as_str());
         session.live(
             at,
-            EventKind::ToolCallCompleted {
-                call_id: ToolCallId::new(format!("call-{turn}")),
-                output: vec![text_block("ok")],
-                is_error: false,
-            },
+            EventKind::tool_call_completed(
+                ToolCallId::new(format!("call-{turn}")),
+                vec![text_block("ok").into()],
+                false,
+            ),
         );
         session.durable(at, EventKind::TurnDone { message: None, stop: None });
     });

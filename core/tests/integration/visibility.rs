@@ -47,17 +47,13 @@ fn event(n: usize, (selector, public, variant): Step) -> (EventKind, Visibility,
         2 => {
             let update = json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": text, "kind": "edit",
                                 "rawInput": {"arg": text}});
-            let kind = EventKind::ToolCallStarted {
-                call_id: ToolCallId::new(call),
-                name: text.clone(),
-                kind: ToolKind::Edit,
-                input: json!({"arg": text}),
-            };
+            let kind =
+                EventKind::tool_call_started(ToolCallId::new(call), text.clone(), ToolKind::Edit, json!({"arg": text}));
             (kind, visibility, translated(update))
         }
         3 => {
             let status = (variant % 2 == 0).then_some(ToolCallStatus::InProgress);
-            let content = (variant % 3 != 0).then(|| vec![text_block(text.clone())]);
+            let content = (variant % 3 != 0).then(|| vec![text_block(text.clone()).into()]);
             let mut update = json!({"sessionUpdate": "tool_call_update", "toolCallId": call});
             if status.is_some() {
                 update["status"] = json!("in_progress");
@@ -65,7 +61,7 @@ fn event(n: usize, (selector, public, variant): Step) -> (EventKind, Visibility,
             if content.is_some() {
                 update["content"] = json!([{"type": "content", "content": {"type": "text", "text": text}}]);
             }
-            let kind = EventKind::ToolCallProgress { call_id: ToolCallId::new(call), status, content };
+            let kind = EventKind::tool_call_progress(ToolCallId::new(call), status, content);
             (kind, visibility, translated(update))
         }
         4 => {
@@ -73,11 +69,7 @@ fn event(n: usize, (selector, public, variant): Step) -> (EventKind, Visibility,
             let update = json!({"sessionUpdate": "tool_call_update", "toolCallId": call,
                                 "status": if is_error { "failed" } else { "completed" },
                                 "content": [{"type": "content", "content": {"type": "text", "text": text}}]});
-            let kind = EventKind::ToolCallCompleted {
-                call_id: ToolCallId::new(call),
-                output: vec![text_block(text)],
-                is_error,
-            };
+            let kind = EventKind::tool_call_completed(ToolCallId::new(call), vec![text_block(text).into()], is_error);
             (kind, visibility, translated(update))
         }
         5 => {
@@ -94,11 +86,11 @@ fn event(n: usize, (selector, public, variant): Step) -> (EventKind, Visibility,
                         thoughts: vec![text_block(hidden.clone())],
                         tool_calls: Vec::new(),
                     }),
-                    Message::ToolResult(ToolResultMessage {
-                        call_id: ToolCallId::new(call),
-                        output: vec![text_block(hidden)],
-                        is_error: false,
-                    }),
+                    Message::ToolResult(ToolResultMessage::new(
+                        ToolCallId::new(call),
+                        vec![text_block(hidden).into()],
+                        false,
+                    )),
                 ],
             };
             (kind, visibility, None)
@@ -121,8 +113,11 @@ fn event(n: usize, (selector, public, variant): Step) -> (EventKind, Visibility,
                 tool_call_id: Some(ToolCallId::new(format!("call-{hidden}"))),
                 title: hidden,
                 controls: vec![ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny],
+                options: Vec::new(),
+                schema: None,
+                url: None,
             };
-            (EventKind::GateOpened { gate }, visibility, None)
+            (EventKind::gate_opened(gate), visibility, None)
         }
         8 => (EventKind::GateResolved { gate_id: GateId::new(hidden) }, visibility, None),
         9 => (EventKind::CompactWaiterRejected { reason: hidden }, visibility, None),

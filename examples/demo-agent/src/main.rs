@@ -2,12 +2,15 @@
 //! batteries-included runner with a scripted "model" and a store in one `SQLite` file.
 //!
 //! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
-//! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and
-//! anything else echoed word by word. Options: `--store PATH` (default: a file under the user's
-//! data directory; `:memory:` keeps nothing), `--page-size N` (largest `session/list` page) and
-//! `--auth` (every session method needs `authenticate` with `demo-login` first).
+//! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, the
+//! calls to the client `read PATH`, `write PATH TEXT`, `run CMD ARG…`, `open URL`, the tool call
+//! `edit PATH`, and anything else echoed word by word. Options: `--store PATH` (default: a file
+//! under the user's data directory; `:memory:` keeps nothing), `--page-size N` (largest
+//! `session/list` page) and `--auth` (every session method needs `authenticate` with `demo-login`
+//! first).
 
 mod auth;
+mod client;
 mod script;
 
 use std::path::PathBuf;

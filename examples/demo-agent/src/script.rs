@@ -1,4 +1,5 @@
-//! The scripted "model" of the demo agent: what each prompt does.
+//! The scripted "model" of the demo agent: what each prompt does (the calls to the client — files,
+//! terminals, questions — are in [`client`]).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -9,8 +10,10 @@ use acp_facade::acp::{
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::ApprovalAction;
 use acp_facade::harness::content::text_block;
-use acp_facade::runner::{Permission, RunnerSession, Turn, TurnRunner};
+use acp_facade::runner::{Permission, Reply, RunnerSession, Turn, TurnRunner};
 use async_trait::async_trait;
+
+use crate::client;
 
 /// The context window the demo reports.
 pub const CONTEXT_SIZE: u64 = 200_000;
@@ -85,13 +88,38 @@ impl TurnRunner for Script {
                 turn.text("slept").await;
                 StopReason::EndTurn
             }
-            "ask" => match turn.ask_user(rest).await {
-                Some(answer) => {
-                    turn.text(answer.to_string()).await;
+            "ask" => match turn.ask(rest).await {
+                Reply::Answered(answer) => {
+                    let answer = answer.as_str().map_or_else(|| answer.to_string(), str::to_owned);
+                    turn.text(format!("answer: {answer}")).await;
                     StopReason::EndTurn
                 }
+                Reply::Declined => {
+                    turn.text("declined").await;
+                    StopReason::EndTurn
+                }
+                _ => return Ok(StopReason::Cancelled),
+            },
+            "read" => match client::read(turn, rest).await {
+                Some(stop) => stop,
                 None => return Ok(StopReason::Cancelled),
             },
+            "write" => match client::write(turn, rest).await {
+                Some(stop) => stop,
+                None => return Ok(StopReason::Cancelled),
+            },
+            "run" => match client::run(turn, &text, rest).await {
+                Some(stop) => stop,
+                None => return Ok(StopReason::Cancelled),
+            },
+            "open" => match client::open(turn, rest).await {
+                Some(stop) => stop,
+                None => return Ok(StopReason::Cancelled),
+            },
+            "edit" => {
+                client::edit(turn, rest).await;
+                StopReason::EndTurn
+            }
             "fail" => return Err(acp_facade::Error::internal_msg("the demo turn failed, as asked")),
             _ => {
                 let words: Vec<&str> = text.split_whitespace().collect();

@@ -11,6 +11,8 @@
 #[path = "../../../../core/tests/common/schema.rs"]
 pub mod schema;
 
+pub mod editor;
+
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -45,6 +47,8 @@ pub struct Demo {
     next_id: i64,
     /// Every message read, in order.
     pub transcript: Vec<Value>,
+    /// The `clientCapabilities` this client advertised: the agent must call nothing else.
+    advertised: Value,
 }
 
 impl Demo {
@@ -84,6 +88,7 @@ impl Demo {
             agent_requests: HashMap::new(),
             next_id: 1,
             transcript: Vec::new(),
+            advertised: json!({}),
         }
     }
 
@@ -100,7 +105,20 @@ impl Demo {
     }
 
     pub fn initialize(&mut self) -> Value {
-        self.call_ok("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}))
+        self.initialize_with(json!({}))
+    }
+
+    /// Initializes advertising `capabilities`; from then on every message of the agent is checked
+    /// against them (see [`schema::check_capability`]).
+    pub fn initialize_with(&mut self, capabilities: Value) -> Value {
+        self.advertised = capabilities.clone();
+        self.call_ok("initialize", json!({"protocolVersion": 1, "clientCapabilities": capabilities}))
+    }
+
+    /// Answers one of the agent's requests with an error object.
+    pub fn respond_error(&mut self, id: &Value, error: Value) {
+        let message = json!({"jsonrpc": "2.0", "id": id, "error": error});
+        self.send_raw(&message.to_string());
     }
 
     /// The agent's process id.
@@ -157,6 +175,7 @@ impl Demo {
         let value: Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("the agent wrote a non-JSON line to stdout {line:?}: {e}"));
         schema::validate_agent_message(&value, &self.sent, &mut self.agent_requests);
+        schema::check_capability(&value, &self.advertised);
         self.transcript.push(value.clone());
         value
     }
