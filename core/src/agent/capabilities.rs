@@ -1,10 +1,15 @@
-//! The advertised `AgentCapabilities`, derived only from which host parts are present.
+//! The advertised `AgentCapabilities`, derived only from the options (which host parts are
+//! present, what content and transports the host accepts, which extensions it serves); and the
+//! refusal (`-32602`) of what a client sends although it was not advertised — prompt blocks and
+//! MCP servers — before any host call.
 
 use super::options::Options;
 use crate::acp::{
-    AgentAuthCapabilities, AgentCapabilities, LogoutCapabilities, SessionCapabilities, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    AgentAuthCapabilities, AgentCapabilities, ContentBlock, LogoutCapabilities, McpCapabilities, McpServer,
+    PromptCapabilities, SessionCapabilities, SessionCloseCapabilities, SessionDeleteCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities,
 };
+use crate::error::{Error, ErrorExt};
 
 /// What `initialize` advertises for these options.
 pub fn advertised(options: &Options) -> AgentCapabilities {
@@ -28,6 +33,48 @@ pub fn advertised(options: &Options) -> AgentCapabilities {
     AgentCapabilities::new()
         .load_session(options.loader.is_some())
         .prompt_capabilities(options.prompt_capabilities.clone())
+        .mcp_capabilities(options.mcp_capabilities.clone())
         .session_capabilities(session)
         .auth(auth)
+        .meta(options.extensions.advertised())
+}
+
+/// Rejects prompt content the agent did not advertise (`-32602`, naming the block). Text and
+/// resource links are always accepted (ACP requires them).
+pub(crate) fn check_prompt(capabilities: &PromptCapabilities, prompt: &[ContentBlock]) -> Result<(), Error> {
+    for (index, block) in prompt.iter().enumerate() {
+        let (allowed, what) = match block {
+            ContentBlock::Text(_) | ContentBlock::ResourceLink(_) => continue,
+            ContentBlock::Image(_) => (capabilities.image, "image"),
+            ContentBlock::Audio(_) => (capabilities.audio, "audio"),
+            ContentBlock::Resource(_) => (capabilities.embedded_context, "resource"),
+            _ => (false, "unknown"),
+        };
+        if !allowed {
+            return Err(Error::invalid_params_msg(format!(
+                "invalid params at `prompt[{index}]`: {what} content is not supported by this agent"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Rejects MCP servers whose transport the agent did not advertise (`-32602`, naming the server).
+/// Stdio servers are always accepted (ACP requires them).
+pub(crate) fn check_mcp_servers(capabilities: &McpCapabilities, servers: &[McpServer]) -> Result<(), Error> {
+    for (index, server) in servers.iter().enumerate() {
+        let (allowed, transport, name) = match server {
+            McpServer::Stdio(_) => continue,
+            McpServer::Http(http) => (capabilities.http, "http", http.name.as_str()),
+            McpServer::Sse(sse) => (capabilities.sse, "sse", sse.name.as_str()),
+            _ => (false, "this", ""),
+        };
+        if !allowed {
+            return Err(Error::invalid_params_msg(format!(
+                "invalid params at `mcpServers[{index}]`: MCP server `{name}` uses the {transport} transport, \
+                 which this agent does not support"
+            )));
+        }
+    }
+    Ok(())
 }

@@ -23,11 +23,15 @@
 mod cancellation;
 pub mod capabilities;
 pub mod close;
+pub mod commands;
 pub mod compact;
 pub mod config;
+mod control;
+mod control_queue;
 pub mod cursor;
 pub mod delete;
 mod establish;
+pub mod extensions;
 pub mod gates;
 pub mod list;
 mod load;
@@ -51,11 +55,12 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+pub use extensions::{ExtensionMethod, ExtensionNotification, Extensions};
 pub use options::Options;
 
 use crate::acp::{AuthenticateRequest, AuthenticateResponse, InitializeRequest, InitializeResponse, LogoutResponse};
 use crate::error::{Error, ErrorExt};
-use crate::rpc::{self, ConnectionOptions, Handler, IncomingNotification, Params, RequestContext};
+use crate::rpc::{self, Answer, ConnectionOptions, Handler, IncomingNotification, Params, RequestContext};
 use agent_client_protocol_schema::ProtocolVersion;
 pub(crate) use state::AgentInner;
 use wire::{Reply, decode, encode, ready};
@@ -195,6 +200,7 @@ impl AgentInner {
             method::SESSION_CLOSE if o.close => Route::Close,
             method::SESSION_SET_MODE => Route::SetMode,
             method::SESSION_SET_CONFIG_OPTION => Route::SetConfigOption,
+            _ if o.extensions.method_handler(method).is_some() => Route::Extension,
             _ => return None,
         })
     }
@@ -230,7 +236,16 @@ impl AgentInner {
             Route::Close => close::close_session_request(this, params.into_value()),
             Route::SetMode => config::set_mode(this, params.into_value()),
             Route::SetConfigOption => config::set_config_option(this, params.into_value()),
+            Route::Extension => Self::extension(this, method, params.into_value()),
         }
+    }
+
+    /// An extension request, answered by its registered handler (see [`extensions`]).
+    fn extension(this: &Arc<Self>, method: &str, params: Value) -> Reply {
+        let Some(handler) = this.options.extensions.method_handler(method).cloned() else {
+            return ready(Err(Error::method_not_found_msg(method)));
+        };
+        Box::pin(async move { Ok(Answer::from(handler.call(params).await?)) })
     }
 }
 
@@ -248,12 +263,15 @@ enum Route {
     Close,
     SetMode,
     SetConfigOption,
+    /// A registered extension method.
+    Extension,
 }
 
 impl Route {
-    /// Whether the method is gated by authentication: every session method is.
+    /// Whether the method is gated by authentication: every session method is (extension methods
+    /// are the host's to gate).
     fn is_session_method(self) -> bool {
-        !matches!(self, Route::Authenticate | Route::Logout)
+        !matches!(self, Route::Authenticate | Route::Logout | Route::Extension)
     }
 }
 
@@ -301,7 +319,14 @@ impl Handler for AgentInner {
         }
         match notification.method.as_str() {
             method::SESSION_CANCEL => prompt::cancel(&self, notification.params),
-            other => tracing::info!(method = other, "unknown notification; ignored"),
+            other => {
+                if let Some(handler) = self.options.extensions.notification_handler(other).cloned() {
+                    // Handled on the notification worker, in arrival order.
+                    let params = notification.params.into_value();
+                    return Box::pin(async move { handler.notify(params).await });
+                }
+                tracing::info!(method = other, "unknown notification; ignored");
+            }
         }
         Box::pin(async {})
     }

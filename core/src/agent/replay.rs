@@ -8,7 +8,13 @@
 //!    text as `agent_message_chunk`;
 //! 3. every completed tool call (from `StepDone`'s tool results, with the call the AI message
 //!    asked for), as one `tool_call` carrying its final status and output;
-//! 4. one `usage_update` from the last `ContextMeasured`.
+//! 4. one `usage_update` from the last `ContextMeasured` (with its cost, when it has one);
+//!
+//! then, after the four buckets, the session's latest plan (from the last `PlanUpdated`) as one
+//! `plan` update — unless it has no entries. A plan update replaces the whole plan at the client,
+//! so the latest one is what a client that watched the session live shows; replaying the earlier
+//! ones would only redraw states long gone. It comes last, beside the usage: both are the
+//! session's state now, not its history.
 //!
 //! `TurnDone` is never translated: its message repeats content the steps already hold. Only
 //! `Public` events are replayed. The grouping deliberately does not interleave turns.
@@ -19,13 +25,14 @@ use super::translate::completed_fields;
 use crate::acp::{ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallStatus, ToolKind, UsageUpdate};
 use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest};
 
-/// The replay of `history`, in the four-bucket order.
+/// The replay of `history`, in the four-bucket order, then the latest plan.
 pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     let mut users = Vec::new();
     let mut assistants = Vec::new();
     let mut requested: HashMap<ToolCallId, ToolCallRequest> = HashMap::new();
     let mut tools = Vec::new();
     let mut usage = None;
+    let mut plan = None;
     let durable = history.iter().filter(|e| e.header.class == EventClass::Enduring && e.is_public());
     for event in durable {
         match &event.kind {
@@ -58,7 +65,10 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
                     }
                 }
             }
-            EventKind::ContextMeasured { used, size } => usage = Some(UsageUpdate::new(*used, *size)),
+            EventKind::ContextMeasured { used, size, cost } => {
+                usage = Some(UsageUpdate::new(*used, *size).cost(cost.as_deref().cloned()));
+            }
+            EventKind::PlanUpdated { plan: latest } => plan = Some(latest),
             _ => {}
         }
     }
@@ -66,6 +76,7 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     out.extend(assistants);
     out.extend(tools);
     out.extend(usage.map(SessionUpdate::UsageUpdate));
+    out.extend(plan.filter(|p| !p.entries.is_empty()).cloned().map(SessionUpdate::Plan));
     out
 }
 

@@ -9,8 +9,10 @@ pub mod content;
 pub mod event;
 pub mod gate;
 pub mod ids;
+pub mod prompt;
 
 pub use content::{AiMessage, Message, ToolCallRequest, ToolResultMessage, UserMessage};
 pub use event::{Cause, Coordinates, Event, EventClass, EventHeader, EventKind, StopReason, TokenChannel, Visibility};
 pub use gate::{ApprovalAction, Gate, GateKind, GateResolver, GateResponse};
 pub use ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};
+pub use prompt::{Prompt, SlashCommand};

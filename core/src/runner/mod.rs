@@ -33,6 +33,7 @@ pub mod session;
 pub mod sqlite;
 pub mod store;
 pub mod turn;
+mod turn_control;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -45,7 +46,7 @@ pub use sqlite::SqliteStore;
 pub use store::{MemoryStore, SessionRecord, Store, StoreError};
 pub use turn::{Permission, Turn};
 
-use crate::acp::{SessionConfigOption, SessionId, StopReason};
+use crate::acp::{AvailableCommand, SessionConfigOption, SessionId, StopReason};
 use crate::error::{Error, ErrorExt};
 use crate::host::{
     LiveSession, LoadedSession, SessionCatalog, SessionCatalogEntry, SessionDeleter, SessionHost, SessionLoader,
@@ -64,6 +65,15 @@ pub trait TurnRunner: Send + Sync + 'static {
     /// The config options of a new session, with their initial values; an option with id `mode`
     /// is also served as the session's modes. Default: none.
     fn config_options(&self) -> Vec<SessionConfigOption> {
+        Vec::new()
+    }
+
+    /// The host-defined slash commands (name, description, input hint) every session starts
+    /// with, advertised beside `compact` from a session's first prompt on. A prompt `/name input`
+    /// naming one runs as a turn whose [`Turn::command`] tells the command and its input. Change a
+    /// session's list with [`RunnerSession::set_commands`] (or [`Turn::set_commands`]). Default:
+    /// none.
+    fn commands(&self) -> Vec<AvailableCommand> {
         Vec::new()
     }
 
@@ -167,7 +177,13 @@ impl Runner {
     }
 
     fn open(&self, id: SessionId, setup: &Setup, history: History) -> Result<Arc<RunnerSession>, Error> {
-        let session = RunnerSession::new(self.inner.clone(), id, setup.cwd().to_path_buf(), history);
+        let session = RunnerSession::new(
+            self.inner.clone(),
+            id,
+            setup.cwd().to_path_buf(),
+            setup.mcp_servers().to_vec(),
+            history,
+        );
         self.inner.track(&session)?;
         Ok(session)
     }

@@ -258,7 +258,7 @@ pub fn history_of(id: &str) -> Vec<Event> {
             Visibility::Public,
         ),
         (EventKind::TurnStarted { message: UserMessage { content: vec![text_block(INTERNAL)] } }, Visibility::Internal),
-        (EventKind::ContextMeasured { used: 10, size: 100 }, Visibility::Public),
+        (EventKind::ContextMeasured { used: 10, size: 100, cost: None }, Visibility::Public),
         (EventKind::TurnDone { message: None, stop: None }, Visibility::Public),
     ];
     kinds
@@ -620,7 +620,7 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
                 content: Some(vec![text_block("…")]),
             });
             step!(EventKind::ToolCallCompleted { call_id, output: vec![text_block("read")], is_error: false });
-            step!(EventKind::ContextMeasured { used: 42, size: 1000 });
+            step!(EventKind::ContextMeasured { used: 42, size: 1000, cost: None });
             step!(EventKind::SessionMetaChanged { title: Some(format!("about {verb}")), updated_at: None });
             step!(EventKind::StepDone {
                 messages: vec![Message::Ai(AiMessage {
