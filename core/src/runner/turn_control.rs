@@ -16,19 +16,15 @@ impl Turn {
     /// Switches the session to mode `mode_id` (the config option `mode`), as if the client had
     /// asked: an unknown mode fails (`-32602`) and changes nothing; the current one is a silent
     /// no-op; otherwise the client gets `current_mode_update`, then `config_option_update`.
-    pub async fn set_mode(&self, mode_id: impl Into<SessionModeId>) -> Result<(), Error> {
-        self.session.served_control()?.set_mode(mode_id.into()).await
+    pub async fn set_mode(&self, mode_id: &str) -> Result<(), Error> {
+        self.session.served_control()?.set_mode(SessionModeId::new(mode_id)).await
     }
 
     /// Sets the select option `config_id` to `value`, as if the client had asked (see
     /// [`Turn::set_mode`]); returns the complete state the client now has.
-    pub async fn set_config_option(
-        &self,
-        config_id: impl Into<SessionConfigId>,
-        value: impl Into<SessionConfigValueId>,
-    ) -> Result<Vec<SessionConfigOption>, Error> {
-        let value = SessionConfigOptionValue::value_id(value.into());
-        self.session.served_control()?.set_config_option(config_id.into(), value).await
+    pub async fn set_config_option(&self, config_id: &str, value: &str) -> Result<Vec<SessionConfigOption>, Error> {
+        let value = SessionConfigOptionValue::value_id(SessionConfigValueId::new(value));
+        self.session.served_control()?.set_config_option(SessionConfigId::new(config_id), value).await
     }
 
     /// Replaces the session's host-defined slash commands (see

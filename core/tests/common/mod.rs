@@ -9,6 +9,7 @@ pub mod event;
 pub mod framing_model;
 pub mod host;
 pub mod lifecycle;
+pub mod rich;
 pub mod runner;
 pub mod schema;
 
