@@ -4,19 +4,115 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use acp_facade::acp::{
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, StopReason, ToolKind,
+    AvailableCommand, AvailableCommandInput, ContentBlock, EmbeddedResourceResource, McpServer, Meta, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption,
+    StopReason, ToolKind, UnstructuredCommandInput,
 };
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::ApprovalAction;
 use acp_facade::harness::content::text_block;
 use acp_facade::runner::{Permission, RunnerSession, Turn, TurnRunner};
 use async_trait::async_trait;
+use base64::Engine as _;
 
 /// The context window the demo reports.
 pub const CONTEXT_SIZE: u64 = 200_000;
 
+/// The name of the demo's host-defined slash command.
+pub const SHOUT: &str = "shout";
+
 /// The demo's turn runner.
-pub struct Script;
+pub struct Script {
+    /// Whether the rich-input lines of the demo contract are on (`--rich`): the `/shout` command,
+    /// and prompts whose first block is not text.
+    pub rich: bool,
+}
+
+/// `/shout`, as advertised.
+fn shout_command() -> AvailableCommand {
+    AvailableCommand::new(SHOUT, "Repeat the input in capitals")
+        .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("text")))
+}
+
+/// A plan of `steps` entries (`step 1` …), the first `done` completed, the rest pending.
+fn plan(steps: u64, done: u64) -> Plan {
+    Plan::new(
+        (1..=steps)
+            .map(|i| {
+                let status = if i <= done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
+                PlanEntry::new(format!("step {i}"), PlanEntryPriority::Medium, status)
+            })
+            .collect(),
+    )
+}
+
+/// `mcp: NAME(TRANSPORT) …`, or `mcp: none`.
+fn mcp_line(servers: &[McpServer]) -> String {
+    if servers.is_empty() {
+        return "mcp: none".to_owned();
+    }
+    let listed: Vec<String> = servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Stdio(s) => format!("{}(stdio)", s.name),
+            McpServer::Http(s) => format!("{}(http)", s.name),
+            McpServer::Sse(s) => format!("{}(sse)", s.name),
+            _ => "unknown(unknown)".to_owned(),
+        })
+        .collect();
+    format!("mcp: {}", listed.join(" "))
+}
+
+/// The length of base64 `data` once decoded (0 when it is not base64).
+fn decoded_len(data: &str) -> usize {
+    base64::engine::general_purpose::STANDARD.decode(data).map_or(0, |bytes| bytes.len())
+}
+
+/// The chunk answering a prompt whose first block is not text, if it is one.
+fn block_line(block: &ContentBlock) -> Option<String> {
+    Some(match block {
+        ContentBlock::Text(_) => return None,
+        ContentBlock::Image(image) => format!("image {} {}", image.mime_type, decoded_len(&image.data)),
+        ContentBlock::Audio(audio) => format!("audio {} {}", audio.mime_type, decoded_len(&audio.data)),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            EmbeddedResourceResource::TextResourceContents(text) => {
+                format!("resource {} {}", text.uri, text.text.chars().count())
+            }
+            EmbeddedResourceResource::BlobResourceContents(blob) => format!("resource {} 0", blob.uri),
+            _ => "resource unknown 0".to_owned(),
+        },
+        ContentBlock::ResourceLink(link) => format!("link {}", link.uri),
+        _ => "unknown".to_owned(),
+    })
+}
+
+/// `plan N`: the whole plan, then once more per completed step; `false` when cancelled.
+async fn plan_steps(turn: &Turn, steps: u64) -> bool {
+    for done in 0..=steps {
+        if turn.is_cancelled() {
+            return false;
+        }
+        turn.plan(plan(steps, done)).await;
+    }
+    true
+}
+
+impl Script {
+    /// The reply of a turn that is no scripted text line: `/shout TEXT`, and with `--rich` a
+    /// prompt whose first block is not text.
+    fn rich_reply(&self, turn: &Turn) -> Option<String> {
+        if let Some(command) = turn.command().filter(|c| c.name == SHOUT) {
+            return Some(command.input.to_uppercase());
+        }
+        if self.rich { turn.prompt().first().and_then(block_line) } else { None }
+    }
+}
+
+/// The response `_meta` echoing the prompt's `traceparent`, if it has one.
+fn traceparent_echo(turn: &Turn) -> Option<Meta> {
+    let traceparent = turn.meta()?.get("traceparent")?.clone();
+    Some(std::iter::once(("traceparent".to_owned(), traceparent)).collect())
+}
 
 /// The first text block of the prompt, trimmed.
 fn command_text(turn: &Turn) -> String {
@@ -38,7 +134,15 @@ async fn report_usage(turn: &Turn, prompt: &str) {
 #[async_trait]
 impl TurnRunner for Script {
     async fn run_turn(&self, turn: &Turn) -> Result<StopReason, acp_facade::Error> {
+        if let Some(meta) = traceparent_echo(turn) {
+            turn.set_response_meta(meta).await;
+        }
         let text = command_text(turn);
+        if let Some(line) = self.rich_reply(turn) {
+            turn.text(line).await;
+            report_usage(turn, &text).await;
+            return Ok(StopReason::EndTurn);
+        }
         let (verb, rest) = text.split_once(char::is_whitespace).map_or((text.as_str(), ""), |(v, r)| (v, r.trim()));
         let stop = match verb {
             "stream" => {
@@ -93,6 +197,22 @@ impl TurnRunner for Script {
                 None => return Ok(StopReason::Cancelled),
             },
             "fail" => return Err(acp_facade::Error::internal_msg("the demo turn failed, as asked")),
+            "plan" => {
+                if !plan_steps(turn, rest.parse().unwrap_or(0)).await {
+                    return Ok(StopReason::Cancelled);
+                }
+                turn.text("planned").await;
+                StopReason::EndTurn
+            }
+            "switch" => {
+                let line = if turn.set_mode(rest).await.is_ok() { "mode:" } else { "unknown mode" };
+                turn.text(format!("{line} {rest}")).await;
+                StopReason::EndTurn
+            }
+            "mcp" => {
+                turn.text(mcp_line(turn.mcp_servers())).await;
+                StopReason::EndTurn
+            }
             _ => {
                 let words: Vec<&str> = text.split_whitespace().collect();
                 for (i, word) in words.iter().enumerate() {
@@ -126,6 +246,10 @@ impl TurnRunner for Script {
             )
             .category(SessionConfigOptionCategory::Model),
         ]
+    }
+
+    fn commands(&self) -> Vec<AvailableCommand> {
+        if self.rich { vec![shout_command()] } else { Vec::new() }
     }
 
     fn title(&self, first_prompt: &str) -> Option<String> {
