@@ -3,13 +3,16 @@
 //! One file per concern, in floors (a file uses only files on its floor's left, never a
 //! handler's file):
 //! - ground: [`method`] (wire names), `wire` (params and answers), `cancellation`, [`cursor`],
-//!   [`translate`] (event → `session/update`), `options`, [`capabilities`];
+//!   [`translate`] (event → `session/update`), [`extensions`] (extension methods), `options`,
+//!   [`capabilities`] (what is advertised, and refusing what was not), `control_queue` (the
+//!   host's own changes, in order with the prompt in flight);
 //! - session state: `session_state` (what is kept per live session, its slot), [`registry`]
 //!   (the live sessions), `state` (what one connection's agent holds, `resolve_session`,
 //!   `send_update`);
 //! - shared steps: [`config`] (`apply_config_option`), [`close`] (the close orchestration),
-//!   `establish` (registering a session the host opened, re-attaching a live one), [`gates`]
-//!   (permission round trips), [`compact`];
+//!   [`compact`], [`commands`] (`available_commands_update`, host-defined slash commands),
+//!   `control` (the host's `SessionControl`), `establish` (registering a session the host opened,
+//!   re-attaching a live one), [`gates`] (permission round trips);
 //! - handlers: [`session`] (`session/new`), [`prompt`] (the correlation engine, `session/cancel`),
 //!   `text_prompt` (the fast decoder of everyday prompts), [`replay`] (`session/load`),
 //!   [`resume`], [`list`], [`delete`]; and this file: `initialize`, `authenticate`, `logout`,
