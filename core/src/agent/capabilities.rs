@@ -63,18 +63,16 @@ pub(crate) fn check_prompt(capabilities: &PromptCapabilities, prompt: &[ContentB
 /// Stdio servers are always accepted (ACP requires them).
 pub(crate) fn check_mcp_servers(capabilities: &McpCapabilities, servers: &[McpServer]) -> Result<(), Error> {
     for (index, server) in servers.iter().enumerate() {
-        let (allowed, transport, name) = match server {
+        let refused = match server {
             McpServer::Stdio(_) => continue,
-            McpServer::Http(http) => (capabilities.http, "http", http.name.as_str()),
-            McpServer::Sse(sse) => (capabilities.sse, "sse", sse.name.as_str()),
-            _ => (false, "this", ""),
+            McpServer::Http(http) if !capabilities.http => format!("`{}` uses the http transport", http.name),
+            McpServer::Sse(sse) if !capabilities.sse => format!("`{}` uses the sse transport", sse.name),
+            McpServer::Http(_) | McpServer::Sse(_) => continue,
+            _ => "its transport is unknown".to_owned(),
         };
-        if !allowed {
-            return Err(Error::invalid_params_msg(format!(
-                "invalid params at `mcpServers[{index}]`: MCP server `{name}` uses the {transport} transport, \
-                 which this agent does not support"
-            )));
-        }
+        return Err(Error::invalid_params_msg(format!(
+            "invalid params at `mcpServers[{index}]`: MCP server {refused}, which this agent does not support"
+        )));
     }
     Ok(())
 }

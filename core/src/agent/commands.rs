@@ -80,12 +80,17 @@ fn offers_compact(agent: &AgentInner, entry: &SessionEntry) -> bool {
     agent.options.compaction && entry.live.compactor().is_some()
 }
 
+/// Whether `prompt` may invoke a command: its first block is text starting with `/`. Decided
+/// without a lock or a future, so that the everyday prompt pays nothing more.
+pub(crate) fn may_invoke(prompt: &[ContentBlock]) -> bool {
+    matches!(prompt.first(), Some(ContentBlock::Text(first)) if first.text.trim_start().starts_with('/'))
+}
+
 /// The host-defined command `prompt` invokes, if any (see the module doc).
 pub(crate) async fn invoked(agent: &AgentInner, entry: &SessionEntry, prompt: &[ContentBlock]) -> Option<SlashCommand> {
     let Some(ContentBlock::Text(first)) = prompt.first() else {
         return None;
     };
-    // The everyday prompt is no command: decided without a lock.
     let (name, input) = parse(&first.text)?;
     let lists = entry.commands.lists.lock().await;
     let offers_compact = offers_compact(agent, entry);

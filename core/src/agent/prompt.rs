@@ -101,7 +101,8 @@ async fn run_prompt(
         // Boxed: rare, and its future would otherwise be part of every prompt's.
         return Box::pin(compact::run(agent, entry, &mut cancel)).await.map(Answered::from);
     }
-    let command = commands::invoked(agent, entry, &prompt).await;
+    let command =
+        if commands::may_invoke(&prompt) { Box::pin(commands::invoked(agent, entry, &prompt)).await } else { None };
     let events = entry.live.subscribe_events()?;
     // From here on the host's own changes of the session wait for this prompt (see
     // `control_queue`); while the host's submit runs they are applied at once.
