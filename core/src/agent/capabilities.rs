@@ -64,10 +64,9 @@ pub(crate) fn check_prompt(capabilities: &PromptCapabilities, prompt: &[ContentB
 pub(crate) fn check_mcp_servers(capabilities: &McpCapabilities, servers: &[McpServer]) -> Result<(), Error> {
     for (index, server) in servers.iter().enumerate() {
         let refused = match server {
-            McpServer::Stdio(_) => continue,
             McpServer::Http(http) if !capabilities.http => format!("`{}` uses the http transport", http.name),
             McpServer::Sse(sse) if !capabilities.sse => format!("`{}` uses the sse transport", sse.name),
-            McpServer::Http(_) | McpServer::Sse(_) => continue,
+            McpServer::Stdio(_) | McpServer::Http(_) | McpServer::Sse(_) => continue,
             _ => "its transport is unknown".to_owned(),
         };
         return Err(Error::invalid_params_msg(format!(
