@@ -31,12 +31,12 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 
 use crate::acp::{
-    AuthMethod, AuthMethodId, ContentBlock, McpServer, SessionConfigId, SessionConfigOption, SessionConfigOptionValue,
-    SessionId,
+    AuthMethod, AuthMethodId, AvailableCommand, ContentBlock, McpServer, Meta, SessionConfigId, SessionConfigOption,
+    SessionConfigOptionValue, SessionId, SessionModeId,
 };
 use crate::client::{Capabilities, Client};
 use crate::error::{Error, ErrorExt};
-use crate::harness::{CommandId, Event, GateId, GateResponse};
+use crate::harness::{CommandId, Event, GateId, GateResponse, Prompt};
 
 /// The result type of host methods.
 pub type HostResult<T> = Result<T, Error>;
@@ -52,6 +52,7 @@ pub struct Setup {
     additional_directories: Vec<PathBuf>,
     mcp_servers: Vec<McpServer>,
     client: Client,
+    meta: Option<Meta>,
 }
 
 /// Setups compare by their values and the client's capabilities (not by which handle they carry).
@@ -60,14 +61,16 @@ impl PartialEq for Setup {
         self.cwd == other.cwd
             && self.additional_directories == other.additional_directories
             && self.mcp_servers == other.mcp_servers
+            && self.meta == other.meta
             && self.client.capabilities() == other.client.capabilities()
     }
 }
 
 impl Setup {
     /// Validates a setup: `cwd` and every additional directory must be absolute; they are
-    /// canonicalized (symlinks resolved) when they exist. MCP servers are passed through as given.
-    /// Its client handle is [detached](Client::detached) (the facade gives each session its own).
+    /// canonicalized (symlinks resolved) when they exist. MCP servers are passed through as given
+    /// (the facade has refused any whose transport it does not advertise). Its client handle is
+    /// [detached](Client::detached) (the facade gives each session its own).
     pub fn new(
         cwd: impl Into<PathBuf>,
         additional_directories: Vec<PathBuf>,
@@ -78,7 +81,7 @@ impl Setup {
             .into_iter()
             .map(|dir| absolute("additionalDirectories", dir))
             .collect::<Result<_, _>>()?;
-        Ok(Self { cwd, additional_directories, mcp_servers, client: Client::detached() })
+        Ok(Self { cwd, additional_directories, mcp_servers, client: Client::detached(), meta: None })
     }
 
     /// The same setup with `client` as the session's handle.
@@ -103,6 +106,13 @@ impl Setup {
         self.client.capabilities()
     }
 
+    /// The same setup carrying the request's `_meta`.
+    #[must_use]
+    pub fn with_meta(mut self, meta: Option<Meta>) -> Self {
+        self.meta = meta;
+        self
+    }
+
     /// The session's working directory: absolute and canonical.
     pub fn cwd(&self) -> &Path {
         &self.cwd
@@ -113,9 +123,17 @@ impl Setup {
         &self.additional_directories
     }
 
-    /// MCP servers the session should connect to, as the client sent them.
+    /// MCP servers the session should connect to, as the client sent them, in order: stdio ones,
+    /// and `http` / `sse` ones only when [`Options::mcp_capabilities`](crate::Options) advertises
+    /// their transport (others are refused with `-32602` before any host call).
     pub fn mcp_servers(&self) -> &[McpServer] {
         &self.mcp_servers
+    }
+
+    /// The `_meta` of the `session/new`, `load` or `resume` request, as the client sent it (for
+    /// example a W3C `traceparent`).
+    pub fn meta(&self) -> Option<&Meta> {
+        self.meta.as_ref()
     }
 }
 
@@ -255,6 +273,13 @@ pub trait LiveSession: Send + Sync + 'static {
     /// in `cause.command_id`.
     async fn submit(&self, prompt: Vec<ContentBlock>) -> HostResult<CommandId>;
 
+    /// Starts a turn like [`LiveSession::submit`], with everything the facade knows of the prompt:
+    /// the host-defined slash command it invokes and the request's `_meta`. The facade always
+    /// calls this one; the default passes the content on to [`LiveSession::submit`].
+    async fn submit_prompt(&self, prompt: Prompt) -> HostResult<CommandId> {
+        self.submit(prompt.content).await
+    }
+
     /// Interrupts the running turn, which should then end with `TurnInterrupted`. Called on
     /// `session/cancel`, `$/cancel_request` for a prompt, and `session/close`.
     async fn interrupt(&self) -> HostResult<()>;
@@ -282,6 +307,61 @@ pub trait LiveSession: Send + Sync + 'static {
     fn history(&self) -> Option<&dyn SessionHistory> {
         None
     }
+
+    /// The host-defined slash commands the session starts with (name, description, input hint),
+    /// advertised beside `compact` in `available_commands_update` from the session's first prompt
+    /// on. Read once, when the first prompt advertises them, unless the host set a list through
+    /// [`SessionControl::set_commands`] before. A prompt `/name input` naming one of them reaches
+    /// [`LiveSession::submit_prompt`] with [`Prompt::command`] set. Default: none.
+    fn commands(&self) -> Vec<AvailableCommand> {
+        Vec::new()
+    }
+
+    /// Hands the session the facade's [`SessionControl`] for it, once the facade serves it (after
+    /// `session/new`, `load` or `resume` registered it; not again when a client re-attaches to it).
+    /// Keep it to change the session's mode, config options or commands yourself. Must not block.
+    fn set_control(&self, control: Arc<dyn SessionControl>) {
+        let _ = control;
+    }
+}
+
+/// What a host can change about a live session itself (agent-initiated), through the facade.
+///
+/// The facade hands one to each session it serves ([`LiveSession::set_control`]). Every change
+/// takes the path the client's own requests take, and the client is told:
+/// - [`SessionControl::set_config_option`] and [`SessionControl::set_mode`] go through the one
+///   `apply_config_option` of `session/set_config_option`: an unknown option or value fails
+///   (`-32602`) before [`RuntimeConfig::set_option`] is called, the current value is a silent
+///   no-op, otherwise the option is set and the client gets `current_mode_update` (when the mode
+///   changed) and then one `config_option_update` with the full state;
+/// - [`SessionControl::set_commands`] replaces the session's host-defined slash commands; once the
+///   session's commands have been advertised (its first prompt), a different list is advertised
+///   again at once.
+///
+/// Ordering: a change made while a prompt of the session is in flight, after the host's
+/// `submit_prompt` returned, is applied in order with the turn's events — every event published
+/// before the call reaches the client first — and before the prompt's response. A change made
+/// while no prompt is in flight (or while `submit_prompt` itself is still running) is applied at
+/// once. Each call returns once its updates are queued for the client.
+///
+/// Once the session is closed (or the connection gone) every call fails (`-32002`).
+#[async_trait]
+pub trait SessionControl: Send + Sync {
+    /// The session this control acts on.
+    fn session_id(&self) -> SessionId;
+
+    /// Sets one config option; returns the complete state the client now has.
+    async fn set_config_option(
+        &self,
+        config_id: SessionConfigId,
+        value: SessionConfigOptionValue,
+    ) -> HostResult<Vec<SessionConfigOption>>;
+
+    /// Sets the current mode: the option [`MODE_CONFIG_ID`], through the same path.
+    async fn set_mode(&self, mode_id: SessionModeId) -> HostResult<()>;
+
+    /// Replaces the session's host-defined slash commands.
+    async fn set_commands(&self, commands: Vec<AvailableCommand>) -> HostResult<()>;
 }
 
 /// A session's graceful shutdown, called once by `session/close` (and at disconnect), after the

@@ -201,7 +201,7 @@ mod tests {
                 cause: Cause::default(),
                 coordinates: Coordinates::default(),
             },
-            kind: EventKind::ContextMeasured { used: n, size: 0 },
+            kind: EventKind::ContextMeasured { used: n, size: 0, cost: None },
         }
     }
 

@@ -7,23 +7,27 @@
 //! `CompactWaiterRejected` (→ an error with the reason, or a generic one when the event is
 //! `Internal`: its reason never reaches the client, but it still ends the compaction).
 //!
-//! `available_commands_update` is sent lazily, on a session's first prompt, once — never at
-//! session establishment, because `session/resume` must send no update at all.
+//! It is advertised as `compact` in `available_commands_update`, beside the host's own commands
+//! (see [`commands`](super::commands)).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
 
 use super::cancellation::Cancellation;
 use super::session_state::SessionEntry;
 use super::state::AgentInner;
-use crate::acp::{AvailableCommand, AvailableCommandsUpdate, ContentBlock, SessionUpdate, StopReason};
+use crate::acp::{AvailableCommand, ContentBlock, StopReason};
 use crate::error::{Error, ErrorExt};
 use crate::harness::EventKind;
 
 /// The command's name, as advertised.
 pub const COMPACT_COMMAND: &str = "compact";
+
+/// The command as advertised.
+pub(crate) fn compact_command() -> AvailableCommand {
+    AvailableCommand::new(COMPACT_COMMAND, "Compact the conversation to free context")
+}
 
 /// Whether `prompt` is exactly the `/compact` command.
 pub fn is_compact_command(prompt: &[ContentBlock]) -> bool {
@@ -39,24 +43,6 @@ pub fn is_compact_command(prompt: &[ContentBlock]) -> bool {
         }
     }
     text.trim() == "/compact"
-}
-
-/// Sends `available_commands_update` on a session's first prompt when compaction is configured
-/// and the session has a compactor to perform it.
-pub(crate) async fn ensure_advertised(agent: &AgentInner, entry: &SessionEntry) {
-    if !agent.options.compaction
-        || entry.live.compactor().is_none()
-        || entry.commands_advertised.swap(true, Ordering::AcqRel)
-    {
-        return;
-    }
-    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(vec![AvailableCommand::new(
-        COMPACT_COMMAND,
-        "Compact the conversation to free context",
-    )]));
-    if let Err(e) = agent.send_update(&entry.id, update).await {
-        tracing::debug!(error = %e.message, "could not advertise commands");
-    }
 }
 
 /// Runs `/compact` on the session's own compactor.

@@ -10,6 +10,12 @@
 //! 4. otherwise sets it, then sends exactly one `config_option_update` with the complete state and
 //!    returns that same state.
 //!
+//! The host's own changes ([`SessionControl`](crate::host::SessionControl)) take the same path,
+//! with one addition: when the change moved the session's mode, a `current_mode_update` precedes
+//! the `config_option_update`. ACP defines `current_mode_update` for the agent changing its mode
+//! itself (the client's `session/set_mode` and `session/set_config_option` are answered, and
+//! followed by the `config_option_update` only): the client that asked knows the new mode.
+//!
 //! The responses of `session/new`, `load` and `resume` carry the initial state from the same
 //! translation. Boolean options are offered only to clients that advertised support for them.
 
@@ -21,9 +27,9 @@ use super::session_state::SessionEntry;
 use super::state::AgentInner;
 use super::wire::{Reply, decode, encode};
 use crate::acp::{
-    ConfigOptionUpdate, SessionConfigKind, SessionConfigOption, SessionConfigOptionValue, SessionConfigSelectOptions,
-    SessionConfigValueId, SessionMode, SessionModeState, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    ConfigOptionUpdate, CurrentModeUpdate, SessionConfigKind, SessionConfigOption, SessionConfigOptionValue,
+    SessionConfigSelectOptions, SessionConfigValueId, SessionMode, SessionModeState, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use crate::error::{Error, ErrorExt};
 pub use crate::host::MODE_CONFIG_ID;
@@ -78,12 +84,22 @@ pub(crate) async fn initial_state(agent: &AgentInner, entry: &SessionEntry) -> R
     Ok(Some(translate(agent, config.snapshot().await?)))
 }
 
+/// Who asks for a config change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The client (`session/set_config_option`, `session/set_mode`).
+    Client,
+    /// The host itself, through its session control.
+    Host,
+}
+
 /// Validates and applies one option; see the module docs.
 pub(crate) async fn apply_config_option(
     agent: &AgentInner,
     entry: &SessionEntry,
     config_id: &str,
     value: SessionConfigOptionValue,
+    origin: Origin,
 ) -> Result<ConfigState, Error> {
     let config = entry.live.config().ok_or_else(|| {
         Error::invalid_params_msg(format!("unknown config option `{config_id}`: this session has none"))
@@ -115,6 +131,13 @@ pub(crate) async fn apply_config_option(
     }
     config.set_option(option.id.clone(), value).await?;
     let state = translate(agent, config.snapshot().await?);
+    if origin == Origin::Host
+        && let Some(modes) = &state.modes
+        && snapshot.modes.as_ref().is_none_or(|before| before.current_mode_id != modes.current_mode_id)
+    {
+        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(modes.current_mode_id.clone()));
+        agent.send_update(&entry.id, update).await?;
+    }
     let update = SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(state.options.clone()));
     agent.send_update(&entry.id, update).await?;
     Ok(state)
@@ -127,7 +150,7 @@ pub(crate) fn set_config_option(agent: &Arc<AgentInner>, params: Value) -> Reply
         check_value_field(&params)?;
         let request: SetSessionConfigOptionRequest = decode(params)?;
         let entry = agent.resolve_session(&request.session_id)?;
-        let state = apply_config_option(&agent, &entry, &request.config_id.0, request.value).await?;
+        let state = apply_config_option(&agent, &entry, &request.config_id.0, request.value, Origin::Client).await?;
         encode(&SetSessionConfigOptionResponse::new(state.options))
     })
 }
@@ -152,7 +175,7 @@ pub(crate) fn set_mode(agent: &Arc<AgentInner>, params: Value) -> Reply {
         let request: SetSessionModeRequest = decode(params)?;
         let entry = agent.resolve_session(&request.session_id)?;
         let value = SessionConfigOptionValue::value_id(SessionConfigValueId::new(request.mode_id.0.clone()));
-        apply_config_option(&agent, &entry, MODE_CONFIG_ID, value).await?;
+        apply_config_option(&agent, &entry, MODE_CONFIG_ID, value, Origin::Client).await?;
         encode(&SetSessionModeResponse::new())
     })
 }

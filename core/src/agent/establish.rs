@@ -21,6 +21,7 @@ use futures::FutureExt;
 use super::cancellation::cancellable;
 use super::close::{close, discard};
 use super::config::initial_state;
+use super::control::Control;
 use super::registry::Reservation;
 use super::replay::replay_updates;
 use super::session_state::{SessionEntry, Work, validate_session_id};
@@ -58,10 +59,11 @@ impl Reopen {
     }
 }
 
-/// Registers a session the host just opened in the reserved slot; shuts it down again when it
-/// cannot be served (its id is malformed or already live).
+/// Registers a session the host just opened in the reserved slot and hands the host its
+/// [`SessionControl`](crate::host::SessionControl); shuts the session down again when it cannot
+/// be served (its id is malformed or already live).
 pub(crate) async fn register(
-    agent: &AgentInner,
+    agent: &Arc<AgentInner>,
     reservation: Reservation<'_>,
     live: Arc<dyn LiveSession>,
     setup: Setup,
@@ -74,14 +76,22 @@ pub(crate) async fn register(
             let entry = SessionEntry::new(live.clone(), setup);
             agent.registry.insert(reservation, entry.clone()).map(|()| entry)
         });
-    if registered.is_ok() {
-        // From now on the client knows the session: the handle may call it.
-        client.bind(id);
-    } else {
-        client.close_session();
-        discard(agent, live.as_ref()).await;
+    match registered {
+        Ok(entry) => {
+            // From now on the client knows the session: the handle may call it.
+            client.bind(id);
+            let control = Control::new(agent, &entry);
+            if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| live.set_control(control))) {
+                tracing::error!(session = %entry.id, panic = panic_message(&*panic), "`set_control` panicked");
+            }
+            Ok(entry)
+        }
+        Err(e) => {
+            client.close_session();
+            discard(agent, live.as_ref()).await;
+            Err(e)
+        }
     }
-    registered
 }
 
 /// The config state of a newly registered session; when it cannot be read (the snapshot fails or
@@ -114,7 +124,7 @@ async fn initial_config(agent: &AgentInner, entry: &SessionEntry) -> Result<Init
 /// `session/load` or `session/resume` of `id` (already validated): re-attaches it when it is live
 /// on this connection, else reopens it through the host. Returns the config state for the response.
 pub(crate) async fn reopen(
-    agent: &AgentInner,
+    agent: &Arc<AgentInner>,
     id: &SessionId,
     setup: Setup,
     how: Reopen,

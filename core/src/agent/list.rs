@@ -12,13 +12,13 @@
 //! even empty, while `nextCursor` is still set; clients follow `nextCursor` until it is absent.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::state::AgentInner;
 use super::wire::{Reply, decode, encode};
-use crate::acp::{ListSessionsRequest, ListSessionsResponse, SessionInfo, SessionInfoUpdate, SessionUpdate};
+use crate::acp::{ListSessionsRequest, ListSessionsResponse, SessionInfo, SessionUpdate};
 use crate::error::{Error, ErrorExt};
 use crate::host::SessionCatalogEntry;
 
@@ -113,28 +113,14 @@ fn resolved_cwd(agent: &AgentInner, entry: &SessionCatalogEntry) -> Option<PathB
 }
 
 /// The product tells the facade a catalog entry changed. A `session_info_update` is sent only when
-/// the title or update time actually changed, and only for a session live on this connection.
+/// the title or update time actually changed (see `SessionEntry::session_info_update`), and only
+/// for a session live on this connection.
 pub(crate) async fn observe_session_meta(agent: &AgentInner, entry: SessionCatalogEntry) {
     let Some(session) = agent.registry.get(&entry.session_id) else {
         return;
     };
-    let update = {
-        let mut last = session.last_info.lock().unwrap_or_else(PoisonError::into_inner);
-        let title_changed = entry.title.is_some() && last.0 != entry.title;
-        let time_changed = entry.updated_at.is_some() && last.1 != entry.updated_at;
-        if !title_changed && !time_changed {
-            return;
-        }
-        let mut update = SessionInfoUpdate::new();
-        if title_changed {
-            update = update.title(entry.title.clone());
-            last.0.clone_from(&entry.title);
-        }
-        if time_changed {
-            update = update.updated_at(entry.updated_at.clone());
-            last.1.clone_from(&entry.updated_at);
-        }
-        update
+    let Some(update) = session.session_info_update(entry.title.as_ref(), entry.updated_at.as_ref()) else {
+        return;
     };
     if let Err(e) = agent.send_update(&session.id, SessionUpdate::SessionInfoUpdate(update)).await {
         tracing::debug!(error = %e.message, "could not send session_info_update");

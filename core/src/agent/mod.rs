@@ -3,14 +3,17 @@
 //! One file per concern, in floors (a file uses only files on its floor's left, never a
 //! handler's file):
 //! - ground: [`method`] (wire names), `wire` (params and answers), `cancellation`, [`cursor`],
-//!   [`translate`] (event → `session/update`), `options`, [`capabilities`];
+//!   [`translate`] (event → `session/update`), [`extensions`] (extension methods), `options`,
+//!   [`capabilities`] (what is advertised, and refusing what was not), `control_queue` (the
+//!   host's own changes, in order with the prompt in flight);
 //! - session state: `session_state` (what is kept per live session, its slot), [`registry`]
 //!   (the live sessions), `state` (what one connection's agent holds, `resolve_session`,
 //!   `send_update`);
 //! - shared steps: [`config`] (`apply_config_option`), [`close`] (the close orchestration),
-//!   `establish` (registering a session the host opened, re-attaching a live one),
-//!   [`elicitation`] (ask-user, form and open-URL gates as `elicitation/create`), [`gates`]
-//!   (every gate's wire form; permission round trips), [`compact`];
+//!   [`compact`], [`commands`] (`available_commands_update`, host-defined slash commands),
+//!   `control` (the host's `SessionControl`), `establish` (registering a session the host opened,
+//!   re-attaching a live one), [`elicitation`] (ask-user, form and open-URL gates as
+//!   `elicitation/create`), [`gates`] (every gate's wire form; permission round trips);
 //! - handlers: [`session`] (`session/new`), [`prompt`] (the correlation engine, `session/cancel`),
 //!   `text_prompt` (the fast decoder of everyday prompts), [`replay`] (`session/load`),
 //!   [`resume`], [`list`], [`delete`]; and this file: `initialize`, `authenticate`, `logout`,
@@ -24,12 +27,16 @@
 mod cancellation;
 pub mod capabilities;
 pub mod close;
+pub mod commands;
 pub mod compact;
 pub mod config;
+mod control;
+mod control_queue;
 pub mod cursor;
 pub mod delete;
 pub mod elicitation;
 mod establish;
+pub mod extensions;
 pub mod gates;
 pub mod list;
 mod load;
@@ -53,13 +60,14 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+pub use extensions::{ExtensionMethod, ExtensionNotification, Extensions};
 pub use options::Options;
 
 use crate::acp::{
     AuthMethod, AuthenticateRequest, AuthenticateResponse, InitializeRequest, InitializeResponse, LogoutResponse,
 };
 use crate::error::{Error, ErrorExt};
-use crate::rpc::{self, ConnectionOptions, Handler, IncomingNotification, Params, RequestContext};
+use crate::rpc::{self, Answer, ConnectionOptions, Handler, IncomingNotification, Params, RequestContext};
 use agent_client_protocol_schema::ProtocolVersion;
 pub(crate) use state::AgentInner;
 use wire::{Reply, decode, encode, ready};
@@ -210,6 +218,7 @@ impl AgentInner {
             method::SESSION_CLOSE if o.close => Route::Close,
             method::SESSION_SET_MODE => Route::SetMode,
             method::SESSION_SET_CONFIG_OPTION => Route::SetConfigOption,
+            _ if o.extensions.method_handler(method).is_some() => Route::Extension,
             _ => return None,
         })
     }
@@ -245,7 +254,16 @@ impl AgentInner {
             Route::Close => close::close_session_request(this, params.into_value()),
             Route::SetMode => config::set_mode(this, params.into_value()),
             Route::SetConfigOption => config::set_config_option(this, params.into_value()),
+            Route::Extension => Self::extension(this, method, params.into_value()),
         }
+    }
+
+    /// An extension request, answered by its registered handler (see [`extensions`]).
+    fn extension(this: &Arc<Self>, method: &str, params: Value) -> Reply {
+        let Some(handler) = this.options.extensions.method_handler(method).cloned() else {
+            return ready(Err(Error::method_not_found_msg(method)));
+        };
+        Box::pin(async move { Ok(Answer::from(handler.call(params).await?)) })
     }
 }
 
@@ -263,12 +281,15 @@ enum Route {
     Close,
     SetMode,
     SetConfigOption,
+    /// A registered extension method.
+    Extension,
 }
 
 impl Route {
-    /// Whether the method is gated by authentication: every session method is.
+    /// Whether the method is gated by authentication: every session method is (extension methods
+    /// are the host's to gate).
     fn is_session_method(self) -> bool {
-        !matches!(self, Route::Authenticate | Route::Logout)
+        !matches!(self, Route::Authenticate | Route::Logout | Route::Extension)
     }
 }
 
@@ -316,7 +337,14 @@ impl Handler for AgentInner {
         }
         match notification.method.as_str() {
             method::SESSION_CANCEL => prompt::cancel(&self, notification.params),
-            other => tracing::info!(method = other, "unknown notification; ignored"),
+            other => {
+                if let Some(handler) = self.options.extensions.notification_handler(other).cloned() {
+                    // Handled on the notification worker, in arrival order.
+                    let params = notification.params.into_value();
+                    return Box::pin(async move { handler.notify(params).await });
+                }
+                tracing::info!(method = other, "unknown notification; ignored");
+            }
         }
         Box::pin(async {})
     }

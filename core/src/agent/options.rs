@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::acp::{Implementation, PromptCapabilities};
+use super::extensions::Extensions;
+use crate::acp::{Implementation, McpCapabilities, PromptCapabilities};
 use crate::host::{Authenticator, SessionCatalog, SessionDeleter, SessionHost, SessionLoader, SessionResumer};
 
 /// The host parts and settings of an agent. Optional parts switch the matching ACP capability on.
@@ -30,8 +31,16 @@ pub struct Options {
     /// Whether `session/close` is offered. On by default: closing needs no host part (a
     /// session's [`SessionCloser`](crate::host::SessionCloser) is used when it has one).
     pub close: bool,
-    /// Prompt content beyond text and resource links that the host accepts.
+    /// Prompt content beyond text and resource links that the host accepts (`promptCapabilities`):
+    /// a `session/prompt` with any other block is refused (`-32602`) before the host sees it.
     pub prompt_capabilities: PromptCapabilities,
+    /// MCP transports beyond stdio that the host accepts (`mcpCapabilities`): a `session/new`,
+    /// `load` or `resume` naming a server of another transport is refused (`-32602`) before any
+    /// host call.
+    pub mcp_capabilities: McpCapabilities,
+    /// The extension methods and notifications the host serves, advertised under
+    /// `agentCapabilities._meta`.
+    pub extensions: Extensions,
     /// Most live sessions at once; `session/new` beyond it fails. Default 1024.
     pub max_sessions: usize,
     /// Largest `session/list` page. Default 50.
@@ -59,6 +68,8 @@ impl Options {
             compaction: false,
             close: true,
             prompt_capabilities: PromptCapabilities::new(),
+            mcp_capabilities: McpCapabilities::new(),
+            extensions: Extensions::new(),
             max_sessions: 1024,
             max_page_size: 50,
             close_grace: Duration::from_secs(5),
@@ -130,6 +141,20 @@ impl Options {
         self
     }
 
+    /// Declares which MCP transports beyond stdio the host accepts.
+    #[must_use]
+    pub fn mcp_capabilities(mut self, capabilities: McpCapabilities) -> Self {
+        self.mcp_capabilities = capabilities;
+        self
+    }
+
+    /// Sets the extension methods and notifications the host serves.
+    #[must_use]
+    pub fn extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions = extensions;
+        self
+    }
+
     /// Sets the live-session limit.
     #[must_use]
     pub fn max_sessions(mut self, max: usize) -> Self {
@@ -177,6 +202,9 @@ impl std::fmt::Debug for Options {
             .field("authenticator", &self.authenticator.is_some())
             .field("compaction", &self.compaction)
             .field("close", &self.close)
+            .field("prompt_capabilities", &self.prompt_capabilities)
+            .field("mcp_capabilities", &self.mcp_capabilities)
+            .field("extensions", &self.extensions)
             .field("max_sessions", &self.max_sessions)
             .field("max_page_size", &self.max_page_size)
             .finish_non_exhaustive()

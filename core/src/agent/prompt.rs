@@ -20,6 +20,11 @@
 //!
 //! Every update of the turn is queued on the connection's ordered writer before the function
 //! returns, so none can follow the response. One prompt may be in flight per session.
+//!
+//! Besides its events, the engine applies the host's own changes of the session made while the
+//! prompt is in flight (see `control_queue`), each when it has forwarded every event queued
+//! before it. It also dedupes `SessionMetaChanged` (see `SessionEntry::session_info_update`) and
+//! takes the response's `_meta` from the turn's last `ResponseMeta` event.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,16 +34,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::cancellation::{Attention, Cancellation};
+use super::capabilities::check_prompt;
+use super::control_queue::Draining;
 use super::elicitation::OpenUrls;
 use super::session_state::{PromptGuard, SessionEntry};
 use super::state::AgentInner;
 use super::wire::{Reply, decode_params, encode_error};
-use super::{compact, gates, translate};
-use crate::acp::{
-    CancelNotification, ContentBlock, PromptCapabilities, PromptResponse, SessionUpdate, StopReason, ToolCall,
-};
+use super::{commands, compact, gates, translate};
+use crate::acp::{CancelNotification, ContentBlock, Meta, PromptResponse, SessionUpdate, StopReason, ToolCall};
 use crate::error::{Error, ErrorExt};
-use crate::harness::{EventKind, LoopId, ToolCallId, TurnId};
+use crate::harness::{EventKind, LoopId, Prompt, ToolCallId, TurnId};
 use crate::host::EventStream;
 use crate::rpc::{Answer, Params, RequestContext};
 
@@ -48,44 +53,39 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
     let accepted = (|| {
         let request = super::text_prompt::decode_prompt(params)?;
         let entry = agent.resolve_session(&request.session_id)?;
-        check_content(&agent.options.prompt_capabilities, &request.prompt)?;
+        check_prompt(&agent.options.prompt_capabilities, &request.prompt)?;
         let guard = entry.begin_prompt()?;
-        Ok::<_, Error>((request.prompt, entry, guard))
+        Ok::<_, Error>((request.prompt, request.meta, entry, guard))
     })();
     let agent = agent.clone();
     Box::pin(async move {
-        let (prompt, entry, guard) = accepted?;
+        let (prompt, meta, entry, guard) = accepted?;
         let span = tracing::info_span!("turn", session = %entry.id);
         // Calls through the session's client handle meanwhile belong to this prompt.
         let calls = entry.setup.client().link.begin_prompt();
-        let outcome = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).instrument(span).await;
+        let outcome = run_prompt(&agent, &entry, &guard, prompt, meta, &cx.cancelled).instrument(span).await;
         // A cancelled prompt's terminals are killed and released before it is answered.
         entry.setup.client().link.end_prompt(&calls).await;
         // The next prompt may start now; a close waiting for this one waits until its response
         // is queued, so it can never answer first.
         cx.keep_until_answered(guard.release());
+        let Answered { stop, meta } = outcome?;
         // Serialised straight to text: a plain struct, the same bytes as through a value.
-        Answer::serialize(&PromptResponse::new(outcome?)).map_err(|e| encode_error(&e))
+        Answer::serialize(&PromptResponse::new(stop).meta(meta)).map_err(|e| encode_error(&e))
     })
 }
 
-/// Rejects content the agent did not advertise (`-32602`).
-fn check_content(capabilities: &PromptCapabilities, prompt: &[ContentBlock]) -> Result<(), Error> {
-    for (index, block) in prompt.iter().enumerate() {
-        let (allowed, what) = match block {
-            ContentBlock::Text(_) | ContentBlock::ResourceLink(_) => (true, ""),
-            ContentBlock::Image(_) => (capabilities.image, "image"),
-            ContentBlock::Audio(_) => (capabilities.audio, "audio"),
-            ContentBlock::Resource(_) => (capabilities.embedded_context, "resource"),
-            _ => (false, "unknown"),
-        };
-        if !allowed {
-            return Err(Error::invalid_params_msg(format!(
-                "invalid params at `prompt[{index}]`: {what} content is not supported by this agent"
-            )));
-        }
+/// How a prompt is answered.
+struct Answered {
+    stop: StopReason,
+    /// The response's `_meta`, from the turn's last `ResponseMeta`.
+    meta: Option<Meta>,
+}
+
+impl From<StopReason> for Answered {
+    fn from(stop: StopReason) -> Self {
+        Self { stop, meta: None }
     }
-    Ok(())
 }
 
 async fn run_prompt(
@@ -93,47 +93,89 @@ async fn run_prompt(
     entry: &Arc<SessionEntry>,
     guard: &PromptGuard,
     prompt: Vec<ContentBlock>,
+    meta: Option<Meta>,
     request_cancel: &CancellationToken,
-) -> Result<StopReason, Error> {
+) -> Result<Answered, Error> {
     let mut cancel = Cancellation::new(&guard.cancel, request_cancel, agent.options.cancel_grace);
-    compact::ensure_advertised(agent, entry).await;
+    commands::ensure_advertised(agent, entry).await;
     if cancel.requested() {
         // Cancelled before anything was submitted: nothing to interrupt.
-        return Ok(StopReason::Cancelled);
+        return Ok(StopReason::Cancelled.into());
     }
     if agent.options.compaction && compact::is_compact_command(&prompt) {
         // Boxed: rare, and its future would otherwise be part of every prompt's.
-        return Box::pin(compact::run(agent, entry, &mut cancel)).await;
+        return Box::pin(compact::run(agent, entry, &mut cancel)).await.map(Answered::from);
     }
+    let command =
+        if commands::may_invoke(&prompt) { Box::pin(commands::invoked(agent, entry, &prompt)).await } else { None };
     let events = entry.live.subscribe_events()?;
     // From now on the host's calls to the client wait for the updates of what it published
     // before them (for hosts that ask for it; see `Client::in_order_with`).
     let forwarding = &entry.setup.client().link.forwarding;
     forwarding.start();
     let _stop = StopForwarding(forwarding);
-    // A host whose submit never returns must not hold the prompt (and with it cancel and close)
-    // forever: once cancelled, it gets the grace period.
-    let command = tokio::select! {
-        biased;
-        command = entry.live.submit(prompt) => command?,
-        () = async {
-            cancel.arrives().await;
-            tokio::time::sleep(agent.options.cancel_grace).await;
-        } => {
-            tracing::warn!(session = %entry.id, "submit did not return within the cancel grace period");
-            return Ok(StopReason::Cancelled);
+    // From here on the host's own changes of the session wait for this prompt (see
+    // `control_queue`); while the host's submit runs they are applied at once.
+    let control = entry.control.begin();
+    let submitted = submit(agent, entry, Prompt::new(prompt).command(command).meta(meta), &control, &cancel).await;
+    let outcome = match submitted {
+        Ok(Some(command)) => {
+            tracing::debug!(session = %entry.id, %command, "prompt submitted");
+            let mut drain = Drain {
+                agent,
+                entry,
+                events,
+                control: &control,
+                tool_calls: HashMap::new(),
+                urls: OpenUrls::default(),
+                received: None,
+                response_meta: None,
+            };
+            drain.until_terminal(&command, &mut cancel).await.map(|stop| Answered { stop, meta: drain.response_meta })
         }
+        Ok(None) => Ok(StopReason::Cancelled.into()),
+        Err(e) => Err(e),
     };
-    tracing::debug!(session = %entry.id, %command, "prompt submitted");
-    let mut drain =
-        Drain { agent, entry, events, tool_calls: HashMap::new(), urls: OpenUrls::default(), received: None };
-    drain.until_terminal(&command, &mut cancel).await
+    control.finish().await;
+    outcome
+}
+
+/// Submits `prompt` to the host; `None` when cancelled and the host's submit did not return
+/// within the grace period (a host whose submit never returns must not hold the prompt — and with
+/// it cancel and close — forever). The host's own changes of the session meanwhile are applied at
+/// once: the turn's events cannot be told apart before its command id is known.
+async fn submit(
+    agent: &AgentInner,
+    entry: &SessionEntry,
+    prompt: Prompt,
+    control: &Draining<'_>,
+    cancel: &Cancellation<'_>,
+) -> Result<Option<crate::harness::CommandId>, Error> {
+    let submit = entry.live.submit_prompt(prompt);
+    let given_up = async {
+        cancel.arrives().await;
+        tokio::time::sleep(agent.options.cancel_grace).await;
+    };
+    tokio::pin!(submit, given_up);
+    loop {
+        tokio::select! {
+            biased;
+            command = &mut submit => return command.map(Some),
+            () = &mut given_up => {
+                tracing::warn!(session = %entry.id, "submit did not return within the cancel grace period");
+                return Ok(None);
+            }
+            () = control.ready() => control.apply_waiting().await,
+        }
+    }
 }
 
 struct Drain<'a> {
     agent: &'a Arc<AgentInner>,
     entry: &'a Arc<SessionEntry>,
     events: EventStream,
+    /// The host's own changes of the session, applied in order with the turn's events.
+    control: &'a Draining<'a>,
     /// Tool calls announced in this turn as they stand now, for the permission requests that
     /// refer to them.
     tool_calls: HashMap<ToolCallId, ToolCall>,
@@ -142,6 +184,8 @@ struct Drain<'a> {
     /// The `seq` of the event being handled, marked forwarded once it is (see
     /// `client::link::Forwarding`).
     received: Option<u64>,
+    /// The response's `_meta`, from the turn's last public `ResponseMeta`.
+    response_meta: Option<Meta>,
 }
 
 impl Drain<'_> {
@@ -176,6 +220,10 @@ impl Drain<'_> {
                     // Boxed: permission requests are rare, and their future would otherwise be
                     // part of every prompt's.
                     Box::pin(gates::resolve(self.agent, self.entry, &gate, tool_call, cancel, &mut self.urls)).await;
+                    continue;
+                }
+                Step::Control => {
+                    self.control.apply_waiting().await;
                     continue;
                 }
                 Step::Finish(stop) => return Ok(stop),
@@ -213,6 +261,8 @@ impl Drain<'_> {
                 }
             },
             event = self.events.next() => self.received(event, command, turn, cancel),
+            // After the events: a change is applied once every event queued before it is handled.
+            () = self.control.ready() => Step::Control,
         }
     }
 
@@ -278,6 +328,15 @@ impl Drain<'_> {
             EventKind::GateResolved { gate_id } if public => {
                 self.urls.complete_line(gate_id).map_or(Step::Skip, Step::Send)
             }
+            EventKind::SessionMetaChanged { title, updated_at } if public => {
+                self.entry.session_info_update(title.as_ref(), updated_at.as_ref()).map_or(Step::Skip, |info| {
+                    Step::Send(translate::update_line(&self.entry.id, SessionUpdate::SessionInfoUpdate(info)))
+                })
+            }
+            EventKind::ResponseMeta { meta } if public => {
+                self.response_meta = Some(meta.clone());
+                Step::Skip
+            }
             EventKind::ToolCallStarted { call_id, .. } if public => {
                 let Some(call) = translate::tool_call(event) else { return Step::Skip };
                 let line = translate::update_line(&self.entry.id, SessionUpdate::ToolCall(call.clone()));
@@ -318,6 +377,8 @@ enum Step {
     Interrupt,
     /// Ask the client about this gate.
     Gate(Box<crate::harness::Gate>),
+    /// Apply the host's own changes of the session that are waiting.
+    Control,
     /// The turn is over: answer the prompt with this stop reason.
     Finish(StopReason),
     /// The turn is over: answer the prompt with this error.

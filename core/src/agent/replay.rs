@@ -10,7 +10,13 @@
 //!    asked for), as one `tool_call` carrying its final status, title, kind, content (blocks,
 //!    diffs, terminals), locations, raw input and raw output — once per call: a call whose result
 //!    was journaled twice is replayed once, with its last result, where it first appeared;
-//! 4. one `usage_update` from the last `ContextMeasured`.
+//! 4. one `usage_update` from the last `ContextMeasured` (with its cost, when it has one);
+//!
+//! then, after the four buckets, the session's latest plan (from the last `PlanUpdated`) as one
+//! `plan` update — unless it has no entries. A plan update replaces the whole plan at the client,
+//! so the latest one is what a client that watched the session live shows; replaying the earlier
+//! ones would only redraw states long gone. It comes last, beside the usage: both are the
+//! session's state now, not its history.
 //!
 //! `TurnDone` is never translated: its message repeats content the steps already hold. Only
 //! `Public` events are replayed. The grouping deliberately does not interleave turns.
@@ -20,7 +26,7 @@ use std::collections::HashMap;
 use crate::acp::{ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallStatus, ToolKind, UsageUpdate};
 use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest, ToolResultMessage};
 
-/// The replay of `history`, in the four-bucket order.
+/// The replay of `history`, in the four-bucket order, then the latest plan.
 pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     let mut users = Vec::new();
     let mut assistants = Vec::new();
@@ -28,6 +34,7 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     let mut tools: Vec<ToolCall> = Vec::new();
     let mut replayed: HashMap<ToolCallId, usize> = HashMap::new();
     let mut usage = None;
+    let mut plan = None;
     let durable = history.iter().filter(|e| e.header.class == EventClass::Enduring && e.is_public());
     for event in durable {
         match &event.kind {
@@ -60,7 +67,10 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
                     }
                 }
             }
-            EventKind::ContextMeasured { used, size } => usage = Some(UsageUpdate::new(*used, *size)),
+            EventKind::ContextMeasured { used, size, cost } => {
+                usage = Some(UsageUpdate::new(*used, *size).cost(cost.as_deref().cloned()));
+            }
+            EventKind::PlanUpdated { plan: latest } => plan = Some(latest),
             _ => {}
         }
     }
@@ -68,6 +78,7 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     out.extend(assistants);
     out.extend(tools.into_iter().map(SessionUpdate::ToolCall));
     out.extend(usage.map(SessionUpdate::UsageUpdate));
+    out.extend(plan.filter(|p| !p.entries.is_empty()).cloned().map(SessionUpdate::Plan));
     out
 }
 

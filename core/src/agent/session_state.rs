@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio_util::sync::CancellationToken;
 
 use super::cancellation::Cancellation;
+use super::control_queue::ControlQueue;
 use super::translate::UpdateHead;
-use crate::acp::SessionId;
+use crate::acp::{AvailableCommand, SessionId, SessionInfoUpdate};
 use crate::error::{Error, ErrorExt};
 use crate::host::{LiveSession, Setup};
 
@@ -69,12 +70,33 @@ pub(crate) struct SessionEntry {
     closing: AtomicBool,
     /// Fires when the session starts closing: pending permission requests stop waiting.
     pub(crate) closed: CancellationToken,
-    /// Whether `available_commands_update` was sent for this session.
-    pub(crate) commands_advertised: AtomicBool,
-    /// Title and update time last told to the client (for `session_info_update`).
-    pub(crate) last_info: Mutex<(Option<String>, Option<String>)>,
+    /// The session's slash commands, as advertised to the client.
+    pub(crate) commands: CommandState,
+    /// Title and update time last told to the client (see [`SessionEntry::session_info_update`]).
+    last_info: Mutex<(Option<String>, Option<String>)>,
     /// The start of this session's `session/update` lines, written once.
     pub(crate) update_head: UpdateHead,
+    /// The host's own changes of the session, in order with the prompt in flight.
+    pub(crate) control: ControlQueue,
+}
+
+/// A session's slash commands as the facade advertises them (`available_commands_update`).
+#[derive(Default)]
+pub(crate) struct CommandState {
+    /// Whether advertising has started (the session's first prompt came): checked by every prompt.
+    pub(crate) started: AtomicBool,
+    /// The lists, behind an async lock held until an advertisement is queued, so that
+    /// advertisements reach the client in the order their lists were set.
+    pub(crate) lists: tokio::sync::Mutex<CommandLists>,
+}
+
+/// The command lists of a [`CommandState`].
+#[derive(Default)]
+pub(crate) struct CommandLists {
+    /// The host's commands; `None` until read from the host or set through its control.
+    pub(crate) host: Option<Vec<AvailableCommand>>,
+    /// The whole list last advertised (`compact` included).
+    pub(crate) advertised: Option<Vec<AvailableCommand>>,
 }
 
 /// Proof that work (a prompt, a re-attach) holds the slot; clears it (and wakes a waiting close)
@@ -132,9 +154,37 @@ impl SessionEntry {
             prompt: Mutex::default(),
             closing: AtomicBool::new(false),
             closed: CancellationToken::new(),
-            commands_advertised: AtomicBool::new(false),
+            commands: CommandState::default(),
             last_info: Mutex::default(),
+            control: ControlQueue::default(),
         })
+    }
+
+    /// The `session_info_update` telling the client a new title and/or update time, or `None`
+    /// when neither differs from what the client was last told (an absent value is "unchanged").
+    /// Records what it tells: the one check behind every `session_info_update`, whether the host
+    /// reports the change as an event or through `Agent::observe_session_meta`.
+    pub(crate) fn session_info_update(
+        &self,
+        title: Option<&String>,
+        updated_at: Option<&String>,
+    ) -> Option<SessionInfoUpdate> {
+        let mut last = self.last_info.lock().unwrap_or_else(PoisonError::into_inner);
+        let title = title.filter(|t| last.0.as_ref() != Some(*t));
+        let updated_at = updated_at.filter(|u| last.1.as_ref() != Some(*u));
+        if title.is_none() && updated_at.is_none() {
+            return None;
+        }
+        let mut update = SessionInfoUpdate::new();
+        if let Some(title) = title {
+            update = update.title(title.clone());
+            last.0 = Some(title.clone());
+        }
+        if let Some(updated_at) = updated_at {
+            update = update.updated_at(updated_at.clone());
+            last.1 = Some(updated_at.clone());
+        }
+        Some(update)
     }
 
     fn lock_prompt(&self) -> MutexGuard<'_, PromptSlot> {

@@ -3,12 +3,14 @@
 //! [`PromptRequest`]'s own `Deserialize` buffers each content block (the blocks are an internally
 //! tagged enum) and each optional field wrapped in `DefaultOnError`, which costs several times
 //! more than the bytes themselves. [`TextPrompt`] reads the common shape directly: an object
-//! with `sessionId` and `prompt`, whose blocks are objects with exactly `type: "text"` and `text`.
+//! with `sessionId` and `prompt`, whose blocks are objects with exactly `type: "text"` and `text`,
+//! and optionally the request's `_meta` (an object or `null`: clients that trace send it on every
+//! prompt).
 //!
 //! Invariant: what [`TextPrompt`] accepts, it decodes exactly as [`PromptRequest`]'s own
 //! `Deserialize` would (a test holds it to that). Anything else — another block type,
-//! annotations, `_meta`, an unknown or repeated key — is refused and left to the generic decoder,
-//! which also words every error.
+//! annotations, a block's `_meta`, a `_meta` that is neither an object nor `null`, an unknown or
+//! repeated key — is refused and left to the generic decoder, which also words every error.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -17,7 +19,7 @@ use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, Seq
 
 use super::method;
 use super::wire::decode_params;
-use crate::acp::{ContentBlock, PromptRequest, SessionId, TextContent};
+use crate::acp::{ContentBlock, Meta, PromptRequest, SessionId, TextContent};
 use crate::error::Error;
 use crate::rpc::Params;
 
@@ -55,17 +57,18 @@ impl<'de> Visitor<'de> for TextPromptVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextPrompt, A::Error> {
-        let (mut session_id, mut prompt) = (None, None);
+        let (mut session_id, mut prompt, mut meta) = (None, None, None);
         while let Some(key) = map.next_key_seed(Text)? {
             match &*key {
                 "sessionId" if session_id.is_none() => session_id = Some(map.next_value_seed(Text)?),
                 "prompt" if prompt.is_none() => prompt = Some(map.next_value_seed(TextBlocks)?),
+                "_meta" if meta.is_none() => meta = Some(map.next_value::<Option<Meta>>()?),
                 _ => return Err(refuse()),
             }
         }
         match (session_id, prompt) {
             (Some(id), Some(prompt)) => {
-                Ok(TextPrompt(PromptRequest::new(SessionId::new(Arc::<str>::from(id)), prompt)))
+                Ok(TextPrompt(PromptRequest::new(SessionId::new(Arc::<str>::from(id)), prompt).meta(meta.flatten())))
             }
             _ => Err(refuse()),
         }
@@ -187,10 +190,17 @@ mod tests {
         let everyday =
             json!({"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}, {"text": "x", "type": "text"}]});
         assert_eq!(fast(&everyday), Some(generic(&everyday).unwrap()));
+        for traced in [
+            json!({"_meta": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, "sessionId": "s", "prompt": []}),
+            json!({"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}], "_meta": null}),
+        ] {
+            assert_eq!(fast(&traced), Some(generic(&traced).unwrap()), "{traced}");
+        }
         for other in [
             json!({"sessionId": "s", "prompt": [{"type": "text", "text": "hi", "annotations": {"priority": 1}}]}),
             json!({"sessionId": "s", "prompt": [{"type": "image", "data": "", "mimeType": "image/png"}]}),
-            json!({"sessionId": "s", "prompt": [], "_meta": {"a": 1}}),
+            json!({"sessionId": "s", "prompt": [], "_meta": 5}),
+            json!({"sessionId": "s", "prompt": [{"type": "text", "text": "hi", "_meta": {"a": 1}}]}),
             json!({"sessionId": "s", "prompt": [], "extra": 1}),
             json!({"sessionId": "s"}),
             json!({"sessionId": 5, "prompt": []}),
@@ -216,11 +226,17 @@ mod tests {
         fn whatever_it_accepts_it_decodes_like_the_generic_decoder(
             session in "\\PC{0,12}",
             blocks in prop::collection::vec(block(), 0..4),
-            meta in any::<bool>(),
+            meta in prop_oneof![
+                Just(None),
+                Just(Some(json!({"k": "v"}))),
+                Just(Some(json!(null))),
+                Just(Some(json!([1]))),
+                "\\PC{0,8}".prop_map(|v| Some(json!({"traceparent": v, "n": {"deep": [1, 2.5, null]}}))),
+            ],
         ) {
             let mut params = json!({"sessionId": session, "prompt": blocks});
-            if meta {
-                params["_meta"] = json!({"k": "v"});
+            if let Some(meta) = meta {
+                params["_meta"] = meta;
             }
             if let Some(decoded) = fast(&params) {
                 prop_assert_eq!(Ok(decoded), generic(&params));

@@ -3,7 +3,9 @@
 //! Visibility is checked here, by the translator itself, and not trusted to any filter upstream:
 //! an `Internal` event never becomes an update. `TurnStarted`, `StepDone` and `TurnDone` are not
 //! translated live (their content was already streamed); anything without a faithful ACP form is
-//! skipped, never guessed.
+//! skipped, never guessed. The prompt's drain handles two kinds itself before asking here:
+//! `SessionMetaChanged` (sent only when it changes what the client was told) and `ResponseMeta`
+//! (never an update).
 
 use crate::acp::{
     ContentBlock, ContentChunk, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate, ToolCall,
@@ -54,7 +56,9 @@ fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
             let fields = changed(completed_fields(output, *is_error), changes);
             Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.as_str().to_owned(), fields)))
         }
-        EventKind::ContextMeasured { used, size } => Some(SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size))),
+        EventKind::ContextMeasured { used, size, cost } => {
+            Some(SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size).cost(cost.as_deref().cloned())))
+        }
         EventKind::SessionMetaChanged { title, updated_at } => {
             let mut info = SessionInfoUpdate::new();
             if let Some(title) = title {
@@ -65,6 +69,7 @@ fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
             }
             Some(SessionUpdate::SessionInfoUpdate(info))
         }
+        EventKind::PlanUpdated { plan } => Some(SessionUpdate::Plan(plan.clone())),
         _ => None,
     }
 }
@@ -80,7 +85,7 @@ pub(crate) fn live_update_line(session_id: &SessionId, head: &UpdateHead, event:
     }
     match &event.kind {
         EventKind::TokenDelta { text, channel } => Some(text_chunk_line(head, *channel, text)),
-        EventKind::ContextMeasured { used, size } => Some(usage_line(head, *used, *size)),
+        EventKind::ContextMeasured { used, size, cost: None } => Some(usage_line(head, *used, *size)),
         _ => translate_borrowed(event).map(|update| update_line(session_id, update)),
     }
 }
@@ -234,7 +239,7 @@ mod tests {
             size in any::<u64>(),
         ) {
             let id = SessionId::new(session.as_str());
-            let kind = EventKind::ContextMeasured { used, size };
+            let kind = EventKind::ContextMeasured { used, size, cost: None };
             let generic = update_line(&id, translate(&event(kind.clone())).expect("usage translates"));
             prop_assert_eq!(live_update_line(&id, &UpdateHead::new(&session), &event(kind)), Some(generic));
         }

@@ -12,7 +12,7 @@ use super::content::{Message, UserMessage};
 use super::gate::Gate;
 use super::ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};
 use super::tool_call::{ToolCallChanges, ToolCallDetails};
-use crate::acp::{ToolCallContent, ToolCallStatus, ToolKind};
+use crate::acp::{Cost, Meta, Plan, ToolCallContent, ToolCallStatus, ToolKind};
 
 /// Durability of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,6 +151,9 @@ pub enum EventKind {
         used: u64,
         /// Window size.
         size: u64,
+        /// The session's cumulative cost so far, when the host knows it (`usage_update.cost`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<Box<Cost>>,
     },
     /// A gate opened; the turn waits for it.
     GateOpened {
@@ -183,12 +186,25 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
-    /// The session's catalog metadata changed.
+    /// The session's catalog metadata changed. Sent to the client (`session_info_update`) only
+    /// when the title or the time differs from what the client was last told.
     SessionMetaChanged {
         /// The new title, if known.
         title: Option<String>,
         /// The last activity time (ISO 8601), if known.
         updated_at: Option<String>,
+    },
+    /// The turn's plan, whole: it replaces any plan sent before (`plan`). Enduring, so that
+    /// `session/load` can show the session's latest plan.
+    PlanUpdated {
+        /// Every entry with its current status, and the plan's `_meta`.
+        plan: Plan,
+    },
+    /// `_meta` for the turn's `session/prompt` response, whatever the turn's outcome; the last
+    /// one before the turn's terminal event counts. Never sent as an update.
+    ResponseMeta {
+        /// The response's `_meta`.
+        meta: Meta,
     },
 }
 

@@ -9,6 +9,7 @@ pub mod content;
 pub mod event;
 pub mod gate;
 pub mod ids;
+pub mod prompt;
 pub mod tool_call;
 pub mod tool_content;
 
@@ -16,4 +17,5 @@ pub use content::{AiMessage, Message, ToolCallRequest, ToolResultMessage, UserMe
 pub use event::{Cause, Coordinates, Event, EventClass, EventHeader, EventKind, StopReason, TokenChannel, Visibility};
 pub use gate::{ApprovalAction, Gate, GateKind, GateResolver, GateResponse};
 pub use ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};
+pub use prompt::{Prompt, SlashCommand};
 pub use tool_call::{ToolCallChanges, ToolCallDetails};

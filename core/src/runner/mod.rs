@@ -36,6 +36,7 @@ pub mod store;
 pub mod tool_calls;
 mod tool_state;
 pub mod turn;
+mod turn_control;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -51,7 +52,7 @@ pub use tool_calls::{ToolCallBuilder, ToolCallUpdateBuilder};
 pub use tool_state::ToolCallSpec;
 pub use turn::{Permission, Turn};
 
-use crate::acp::{SessionConfigOption, SessionId, StopReason};
+use crate::acp::{AvailableCommand, SessionConfigOption, SessionId, StopReason};
 use crate::error::{Error, ErrorExt};
 use crate::host::{
     LiveSession, LoadedSession, SessionCatalog, SessionCatalogEntry, SessionDeleter, SessionHost, SessionLoader,
@@ -70,6 +71,15 @@ pub trait TurnRunner: Send + Sync + 'static {
     /// The config options of a new session, with their initial values; an option with id `mode`
     /// is also served as the session's modes. Default: none.
     fn config_options(&self) -> Vec<SessionConfigOption> {
+        Vec::new()
+    }
+
+    /// The host-defined slash commands (name, description, input hint) every session starts
+    /// with, advertised beside `compact` from a session's first prompt on. A prompt `/name input`
+    /// naming one runs as a turn whose [`Turn::command`] tells the command and its input. Change a
+    /// session's list with [`RunnerSession::set_commands`] (or [`Turn::set_commands`]). Default:
+    /// none.
+    fn commands(&self) -> Vec<AvailableCommand> {
         Vec::new()
     }
 

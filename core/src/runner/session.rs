@@ -37,17 +37,18 @@ use tokio_util::sync::CancellationToken;
 use super::RunnerInner;
 use super::turn::Turn;
 use crate::acp::{
-    ContentBlock, SessionConfigId, SessionConfigKind, SessionConfigOption, SessionConfigOptionValue, SessionId,
-    StopReason,
+    AvailableCommand, ContentBlock, McpServer, SessionConfigId, SessionConfigKind, SessionConfigOption,
+    SessionConfigOptionValue, SessionId, StopReason,
 };
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, ErrorExt};
 use crate::harness::{
     Cause, CommandId, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, GateId, GateResponse, LoopId,
-    TurnId, UserMessage, Visibility,
+    Prompt, TurnId, UserMessage, Visibility,
 };
 use crate::host::{
-    Compactor, EventStream, HostResult, LiveSession, RuntimeConfig, SessionCloser, SessionHistory, Setup,
+    Compactor, EventStream, HostResult, LiveSession, RuntimeConfig, SessionCloser, SessionControl, SessionHistory,
+    Setup,
 };
 use crate::hub::EventHub;
 use crate::panic::panic_message;
@@ -112,6 +113,12 @@ pub struct RunnerSession {
     cwd: PathBuf,
     /// The session's handle on the client; each turn gets one scoped to it.
     client: Client,
+    /// The MCP servers of the request that opened the session.
+    mcp_servers: Vec<McpServer>,
+    /// The session's host-defined slash commands.
+    commands: Mutex<Vec<AvailableCommand>>,
+    /// The facade's control of the session, once it serves it.
+    control: Mutex<Option<Arc<dyn SessionControl>>>,
     runner: Arc<RunnerInner>,
     hub: EventHub,
     running: Mutex<Option<Running>>,
@@ -138,10 +145,14 @@ impl std::fmt::Debug for RunnerSession {
 impl RunnerSession {
     pub(crate) fn new(runner: Arc<RunnerInner>, id: SessionId, setup: &Setup, history: History) -> Arc<Self> {
         let config = runner.turns.config_options();
+        let commands = runner.turns.commands();
         Arc::new(Self {
             id,
             cwd: setup.cwd().to_path_buf(),
             client: setup.client().clone(),
+            mcp_servers: setup.mcp_servers().to_vec(),
+            commands: Mutex::new(commands),
+            control: Mutex::default(),
             hub: EventHub::continuing(runner.subscriber_capacity, history.next_event),
             runner,
             running: Mutex::default(),
@@ -168,6 +179,32 @@ impl RunnerSession {
     /// The session's event hub.
     pub fn hub(&self) -> &EventHub {
         &self.hub
+    }
+
+    /// The MCP servers of the `session/new`, `load` or `resume` that opened the session, in order.
+    pub fn mcp_servers(&self) -> &[McpServer] {
+        &self.mcp_servers
+    }
+
+    /// The facade's control of the session, once a connection serves it (see
+    /// [`SessionControl`]): the way to change the session's mode, options or commands yourself.
+    pub fn control(&self) -> Option<Arc<dyn SessionControl>> {
+        self.control.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the session's host-defined slash commands; the client is told once they have been
+    /// advertised (from the session's first prompt on).
+    pub async fn set_commands(&self, commands: Vec<AvailableCommand>) -> Result<(), Error> {
+        commands.clone_into(&mut self.commands.lock().unwrap_or_else(PoisonError::into_inner));
+        match self.control() {
+            Some(control) => control.set_commands(commands).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The facade's control, or `-32002` while no connection serves the session.
+    pub(crate) fn served_control(&self) -> Result<Arc<dyn SessionControl>, Error> {
+        self.control().ok_or_else(|| Error::session_not_found(&self.id.0))
     }
 
     /// The current value of a select config option.
@@ -416,6 +453,10 @@ impl LiveSession for RunnerSession {
     }
 
     async fn submit(&self, prompt: Vec<ContentBlock>) -> HostResult<CommandId> {
+        self.submit_prompt(Prompt::new(prompt)).await
+    }
+
+    async fn submit_prompt(&self, prompt: Prompt) -> HostResult<CommandId> {
         let this = self
             .runner
             .live_session(&self.id)
@@ -466,6 +507,14 @@ impl LiveSession for RunnerSession {
 
     fn history(&self) -> Option<&dyn SessionHistory> {
         Some(self)
+    }
+
+    fn commands(&self) -> Vec<AvailableCommand> {
+        self.commands.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn set_control(&self, control: Arc<dyn SessionControl>) {
+        *self.control.lock().unwrap_or_else(PoisonError::into_inner) = Some(control);
     }
 }
 

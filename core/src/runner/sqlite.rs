@@ -495,7 +495,7 @@ mod tests {
                 cause: Cause::default(),
                 coordinates: Coordinates::default(),
             },
-            kind: EventKind::ContextMeasured { used: seq, size: writer },
+            kind: EventKind::ContextMeasured { used: seq, size: writer, cost: None },
         }
     }
 

@@ -15,12 +15,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::session::RunnerSession;
 use super::tool_state::ToolCalls;
-use crate::acp::{ContentBlock, SessionId};
+use crate::acp::{ContentBlock, Cost, McpServer, Meta, Plan, SessionId};
 use crate::client::{Capabilities, Client};
 use crate::harness::content::{plain_text, text_block};
 use crate::harness::{
     AiMessage, ApprovalAction, CommandId, EventClass, EventKind, Gate, GateId, GateKind, GateResolver, GateResponse,
-    LoopId, Message, TokenChannel, ToolCallId, ToolCallRequest, ToolResultMessage, TurnId, Visibility,
+    LoopId, Message, Prompt, SlashCommand, TokenChannel, ToolCallId, ToolCallRequest, ToolResultMessage, TurnId,
+    Visibility,
 };
 use crate::host::LiveSession;
 
@@ -79,7 +80,7 @@ pub struct Turn {
     pub(crate) command: CommandId,
     pub(crate) loop_id: LoopId,
     pub(crate) turn_id: TurnId,
-    prompt: Vec<ContentBlock>,
+    prompt: Prompt,
     cancel: CancellationToken,
     client: Client,
     step: Mutex<Step>,
@@ -99,7 +100,7 @@ impl Turn {
         session: Arc<RunnerSession>,
         command: CommandId,
         turn_id: TurnId,
-        prompt: Vec<ContentBlock>,
+        prompt: Prompt,
         cancel: CancellationToken,
         client: Client,
     ) -> Self {
@@ -127,14 +128,51 @@ impl Turn {
         self.session.cwd()
     }
 
-    /// The prompt's content blocks, as the client sent them.
+    /// The prompt's content blocks, typed, as the client sent them: text and resource links
+    /// always; images, audio and embedded resources when the agent advertises them
+    /// ([`Options::prompt_capabilities`](crate::Options), checked before the turn starts).
+    ///
+    /// ```
+    /// # use acp_facade::acp::ContentBlock;
+    /// # fn describe(turn: &acp_facade::runner::Turn) -> Vec<String> {
+    /// turn.prompt()
+    ///     .iter()
+    ///     .map(|block| match block {
+    ///         ContentBlock::Text(text) => format!("text {}", text.text),
+    ///         ContentBlock::Image(image) => format!("image {}", image.mime_type),
+    ///         ContentBlock::Audio(audio) => format!("audio {}", audio.mime_type),
+    ///         ContentBlock::ResourceLink(link) => format!("link {}", link.uri),
+    ///         ContentBlock::Resource(_) => "embedded resource".to_owned(),
+    ///         _ => "other".to_owned(),
+    ///     })
+    ///     .collect()
+    /// # }
+    /// ```
     pub fn prompt(&self) -> &[ContentBlock] {
-        &self.prompt
+        &self.prompt.content
     }
 
     /// The prompt's text blocks, concatenated.
     pub fn prompt_text(&self) -> String {
-        plain_text(&self.prompt)
+        plain_text(&self.prompt.content)
+    }
+
+    /// The host-defined slash command this prompt invokes (`/name input`, see
+    /// [`TurnRunner::commands`](super::TurnRunner::commands)), if any.
+    pub fn command(&self) -> Option<&SlashCommand> {
+        self.prompt.command.as_ref()
+    }
+
+    /// The `session/prompt` request's `_meta` (for example a W3C `traceparent`), as the client
+    /// sent it.
+    pub fn meta(&self) -> Option<&Meta> {
+        self.prompt.meta.as_ref()
+    }
+
+    /// The MCP servers the session was given (by the `session/new`, `load` or `resume` that
+    /// opened it), in order.
+    pub fn mcp_servers(&self) -> &[McpServer] {
+        self.session.mcp_servers()
     }
 
     /// The current value of one of the session's select config options.
@@ -288,7 +326,26 @@ impl Turn {
     /// Reports context usage; closes the current step first (`StepDone`, then `usage_update`).
     pub async fn usage(&self, used: u64, size: u64) {
         self.end_step().await;
-        self.emit(EventClass::Enduring, EventKind::ContextMeasured { used, size }).await;
+        self.emit(EventClass::Enduring, EventKind::ContextMeasured { used, size, cost: None }).await;
+    }
+
+    /// Like [`Turn::usage`], with the session's cumulative cost (`usage_update.cost`).
+    pub async fn usage_with_cost(&self, used: u64, size: u64, cost: Cost) {
+        self.end_step().await;
+        self.emit(EventClass::Enduring, EventKind::ContextMeasured { used, size, cost: Some(Box::new(cost)) }).await;
+    }
+
+    /// Sends the turn's plan (`plan`): every entry with its current status. Each plan replaces
+    /// the one before at the client; send it again, whole, as entries progress. `session/load`
+    /// replays the session's latest plan.
+    pub async fn plan(&self, plan: Plan) {
+        self.emit(EventClass::Enduring, EventKind::PlanUpdated { plan }).await;
+    }
+
+    /// Sets the `_meta` of the prompt's response, whatever the turn's outcome (the last call
+    /// counts).
+    pub async fn set_response_meta(&self, meta: Meta) {
+        self.emit(EventClass::Ephemeral, EventKind::ResponseMeta { meta }).await;
     }
 
     /// Closes the current step, if it has content (`StepDone`).

@@ -253,7 +253,7 @@ pub fn history_of(id: &str) -> Vec<Event> {
             Visibility::Public,
         ),
         (EventKind::TurnStarted { message: UserMessage { content: vec![text_block(INTERNAL)] } }, Visibility::Internal),
-        (EventKind::ContextMeasured { used: 10, size: 100 }, Visibility::Public),
+        (EventKind::ContextMeasured { used: 10, size: 100, cost: None }, Visibility::Public),
         (EventKind::TurnDone { message: None, stop: None }, Visibility::Public),
     ];
     kinds
@@ -611,7 +611,7 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
                 Some(vec![text_block("…").into()])
             ));
             step!(EventKind::tool_call_completed(call_id, vec![text_block("read").into()], false));
-            step!(EventKind::ContextMeasured { used: 42, size: 1000 });
+            step!(EventKind::ContextMeasured { used: 42, size: 1000, cost: None });
             step!(EventKind::SessionMetaChanged { title: Some(format!("about {verb}")), updated_at: None });
             step!(EventKind::StepDone {
                 messages: vec![Message::Ai(AiMessage {

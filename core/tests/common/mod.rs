@@ -10,6 +10,7 @@ pub mod event;
 pub mod framing_model;
 pub mod host;
 pub mod lifecycle;
+pub mod rich;
 pub mod runner;
 pub mod schema;
 

@@ -411,7 +411,7 @@ async fn every_public_event_kind_is_translated_and_turn_markers_are_not() {
         },
     );
     s.durable(at, EventKind::GateResolved { gate_id: GateId::new("g") });
-    s.durable(at, EventKind::ContextMeasured { used: 1234, size: 200_000 });
+    s.durable(at, EventKind::ContextMeasured { used: 1234, size: 200_000, cost: None });
     s.durable(
         at,
         EventKind::TurnDone {

@@ -67,7 +67,7 @@ fn history() -> Vec<Event> {
             result("call-1", "notes content", false),
         ]),
     );
-    h.durable(t1, EventKind::ContextMeasured { used: 100, size: 1000 });
+    h.durable(t1, EventKind::ContextMeasured { used: 100, size: 1000, cost: None });
     h.durable(t1, step(vec![ai(&[], &["answer one, continued"], &[])]));
     h.durable(
         t1,
@@ -86,7 +86,7 @@ fn history() -> Vec<Event> {
         ("l9", "t9"),
     );
     h.push(
-        EventKind::ContextMeasured { used: 555, size: 1000 },
+        EventKind::ContextMeasured { used: 555, size: 1000, cost: None },
         EventClass::Enduring,
         Visibility::Internal,
         None,
@@ -105,8 +105,14 @@ fn history() -> Vec<Event> {
             result("call-3", "fetched", false),
         ]),
     );
-    h.durable(t2, EventKind::ContextMeasured { used: 300, size: 1000 });
-    h.push(EventKind::ContextMeasured { used: 999, size: 1000 }, EventClass::Ephemeral, Visibility::Public, None, t2);
+    h.durable(t2, EventKind::ContextMeasured { used: 300, size: 1000, cost: None });
+    h.push(
+        EventKind::ContextMeasured { used: 999, size: 1000, cost: None },
+        EventClass::Ephemeral,
+        Visibility::Public,
+        None,
+        t2,
+    );
     h.durable(t2, EventKind::TurnDone { message: Some(ai(&[], &["TURN-DONE-DUPLICATE"], &[])), stop: None });
     h.durable(t2, EventKind::SessionMetaChanged { title: Some("META".into()), updated_at: None });
     h.build()

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agent_changes;
 mod authentication;
 mod bad_input;
 mod cancellation;
@@ -20,17 +21,24 @@ mod compact;
 mod config;
 mod correlation;
 mod delete;
+mod extensions;
 mod fuzz_properties;
 mod gate_elicitation;
 mod initialize;
 mod load_replay;
+mod mcp_servers;
+mod meta;
 mod pagination;
 mod permission_gate;
+mod plans;
+mod prompt_content;
 mod reattach;
 mod resume;
 mod runner;
 mod runner_questions;
+mod session_info;
 mod session_new;
+mod slash_commands;
 mod smoke;
 mod stress;
 mod stress_lifecycle;

@@ -22,7 +22,7 @@ fn history() -> Vec<acp_facade::harness::Event> {
                 messages: vec![Message::Ai(AiMessage { content: vec![text("an answer")], ..Default::default() })],
             },
         )
-        .durable(at, EventKind::ContextMeasured { used: 12, size: 100 })
+        .durable(at, EventKind::ContextMeasured { used: 12, size: 100, cost: None })
         .durable(at, EventKind::TurnDone { message: None, stop: None })
         .build()
 }

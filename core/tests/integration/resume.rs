@@ -28,7 +28,7 @@ fn stored_history() -> Vec<acp_facade::harness::Event> {
                 })],
             },
         )
-        .durable(at, EventKind::ContextMeasured { used: 10, size: 100 })
+        .durable(at, EventKind::ContextMeasured { used: 10, size: 100, cost: None })
         .durable(at, EventKind::TurnDone { message: None, stop: None })
         .build()
 }

@@ -76,7 +76,7 @@ fn event(n: usize, (selector, public, variant): Step) -> (EventKind, Visibility,
             // Numbers cannot carry a marker: internal measurements use values no public one has.
             let used = if public { n as u64 + 1 } else { 9_000_000 + n as u64 };
             let update = json!({"sessionUpdate": "usage_update", "used": used, "size": 10_000_000});
-            (EventKind::ContextMeasured { used, size: 10_000_000 }, visibility, translated(update))
+            (EventKind::ContextMeasured { used, size: 10_000_000, cost: None }, visibility, translated(update))
         }
         6 => {
             let kind = EventKind::StepDone {

@@ -4,10 +4,14 @@
 //! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
 //! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, the
 //! calls to the client `read PATH`, `write PATH TEXT`, `run CMD ARG…`, `open URL`, the tool call
-//! `edit PATH`, and anything else echoed word by word. Options: `--store PATH` (default: a file
-//! under the user's data directory; `:memory:` keeps nothing), `--page-size N` (largest
-//! `session/list` page) and `--auth` (every session method needs `authenticate` with `demo-login`
-//! first).
+//! `edit PATH`, `plan N`, `switch MODE`, `mcp`, and anything else echoed word by word; a prompt's
+//! `_meta.traceparent` comes back in the response's `_meta`. Options: `--store PATH` (default: a
+//! file under the user's data directory; `:memory:` keeps nothing), `--page-size N` (largest
+//! `session/list` page), `--auth` (every session method needs `authenticate` with `demo-login`
+//! first) and `--rich`: advertise and serve the rich input of the contract (image, audio and
+//! embedded-resource prompts, a prompt's first block deciding the turn, http MCP servers, the
+//! `/shout` command, the `_demo/echo` extension method) — an option only until the Python and Node
+//! demos have it too, so that the three answer `initialize` alike meanwhile.
 
 mod auth;
 mod client;
@@ -16,29 +20,59 @@ mod script;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use acp_facade::acp::{McpCapabilities, PromptCapabilities};
+use acp_facade::agent::{ExtensionMethod, Extensions};
+use acp_facade::host::HostResult;
 use acp_facade::runner::{Runner, SqliteStore};
+use async_trait::async_trait;
+use serde_json::Value;
 
-const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth]
+const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth] [--rich]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --page-size N    the largest session/list page (default 50)
-  --auth           require `authenticate` with method demo-login before any session method";
+  --auth           require `authenticate` with method demo-login before any session method
+  --rich           also advertise image, audio and embedded-resource prompts, http MCP servers,
+                   the /shout command and the _demo/echo extension method";
 
 struct Args {
     store: String,
     page_size: usize,
     auth: bool,
+    rich: bool,
+}
+
+/// `_demo/echo`: answers its params object as its result.
+struct Echo;
+
+#[async_trait]
+impl ExtensionMethod for Echo {
+    async fn call(&self, params: Value) -> HostResult<Value> {
+        Ok(if params.is_null() { Value::Object(serde_json::Map::new()) } else { params })
+    }
+}
+
+/// The options `--rich` adds to `options`.
+fn rich(options: acp_facade::Options) -> Result<acp_facade::Options, acp_facade::Error> {
+    let mut extensions = Extensions::new();
+    extensions.method("_demo/echo", Arc::new(Echo))?;
+    Ok(options
+        .prompt_capabilities(PromptCapabilities::new().image(true).audio(true).embedded_context(true))
+        .mcp_capabilities(McpCapabilities::new().http(true))
+        .extensions(extensions))
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut store = None;
     let mut page_size = 50usize;
     let mut auth = false;
+    let mut rich = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--store" => store = Some(args.next().ok_or("--store needs a path")?),
+            "--rich" => rich = true,
             "--page-size" => {
                 let value = args.next().ok_or("--page-size needs a number")?;
                 page_size = value
@@ -56,7 +90,7 @@ fn parse_args() -> Result<Args, String> {
         Some(store) => store,
         None => default_store()?.to_string_lossy().into_owned(),
     };
-    Ok(Args { store, page_size, auth })
+    Ok(Args { store, page_size, auth, rich })
 }
 
 /// `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`.
@@ -91,11 +125,20 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let runner = Runner::new(store, Arc::new(script::Script));
+    let runner = Runner::new(store, Arc::new(script::Script { rich: args.rich }));
     let mut options =
         runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
     if args.auth {
         options = options.authenticator(Arc::new(auth::DemoLogin));
+    }
+    if args.rich {
+        options = match rich(options) {
+            Ok(options) => options,
+            Err(e) => {
+                tracing::error!(error = %e.message, "cannot set up the rich options");
+                return std::process::ExitCode::FAILURE;
+            }
+        };
     }
     let agent = runner.agent(options);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

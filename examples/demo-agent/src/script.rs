@@ -5,21 +5,117 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use acp_facade::acp::{
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, StopReason, ToolKind,
+    AvailableCommand, AvailableCommandInput, ContentBlock, EmbeddedResourceResource, McpServer, Meta, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption,
+    StopReason, ToolKind, UnstructuredCommandInput,
 };
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::ApprovalAction;
 use acp_facade::harness::content::text_block;
 use acp_facade::runner::{Permission, Reply, RunnerSession, Turn, TurnRunner};
 use async_trait::async_trait;
+use base64::Engine as _;
 
 use crate::client;
 
 /// The context window the demo reports.
 pub const CONTEXT_SIZE: u64 = 200_000;
 
+/// The name of the demo's host-defined slash command.
+pub const SHOUT: &str = "shout";
+
 /// The demo's turn runner.
-pub struct Script;
+pub struct Script {
+    /// Whether the rich-input lines of the demo contract are on (`--rich`): the `/shout` command,
+    /// and prompts whose first block is not text.
+    pub rich: bool,
+}
+
+/// `/shout`, as advertised.
+fn shout_command() -> AvailableCommand {
+    AvailableCommand::new(SHOUT, "Repeat the input in capitals")
+        .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("text")))
+}
+
+/// A plan of `steps` entries (`step 1` …), the first `done` completed, the rest pending.
+fn plan(steps: u64, done: u64) -> Plan {
+    Plan::new(
+        (1..=steps)
+            .map(|i| {
+                let status = if i <= done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
+                PlanEntry::new(format!("step {i}"), PlanEntryPriority::Medium, status)
+            })
+            .collect(),
+    )
+}
+
+/// `mcp: NAME(TRANSPORT) …`, or `mcp: none`.
+fn mcp_line(servers: &[McpServer]) -> String {
+    if servers.is_empty() {
+        return "mcp: none".to_owned();
+    }
+    let listed: Vec<String> = servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Stdio(s) => format!("{}(stdio)", s.name),
+            McpServer::Http(s) => format!("{}(http)", s.name),
+            McpServer::Sse(s) => format!("{}(sse)", s.name),
+            _ => "unknown(unknown)".to_owned(),
+        })
+        .collect();
+    format!("mcp: {}", listed.join(" "))
+}
+
+/// The length of base64 `data` once decoded (0 when it is not base64).
+fn decoded_len(data: &str) -> usize {
+    base64::engine::general_purpose::STANDARD.decode(data).map_or(0, |bytes| bytes.len())
+}
+
+/// The chunk answering a prompt whose first block is not text, if it is one.
+fn block_line(block: &ContentBlock) -> Option<String> {
+    Some(match block {
+        ContentBlock::Text(_) => return None,
+        ContentBlock::Image(image) => format!("image {} {}", image.mime_type, decoded_len(&image.data)),
+        ContentBlock::Audio(audio) => format!("audio {} {}", audio.mime_type, decoded_len(&audio.data)),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            EmbeddedResourceResource::TextResourceContents(text) => {
+                format!("resource {} {}", text.uri, text.text.chars().count())
+            }
+            EmbeddedResourceResource::BlobResourceContents(blob) => format!("resource {} 0", blob.uri),
+            _ => "resource unknown 0".to_owned(),
+        },
+        ContentBlock::ResourceLink(link) => format!("link {}", link.uri),
+        _ => "unknown".to_owned(),
+    })
+}
+
+/// `plan N`: the whole plan, then once more per completed step; `false` when cancelled.
+async fn plan_steps(turn: &Turn, steps: u64) -> bool {
+    for done in 0..=steps {
+        if turn.is_cancelled() {
+            return false;
+        }
+        turn.plan(plan(steps, done)).await;
+    }
+    true
+}
+
+impl Script {
+    /// The reply of a turn that is no scripted text line: `/shout TEXT`, and with `--rich` a
+    /// prompt whose first block is not text.
+    fn rich_reply(&self, turn: &Turn) -> Option<String> {
+        if let Some(command) = turn.command().filter(|c| c.name == SHOUT) {
+            return Some(command.input.to_uppercase());
+        }
+        if self.rich { turn.prompt().first().and_then(block_line) } else { None }
+    }
+}
+
+/// The response `_meta` echoing the prompt's `traceparent`, if it has one.
+fn traceparent_echo(turn: &Turn) -> Option<Meta> {
+    let traceparent = turn.meta()?.get("traceparent")?.clone();
+    Some(std::iter::once(("traceparent".to_owned(), traceparent)).collect())
+}
 
 /// The first text block of the prompt, trimmed.
 fn command_text(turn: &Turn) -> String {
@@ -38,98 +134,128 @@ async fn report_usage(turn: &Turn, prompt: &str) {
     turn.usage(u64::try_from(used).unwrap_or(u64::MAX), CONTEXT_SIZE).await;
 }
 
+/// `stream N`: N chunks `t1 `, `t2 `, …; `None` when cancelled on the way.
+async fn stream(turn: &Turn, rest: &str) -> Option<StopReason> {
+    let count: u64 = rest.parse().unwrap_or(0);
+    for i in 1..=count {
+        if turn.is_cancelled() {
+            return None;
+        }
+        // Sized up front: `format!` would start smaller and grow once per chunk.
+        let mut chunk = String::with_capacity(24);
+        write!(chunk, "t{i} ").expect("writing to a String cannot fail");
+        turn.text(chunk).await;
+    }
+    Some(StopReason::EndTurn)
+}
+
+/// `tool NAME`: a tool call that asks for permission first.
+async fn tool(turn: &Turn, rest: &str) -> Option<StopReason> {
+    let name = if rest.is_empty() { "tool" } else { rest };
+    let call = turn.start_tool_call(name, ToolKind::Execute, serde_json::json!({ "name": name })).await;
+    let controls = [ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny];
+    match turn.request_permission(&call, format!("Run {name}"), &controls).await {
+        Permission::Cancelled => return None,
+        answer if answer.is_allowed() => {
+            turn.complete_tool_call(&call, vec![text_block(format!("{name} ran"))]).await;
+            turn.text(format!("{name}: done")).await;
+        }
+        _ => {
+            turn.fail_tool_call(&call, vec![text_block(format!("{name} was denied"))]).await;
+            turn.text(format!("{name}: denied")).await;
+        }
+    }
+    Some(StopReason::EndTurn)
+}
+
+/// `sleep MS`: waits, unless cancelled meanwhile.
+async fn sleep(turn: &Turn, rest: &str) -> Option<StopReason> {
+    let ms: u64 = rest.parse().unwrap_or(0);
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+        () = turn.cancelled() => return None,
+    }
+    turn.text("slept").await;
+    Some(StopReason::EndTurn)
+}
+
+/// `ask QUESTION`: the user's answer (through elicitation when the client has it).
+async fn ask(turn: &Turn, question: &str) -> Option<StopReason> {
+    match turn.ask(question).await {
+        Reply::Answered(answer) => {
+            let answer = answer.as_str().map_or_else(|| answer.to_string(), str::to_owned);
+            turn.text(format!("answer: {answer}")).await;
+        }
+        Reply::Declined => turn.text("declined").await,
+        _ => return None,
+    }
+    Some(StopReason::EndTurn)
+}
+
+/// Anything else: the words echoed one by one, each but the last with a space after it.
+async fn echo(turn: &Turn, text: &str) {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for (i, word) in words.iter().enumerate() {
+        let chunk = if i + 1 < words.len() { format!("{word} ") } else { (*word).to_owned() };
+        turn.text(chunk).await;
+    }
+}
+
 #[async_trait]
 impl TurnRunner for Script {
     async fn run_turn(&self, turn: &Turn) -> Result<StopReason, acp_facade::Error> {
+        if let Some(meta) = traceparent_echo(turn) {
+            turn.set_response_meta(meta).await;
+        }
         let text = command_text(turn);
+        if let Some(line) = self.rich_reply(turn) {
+            turn.text(line).await;
+            report_usage(turn, &text).await;
+            return Ok(StopReason::EndTurn);
+        }
         let (verb, rest) = text.split_once(char::is_whitespace).map_or((text.as_str(), ""), |(v, r)| (v, r.trim()));
+        // `None`: the turn was cancelled.
         let stop = match verb {
-            "stream" => {
-                let count: u64 = rest.parse().unwrap_or(0);
-                for i in 1..=count {
-                    if turn.is_cancelled() {
-                        return Ok(StopReason::Cancelled);
-                    }
-                    // Sized up front: `format!` would start smaller and grow once per chunk.
-                    let mut chunk = String::with_capacity(24);
-                    write!(chunk, "t{i} ").expect("writing to a String cannot fail");
-                    turn.text(chunk).await;
-                }
-                StopReason::EndTurn
-            }
+            "stream" => stream(turn, rest).await,
             "think" => {
                 turn.thought(rest).await;
                 turn.text("done thinking").await;
-                StopReason::EndTurn
+                Some(StopReason::EndTurn)
             }
-            "tool" => {
-                let name = if rest.is_empty() { "tool" } else { rest };
-                let call = turn.start_tool_call(name, ToolKind::Execute, serde_json::json!({ "name": name })).await;
-                let controls = [ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny];
-                match turn.request_permission(&call, format!("Run {name}"), &controls).await {
-                    Permission::Cancelled => return Ok(StopReason::Cancelled),
-                    answer if answer.is_allowed() => {
-                        turn.complete_tool_call(&call, vec![text_block(format!("{name} ran"))]).await;
-                        turn.text(format!("{name}: done")).await;
-                    }
-                    _ => {
-                        turn.fail_tool_call(&call, vec![text_block(format!("{name} was denied"))]).await;
-                        turn.text(format!("{name}: denied")).await;
-                    }
-                }
-                StopReason::EndTurn
-            }
-            "sleep" => {
-                let ms: u64 = rest.parse().unwrap_or(0);
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(ms)) => {}
-                    () = turn.cancelled() => return Ok(StopReason::Cancelled),
-                }
-                turn.text("slept").await;
-                StopReason::EndTurn
-            }
-            "ask" => match turn.ask(rest).await {
-                Reply::Answered(answer) => {
-                    let answer = answer.as_str().map_or_else(|| answer.to_string(), str::to_owned);
-                    turn.text(format!("answer: {answer}")).await;
-                    StopReason::EndTurn
-                }
-                Reply::Declined => {
-                    turn.text("declined").await;
-                    StopReason::EndTurn
-                }
-                _ => return Ok(StopReason::Cancelled),
-            },
-            "read" => match client::read(turn, rest).await {
-                Some(stop) => stop,
-                None => return Ok(StopReason::Cancelled),
-            },
-            "write" => match client::write(turn, rest).await {
-                Some(stop) => stop,
-                None => return Ok(StopReason::Cancelled),
-            },
-            "run" => match client::run(turn, &text, rest).await {
-                Some(stop) => stop,
-                None => return Ok(StopReason::Cancelled),
-            },
-            "open" => match client::open(turn, rest).await {
-                Some(stop) => stop,
-                None => return Ok(StopReason::Cancelled),
-            },
+            "tool" => tool(turn, rest).await,
+            "sleep" => sleep(turn, rest).await,
+            "ask" => ask(turn, rest).await,
+            "read" => client::read(turn, rest).await,
+            "write" => client::write(turn, rest).await,
+            "run" => client::run(turn, &text, rest).await,
+            "open" => client::open(turn, rest).await,
             "edit" => {
                 client::edit(turn, rest).await;
-                StopReason::EndTurn
+                Some(StopReason::EndTurn)
             }
             "fail" => return Err(acp_facade::Error::internal_msg("the demo turn failed, as asked")),
-            _ => {
-                let words: Vec<&str> = text.split_whitespace().collect();
-                for (i, word) in words.iter().enumerate() {
-                    let chunk = if i + 1 < words.len() { format!("{word} ") } else { (*word).to_owned() };
-                    turn.text(chunk).await;
+            "plan" => {
+                let planned = plan_steps(turn, rest.parse().unwrap_or(0)).await;
+                if planned {
+                    turn.text("planned").await;
                 }
-                StopReason::EndTurn
+                planned.then_some(StopReason::EndTurn)
+            }
+            "switch" => {
+                let line = if turn.set_mode(rest).await.is_ok() { "mode:" } else { "unknown mode" };
+                turn.text(format!("{line} {rest}")).await;
+                Some(StopReason::EndTurn)
+            }
+            "mcp" => {
+                turn.text(mcp_line(turn.mcp_servers())).await;
+                Some(StopReason::EndTurn)
+            }
+            _ => {
+                echo(turn, &text).await;
+                Some(StopReason::EndTurn)
             }
         };
+        let Some(stop) = stop else { return Ok(StopReason::Cancelled) };
         report_usage(turn, &text).await;
         Ok(stop)
     }
@@ -154,6 +280,10 @@ impl TurnRunner for Script {
             )
             .category(SessionConfigOptionCategory::Model),
         ]
+    }
+
+    fn commands(&self) -> Vec<AvailableCommand> {
+        if self.rich { vec![shout_command()] } else { Vec::new() }
     }
 
     fn title(&self, first_prompt: &str) -> Option<String> {

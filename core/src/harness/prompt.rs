@@ -1,0 +1,51 @@
+//! A prompt as the facade hands it to a host: its content blocks, the host-defined slash command
+//! it invokes, if any, and the request's `_meta`.
+
+use crate::acp::{ContentBlock, Meta};
+
+/// One invocation of a host-defined slash command: a prompt whose first block is the text
+/// `/name input` naming one of the commands the session advertises (see
+/// [`LiveSession::commands`](crate::host::LiveSession::commands)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlashCommand {
+    /// The command's name, without the slash.
+    pub name: String,
+    /// What follows the name, trimmed; empty when nothing does.
+    pub input: String,
+}
+
+/// A `session/prompt`, as [`LiveSession::submit_prompt`](crate::host::LiveSession::submit_prompt)
+/// receives it.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct Prompt {
+    /// The content blocks, as the client sent them (already checked against the advertised
+    /// `promptCapabilities`).
+    pub content: Vec<ContentBlock>,
+    /// The host-defined slash command the prompt invokes, if any. The content still holds the
+    /// prompt's text as typed.
+    pub command: Option<SlashCommand>,
+    /// The request's `_meta` (for example a W3C `traceparent`), as the client sent it.
+    pub meta: Option<Meta>,
+}
+
+impl Prompt {
+    /// A prompt of `content`, invoking no command, without `_meta`.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
+        Self { content, command: None, meta: None }
+    }
+
+    /// Sets the invoked command.
+    #[must_use]
+    pub fn command(mut self, command: Option<SlashCommand>) -> Self {
+        self.command = command;
+        self
+    }
+
+    /// Sets the request's `_meta`.
+    #[must_use]
+    pub fn meta(mut self, meta: Option<Meta>) -> Self {
+        self.meta = meta;
+        self
+    }
+}
