@@ -115,6 +115,7 @@ impl Agent {
     /// An agent for one connection.
     pub fn new(options: Options) -> Self {
         let registry = Registry::new(options.max_sessions);
+        let cursor_key = options.cursor_key.map_or_else(list::CursorKey::random, list::CursorKey::from_bytes);
         Self {
             inner: Arc::new(AgentInner {
                 options,
@@ -123,7 +124,7 @@ impl Agent {
                 authenticated: AtomicBool::new(false),
                 client_capabilities: OnceLock::new(),
                 peer: OnceLock::new(),
-                cursor_key: list::CursorKey::random(),
+                cursor_key,
             }),
         }
     }

@@ -10,6 +10,7 @@ pub mod host;
 pub mod lifecycle;
 pub mod runner;
 pub mod schema;
+pub mod stores;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

@@ -24,6 +24,7 @@ mod resume;
 mod runner;
 mod session_new;
 mod smoke;
+mod store;
 mod stress;
 mod stress_lifecycle;
 mod visibility;
