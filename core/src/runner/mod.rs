@@ -111,13 +111,17 @@ pub(crate) struct RunnerInner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) turns: Arc<dyn TurnRunner>,
     pub(crate) subscriber_capacity: usize,
-    live: live::LiveSessions,
+    live: Arc<live::LiveSessions<RunnerSession>>,
     counter: std::sync::atomic::AtomicU64,
 }
 
 impl RunnerInner {
     pub(crate) fn live_session(&self, id: &SessionId) -> Option<Arc<RunnerSession>> {
         self.live.get(id)
+    }
+
+    pub(crate) fn live(&self) -> &Arc<live::LiveSessions<RunnerSession>> {
+        &self.live
     }
 }
 
@@ -126,10 +130,10 @@ impl Runner {
     pub fn new(store: Arc<dyn Store>, turns: Arc<dyn TurnRunner>) -> Self {
         Self {
             inner: Arc::new(RunnerInner {
+                live: live::LiveSessions::new(store.clone()),
                 store,
                 turns,
                 subscriber_capacity: hub::DEFAULT_SUBSCRIBER_CAPACITY,
-                live: live::LiveSessions::default(),
                 counter: std::sync::atomic::AtomicU64::new(0),
             }),
         }
@@ -174,7 +178,7 @@ impl Runner {
         id: &SessionId,
         setup: &Setup,
     ) -> Result<(Arc<RunnerSession>, Vec<crate::harness::Event>), Error> {
-        let mut reservation = live::reserve(&self.inner, id).await?;
+        let mut reservation = self.inner.live.reserve(id).await?;
         reservation.claiming();
         self.claim(id).await?;
         // Read after the claim: every write of the previous owner is in.
@@ -229,7 +233,7 @@ impl SessionHost for Runner {
             })
             .await?;
         let session = RunnerSession::new(self.inner.clone(), id, setup.cwd().to_path_buf(), History::default());
-        self.inner.live.insert_new(&session)?;
+        self.inner.live.insert_new(session.session_id(), &session)?;
         Ok(session)
     }
 }
@@ -275,7 +279,7 @@ impl SessionDeleter for Runner {
         if self.inner.live_session(&session_id).is_some() {
             return Err(Error::invalid_request_msg(format!("session {session_id} is open: close it first")));
         }
-        let mut reservation = live::reserve(&self.inner, &session_id).await?;
+        let mut reservation = self.inner.live.reserve(&session_id).await?;
         reservation.claiming();
         self.claim(&session_id).await?;
         self.inner.store.delete_session(&session_id).await?;

@@ -50,6 +50,7 @@ use tokio_util::sync::CancellationToken;
 use super::RunnerInner;
 use super::hub::EventHub;
 use super::journal::{Journal, unrecorded};
+use super::live::retrying;
 use super::store::StoreErrorKind;
 use super::store::now_rfc3339;
 use super::turn::Turn;
@@ -138,7 +139,10 @@ impl Drop for RunnerSession {
         if unwritten > 0 && self.journal.fenced().is_none() {
             tracing::error!(session = %self.id, events = unwritten, "a session went away with events not journaled");
         }
-        super::live::dropped(self);
+        // Dropped without being closed (the facade could not serve it): its claim goes back.
+        if let Some(release) = self.runner.live().begin_release(&self.id, self) {
+            self.runner.live().spawn_release(release);
+        }
     }
 }
 
@@ -161,16 +165,8 @@ impl RunnerSession {
         })
     }
 
-    pub(crate) fn runner(&self) -> &Arc<RunnerInner> {
-        &self.runner
-    }
-
     pub(crate) fn session_id(&self) -> &SessionId {
         &self.id
-    }
-
-    pub(crate) fn journal(&self) -> &Journal {
-        &self.journal
     }
 
     /// The session's working directory.
@@ -320,6 +316,29 @@ impl RunnerSession {
         if let Err(e) = self.journal.write().await {
             tracing::warn!(session = %self.id, error = %e, "could not journal events yet");
         }
+    }
+
+    /// Closing: writes what is left of the journal, then gives the session's claim back to the
+    /// store (see the `live` module), both from a task of its own — a close that outlives its
+    /// grace period still finishes them — which this waits for. Nothing happens unless this is
+    /// the live session of its id.
+    async fn give_back(&self) {
+        let live = self.runner.live();
+        let Some(this) = live.get(&self.id).filter(|s| std::ptr::eq(Arc::as_ptr(s), self)) else {
+            return;
+        };
+        let Some(release) = live.begin_release(&self.id, self) else {
+            return;
+        };
+        let live = live.clone();
+        let task = tokio::spawn(async move {
+            if let Err(e) = retrying(&this.id, "write its last events", || this.journal.write()).await {
+                tracing::error!(session = %this.id, error = %e, "the session's last events were not journaled");
+            }
+            drop(this);
+            live.release(release).await;
+        });
+        let _ = task.await;
     }
 
     /// Before a turn starts: the session still belongs to this process, and nothing earlier
@@ -512,7 +531,7 @@ impl SessionCloser for RunnerSession {
         if let Some(finished) = self.cancel_running() {
             finished.cancelled().await;
         }
-        super::live::close(self).await;
+        self.give_back().await;
         Ok(())
     }
 }

@@ -12,10 +12,10 @@ use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls};
 
-use super::super::store::StoreError;
+use crate::runner::store::StoreError;
 
 /// A pool of connections to one database.
-pub(super) struct Db {
+pub(crate) struct Db {
     pool: Pool,
     timeout: Duration,
     /// Which server and database, for messages (no password).
@@ -29,13 +29,13 @@ impl std::fmt::Debug for Db {
 }
 
 /// A database call: runs on one connection; its future borrows it.
-pub(super) type Call<'c, T> = BoxFuture<'c, Result<T, tokio_postgres::Error>>;
+pub(crate) type Call<'c, T> = BoxFuture<'c, Result<T, tokio_postgres::Error>>;
 
 impl Db {
     /// A pool of at most `size` connections to the database at `url` (a `postgres://` URL or a
     /// `key=value` connection string; without TLS). Connects lazily: the first call opens the
     /// first connection.
-    pub(super) fn new(url: &str, size: usize, timeout: Duration) -> Result<Self, StoreError> {
+    pub(crate) fn new(url: &str, size: usize, timeout: Duration) -> Result<Self, StoreError> {
         let mut config: Config = url
             .parse()
             .map_err(|e: tokio_postgres::Error| StoreError::new(format!("invalid PostgreSQL URL: {}", chain(&e))))?;
@@ -59,7 +59,7 @@ impl Db {
     }
 
     /// The server and database, for messages.
-    pub(super) fn target(&self) -> &str {
+    pub(crate) fn target(&self) -> &str {
         &self.target
     }
 
@@ -68,7 +68,7 @@ impl Db {
     /// connection is thrown away and `call` runs once more on a fresh one: every call of the
     /// store is idempotent (see the module doc of `postgres`). `what` names the call in errors;
     /// `env` is what the call reads (its future may borrow it as long as the connection).
-    pub(super) async fn run<E: Sync + ?Sized, T>(
+    pub(crate) async fn run<E: Sync + ?Sized, T>(
         &self,
         what: &str,
         env: &E,
@@ -168,7 +168,7 @@ fn is_connection_failure(e: &tokio_postgres::Error) -> bool {
 }
 
 /// An error with its causes, `outer: inner: …`.
-pub(super) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {
@@ -205,7 +205,11 @@ fn describe(config: &Config) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
+
+    use tokio_postgres::Config;
+
+    use crate::runner::postgres::db::{Db, describe};
 
     #[test]
     fn targets_are_described_without_passwords() {

@@ -26,15 +26,15 @@ const FORGET: &str = "DELETE FROM acp_owners WHERE expires_at < now() - interval
 
 /// One process's owner identity.
 #[derive(Debug)]
-pub(super) struct Owner {
+pub(crate) struct Owner {
     /// The row's key: random, never reused.
-    pub(super) id: String,
-    pub(super) pid: i64,
-    pub(super) host: String,
+    pub(crate) id: String,
+    pub(crate) pid: i64,
+    pub(crate) host: String,
 }
 
 impl Owner {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut random = [0u8; 16];
         rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut random)
             .expect("the operating system's random source");
@@ -59,7 +59,7 @@ fn host_name() -> String {
 
 /// The registered owner row and its heartbeat; dropping it stops the heartbeat (the row then
 /// expires within the lease).
-pub(super) struct Lease {
+pub(crate) struct Lease {
     heartbeat: AbortHandle,
 }
 
@@ -76,7 +76,7 @@ const RENEW: &str = "INSERT INTO acp_owners (id, expires_at, pid, host)
 impl Lease {
     /// Registers `owner` for `lease`, forgets long-dead owners, and starts the heartbeat (on the
     /// current Tokio runtime).
-    pub(super) async fn register(db: &Arc<Db>, owner: &Arc<Owner>, lease: Duration) -> Result<Self, StoreError> {
+    pub(crate) async fn register(db: &Arc<Db>, owner: &Arc<Owner>, lease: Duration) -> Result<Self, StoreError> {
         renew(db, owner, lease).await?;
         db.run("forget dead owners", &(), |c, ()| Box::pin(async move { c.execute(FORGET, &[]).await })).await?;
         let heartbeat = tokio::spawn(beat(db.clone(), owner.clone(), lease)).abort_handle();
@@ -85,7 +85,7 @@ impl Lease {
 
     /// Stops the heartbeat and deletes the owner row: every session this process still owns is
     /// free at once (`ON DELETE SET NULL`).
-    pub(super) async fn retire(&self, db: &Db, owner: &Owner) -> Result<(), StoreError> {
+    pub(crate) async fn retire(&self, db: &Db, owner: &Owner) -> Result<(), StoreError> {
         self.heartbeat.abort();
         db.run("retire this process's lease", owner, |c, owner| {
             Box::pin(async move { c.execute("DELETE FROM acp_owners WHERE id = $1", &[&owner.id]).await })

@@ -21,11 +21,11 @@ use crate::runner::store::StoreError;
 ///
 /// To change the schema, append a step. Never edit a step that has shipped: a database that
 /// already ran it would not run it again.
-pub(super) const MIGRATIONS: &[&str] = &[V0_TO_V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V0_TO_V1];
 
 /// The schema version this code reads and writes.
 #[allow(clippy::cast_possible_wrap, reason = "a handful of migrations")]
-pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The advisory lock that serialises migrations (any 64-bit number no other application uses:
 /// the ASCII of `acp-fcd` then 1).
@@ -76,7 +76,7 @@ const META_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
      WHERE c.relname = 'acp_meta' AND n.nspname = current_schema())";
 
 /// Brings the schema to [`SCHEMA_VERSION`] and returns the cursor key.
-pub(super) async fn prepare(db: &Db) -> Result<[u8; 32], StoreError> {
+pub(crate) async fn prepare(db: &Db) -> Result<[u8; 32], StoreError> {
     // Up to date with a key (every open but the first): no lock, no transaction.
     if let (Some(SCHEMA_VERSION), Some(key)) = db.run("read the schema version", &(), |c, ()| read_meta(c)).await? {
         return Ok(key);
