@@ -161,16 +161,16 @@ impl Journal {
     }
 }
 
-/// What an event that asked for a write must say instead when the write failed: a turn's end
-/// becomes a failure, a compaction's result a rejection, both naming the store's error (`None`:
-/// the event is not one of those).
+/// What an event that asked for a write must say instead when the write failed: a turn that
+/// ended well or was interrupted becomes a failure, a compaction's success a rejection, both naming
+/// the store's error (`None`: the event already says something went wrong, or is not a result).
 pub(crate) fn unrecorded(kind: &EventKind, e: &StoreError) -> Option<EventKind> {
     let reason = format!("the session store could not record it: {}", e.message());
     match kind {
-        EventKind::TurnDone { .. } | EventKind::TurnFailed { .. } | EventKind::TurnInterrupted {} => {
+        EventKind::TurnDone { .. } | EventKind::TurnInterrupted {} => {
             Some(EventKind::TurnFailed { error: format!("the turn failed: {reason}") })
         }
-        EventKind::CompactWaiterResolved {} | EventKind::CompactWaiterRejected { .. } => {
+        EventKind::CompactWaiterResolved {} => {
             Some(EventKind::CompactWaiterRejected { reason: format!("compaction failed: {reason}") })
         }
         _ => None,

@@ -4,10 +4,8 @@
 //! `PostgreSQL` is the server named by `ACP_FACADE_TEST_POSTGRES_URL` (scripts/test starts one and
 //! sets it); each database family gets a schema of its own (`search_path`), so tests never see
 //! each other's sessions. Without the variable the `PostgreSQL` cases are not run and every test
-//! that would have run them says so on stderr — unless `ACP_FACADE_TEST_POSTGRES_REQUIRED=1`
+//! that would have run them is announced once on stderr — unless `ACP_FACADE_TEST_POSTGRES_REQUIRED=1`
 //! (scripts/test sets it too), which makes its absence a failure.
-
-#![allow(clippy::print_stderr, reason = "a missing test database is announced on stderr")]
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,6 +21,7 @@ pub const REQUIRED_VAR: &str = "ACP_FACADE_TEST_POSTGRES_REQUIRED";
 
 /// The test server's URL, or `None` (announced on stderr; a failure when required).
 pub fn postgres_base_url() -> Option<String> {
+    static ANNOUNCED: std::sync::Once = std::sync::Once::new();
     match std::env::var(URL_VAR) {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
@@ -30,10 +29,17 @@ pub fn postgres_base_url() -> Option<String> {
                 std::env::var(REQUIRED_VAR).as_deref() != Ok("1"),
                 "{REQUIRED_VAR}=1 but {URL_VAR} is not set: the PostgreSQL store tests cannot run"
             );
-            eprintln!(
-                "!! {URL_VAR} is not set: this test ran WITHOUT the PostgreSQL store (scripts/test starts a \
-                 server and sets it; see scripts/lib/postgres.sh)"
-            );
+            // Once per test binary, past the test harness's capture of `eprintln!`.
+            ANNOUNCED.call_once(|| {
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    format!(
+                        "\n!! {URL_VAR} is not set: the store and runner tests run WITHOUT the PostgreSQL store \
+                         (scripts/test starts a server and sets it; see scripts/lib/postgres.sh)\n\n"
+                    )
+                    .as_bytes(),
+                );
+            });
             None
         }
     }
@@ -155,4 +161,19 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A plain connection to the test database at `url` (for what the tests do behind the store's
+/// back: expire a lease, corrupt a row).
+pub async fn raw_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+/// A `PostgreSQL` store on `url` with this lease.
+pub async fn open_postgres_with_lease(url: &str, lease: Duration) -> PostgresStore {
+    PostgresStore::connect_with(url, PostgresOptions::default().lease(lease))
+        .await
+        .unwrap_or_else(|e| panic!("cannot open the PostgreSQL store: {e}"))
 }
