@@ -4,19 +4,22 @@
 //! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
 //! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and
 //! anything else echoed word by word. Options: `--store PATH` (default: a file under the user's
-//! data directory; `:memory:` keeps nothing) and `--page-size N` (largest `session/list` page).
+//! data directory; `:memory:` keeps nothing; a `postgres://` URL keeps them in PostgreSQL, shared
+//! by every process started with it) and `--page-size N` (largest `session/list` page).
 
 mod script;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use acp_facade::runner::{Runner, SqliteStore};
+use acp_facade::runner::{PostgresStore, Runner, SqliteStore, Store};
 
-const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
+  --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
+                   process using the same database
   --page-size N    the largest session/list page (default 50)";
 
 struct Args {
@@ -60,6 +63,11 @@ fn default_store() -> Result<PathBuf, String> {
     Ok(base.join("acp-facade").join("demo.sqlite"))
 }
 
+/// Whether `--store` names a PostgreSQL database rather than an `SQLite` file.
+fn is_postgres(store: &str) -> bool {
+    store.starts_with("postgres://") || store.starts_with("postgresql://")
+}
+
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -75,17 +83,6 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let store = match SqliteStore::open(&args.store) {
-        Ok(store) => Arc::new(store),
-        Err(e) => {
-            tracing::error!(store = args.store, error = %e, "cannot open the session store");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    let runner = Runner::new(store, Arc::new(script::Script));
-    let options =
-        runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
-    let agent = runner.agent(options);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -93,7 +90,39 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(agent.serve_stdio()) {
+    // The PostgreSQL store is kept to be closed on the way out: its sessions are free at once.
+    let (store, postgres): (Arc<dyn Store>, Option<Arc<PostgresStore>>) = if is_postgres(&args.store) {
+        match runtime.block_on(PostgresStore::connect(&args.store)) {
+            Ok(store) => {
+                let store = Arc::new(store);
+                (store.clone(), Some(store))
+            }
+            Err(e) => {
+                // The error names the server and database, never the URL's password.
+                tracing::error!(error = %e, "cannot open the session store");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    } else {
+        match SqliteStore::open(&args.store) {
+            Ok(store) => (Arc::new(store), None),
+            Err(e) => {
+                tracing::error!(store = args.store, error = %e, "cannot open the session store");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    };
+    let runner = Runner::new(store, Arc::new(script::Script));
+    let options =
+        runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
+    let agent = runner.agent(options);
+    let served = runtime.block_on(agent.serve_stdio());
+    if let Some(postgres) = postgres {
+        if let Err(e) = runtime.block_on(postgres.close()) {
+            tracing::warn!(error = %e, "could not retire this process's lease");
+        }
+    }
+    match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "serving failed");

@@ -48,6 +48,9 @@ use super::store::{Claim, SessionRecord, Store, StoreError};
 use crate::acp::SessionId;
 use crate::harness::Event;
 
+/// The longest [`PostgresStore::close`] waits.
+pub const CLOSE_LIMIT: Duration = Duration::from_secs(3);
+
 /// Settings of a [`PostgresStore`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -132,10 +135,18 @@ impl PostgresStore {
     }
 
     /// Ends this process's use of the store: stops renewing its lease and frees every session it
-    /// still owns at once (without this, they are free when the lease expires). The store must
-    /// not be used afterwards.
+    /// still owns at once (without this, they are free when the lease expires). Waits at most
+    /// [`CLOSE_LIMIT`] (a process on its way out should not hang on a database that is down: the
+    /// lease then expires on its own). The store must not be used afterwards.
     pub async fn close(&self) -> Result<(), StoreError> {
-        self.lease.retire(&self.db, &self.owner).await
+        match tokio::time::timeout(CLOSE_LIMIT, self.lease.retire(&self.db, &self.owner)).await {
+            Ok(retired) => retired,
+            Err(_) => Err(StoreError::unavailable(format!(
+                "could not retire this process's lease within {CLOSE_LIMIT:?} ({}): its sessions are free \
+                 once it expires",
+                self.db.target()
+            ))),
+        }
     }
 
     /// This process's owner id (its row in `acp_owners`).

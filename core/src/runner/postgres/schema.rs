@@ -78,7 +78,7 @@ const META_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
 /// Brings the schema to [`SCHEMA_VERSION`] and returns the cursor key.
 pub(crate) async fn prepare(db: &Db) -> Result<[u8; 32], StoreError> {
     // Up to date with a key (every open but the first): no lock, no transaction.
-    if let (Some(SCHEMA_VERSION), Some(key)) = db.run("read the schema version", &(), |c, ()| read_meta(c)).await? {
+    if let (Some(SCHEMA_VERSION), Some(key)) = db.run("open", &(), |c, ()| read_meta(c)).await? {
         return Ok(key);
     }
     let fresh = random_key();
