@@ -4,7 +4,7 @@
 //! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
 //! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and
 //! anything else echoed word by word. Options: `--store PATH` (default: a file under the user's
-//! data directory; `:memory:` keeps nothing; a `postgres://` URL keeps them in PostgreSQL, shared
+//! data directory; `:memory:` keeps nothing; a `postgres://` URL keeps them in `PostgreSQL`, shared
 //! by every process started with it) and `--page-size N` (largest `session/list` page).
 
 mod script;
@@ -63,7 +63,7 @@ fn default_store() -> Result<PathBuf, String> {
     Ok(base.join("acp-facade").join("demo.sqlite"))
 }
 
-/// Whether `--store` names a PostgreSQL database rather than an `SQLite` file.
+/// Whether `--store` names a `PostgreSQL` database rather than an `SQLite` file.
 fn is_postgres(store: &str) -> bool {
     store.starts_with("postgres://") || store.starts_with("postgresql://")
 }
@@ -117,10 +117,10 @@ fn main() -> std::process::ExitCode {
         runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
     let agent = runner.agent(options);
     let served = runtime.block_on(agent.serve_stdio());
-    if let Some(postgres) = postgres {
-        if let Err(e) = runtime.block_on(postgres.close()) {
-            tracing::warn!(error = %e, "could not retire this process's lease");
-        }
+    if let Some(postgres) = postgres
+        && let Err(e) = runtime.block_on(postgres.close())
+    {
+        tracing::warn!(error = %e, "could not retire this process's lease");
     }
     match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
