@@ -89,8 +89,33 @@ impl EventHub {
     }
 
     /// Numbers `event` (its `header.seq`) and delivers it to every subscriber, waiting for room.
-    pub async fn publish(&self, event: Event) {
-        self.number(event).await.deliver().await;
+    pub async fn publish(&self, mut event: Event) {
+        // As `number` then `Numbered::deliver`, without moving the event through a `Numbered`:
+        // this is the path of every streamed token.
+        let mut seq = match self.order.try_lock() {
+            Ok(seq) => seq,
+            Err(_) => self.order.lock().await,
+        };
+        event.header.seq = *seq;
+        *seq += 1;
+        self.deliver_all(event).await;
+        drop(seq);
+    }
+
+    /// Delivers a numbered event to every subscriber, waiting for room (the caller holds the
+    /// publish order).
+    async fn deliver_all(&self, event: Event) {
+        let subscribers = self.snapshot();
+        let mut saw_closed = false;
+        if let Some((last, others)) = subscribers.split_last() {
+            for tx in others {
+                saw_closed |= deliver(tx, event.clone()).await;
+            }
+            saw_closed |= deliver(last, event).await;
+        }
+        if saw_closed {
+            self.forget_closed();
+        }
     }
 
     /// Numbers `event` and holds the publish order until the returned [`Numbered`] is delivered
@@ -155,18 +180,7 @@ impl Numbered<'_> {
 
     /// Delivers the event to every subscriber, waiting for room, and releases the publish order.
     pub(crate) async fn deliver(self) {
-        let hub = self.hub;
-        let subscribers = hub.snapshot();
-        let mut saw_closed = false;
-        if let Some((last, others)) = subscribers.split_last() {
-            for tx in others {
-                saw_closed |= deliver(tx, self.event.clone()).await;
-            }
-            saw_closed |= deliver(last, self.event).await;
-        }
-        if saw_closed {
-            hub.forget_closed();
-        }
+        self.hub.deliver_all(self.event).await;
     }
 }
 

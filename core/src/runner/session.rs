@@ -11,11 +11,13 @@
 //! - before a gate opens, a turn ends (done, failed, interrupted) or a compaction result is
 //!   delivered, the batch is written first — the client never sees a turn end, or is asked a
 //!   question, that is not in the store;
-//! - otherwise no later than [`JOURNAL_DELAY`](super::JOURNAL_DELAY) after the oldest unwritten event, while the turn
-//!   waits (for a model, a tool, a slow client), written alongside the running turn.
+//! - otherwise no later than [`JOURNAL_DELAY`](super::JOURNAL_DELAY) after the oldest unwritten
+//!   event, while the turn waits (for a model, a tool, a slow client), written alongside the
+//!   running turn.
 //!
-//! So a short turn costs one transaction, and a crash loses at most the last [`JOURNAL_DELAY`](super::JOURNAL_DELAY) of
-//! a turn in progress — never its prompt once the turn has run that long, never an earlier turn.
+//! So a short turn costs one transaction, and a crash loses at most the last
+//! [`JOURNAL_DELAY`](super::JOURNAL_DELAY) of a turn in progress — never its prompt once the turn
+//! has run that long, never an earlier turn.
 //!
 //! An event is gathered once the hub has numbered it, before anyone receives it, so the journal
 //! holds the `seq`s the client's stream had, in order. A session reopened from its journal
@@ -215,9 +217,10 @@ impl RunnerSession {
     ///
     /// Enduring events are journaled in batches (see the module doc): a gate opening, a turn's
     /// terminal or a compaction result writes the batch, itself included, before it is
-    /// delivered; other Enduring events wait for that or for [`JOURNAL_DELAY`](super::JOURNAL_DELAY). When that write
-    /// fails, a terminal or compaction result is delivered as a failure instead and a gate is not
-    /// delivered at all (the turn is cancelled and will fail).
+    /// delivered; other Enduring events wait for that or for
+    /// [`JOURNAL_DELAY`](super::JOURNAL_DELAY). When that write fails, a terminal or compaction
+    /// result is delivered as a failure instead and a gate is not delivered at all (the turn is
+    /// cancelled and will fail).
     pub(crate) async fn publish(
         &self,
         class: EventClass,
@@ -420,13 +423,14 @@ impl RunnerSession {
         turn.end_step().await;
         let cancelled = turn.is_cancelled();
         let failure = self.turn_failure.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let terminal = match outcome {
-            _ if failure.is_some() => EventKind::TurnFailed { error: failure.unwrap_or_default() },
-            Ok(Ok(StopReason::Cancelled)) => EventKind::TurnInterrupted {},
-            Ok(Ok(_) | Err(_)) if cancelled => EventKind::TurnInterrupted {},
-            Ok(Ok(stop)) => EventKind::TurnDone { message: None, stop: Some(stop) },
-            Ok(Err(e)) => EventKind::TurnFailed { error: e.message },
-            Err(panic) => EventKind::TurnFailed {
+        let terminal = match (failure, outcome) {
+            // A question that could not be journaled cancelled the turn: it failed.
+            (Some(error), _) => EventKind::TurnFailed { error },
+            (None, Ok(Ok(StopReason::Cancelled))) => EventKind::TurnInterrupted {},
+            (None, Ok(Ok(_) | Err(_))) if cancelled => EventKind::TurnInterrupted {},
+            (None, Ok(Ok(stop))) => EventKind::TurnDone { message: None, stop: Some(stop) },
+            (None, Ok(Err(e))) => EventKind::TurnFailed { error: e.message },
+            (None, Err(panic)) => EventKind::TurnFailed {
                 error: format!("the turn panicked: {}", crate::rpc::connection::panic_message(&*panic)),
             },
         };

@@ -39,6 +39,9 @@ impl Db {
         let mut config: Config = url
             .parse()
             .map_err(|e: tokio_postgres::Error| StoreError::new(format!("invalid PostgreSQL URL: {}", chain(&e))))?;
+        if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
+            default_host(&mut config);
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(timeout);
         }
@@ -178,6 +181,17 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// The server of a URL that names none (`postgres:///dbname`), as libpq finds it: `$PGHOST`, else
+/// the local socket directory of Debian's packages when it exists, else `localhost`.
+fn default_host(config: &mut Config) {
+    const SOCKET_DIR: &str = "/var/run/postgresql";
+    match std::env::var("PGHOST") {
+        Ok(host) if !host.is_empty() => config.host(&host),
+        _ if std::path::Path::new(SOCKET_DIR).is_dir() => config.host_path(SOCKET_DIR),
+        _ => config.host("localhost"),
+    };
+}
+
 /// `host=… port=… dbname=… user=…`, as the URL gave them (never the password).
 fn describe(config: &Config) -> String {
     let hosts: Vec<String> = config
@@ -217,6 +231,8 @@ mod tests {
         assert_eq!(describe(&config), "host=db.example port=6543 dbname=sessions user=alice");
         let config: Config = "postgres://acp@/postgres?host=/tmp/sock".parse().expect("socket url");
         assert_eq!(describe(&config), "host=/tmp/sock dbname=postgres user=acp");
+        let db = Db::new("postgres:///sessions", 1, Duration::from_secs(1)).expect("no host: a default one");
+        assert!(db.target().starts_with("host=") && db.target().ends_with("dbname=sessions"), "{}", db.target());
         let err = Db::new("mysql://nope", 1, Duration::from_secs(1)).expect_err("not postgres");
         assert!(err.message().starts_with("invalid PostgreSQL URL"), "{err}");
     }
