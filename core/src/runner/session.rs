@@ -1,7 +1,7 @@
 //! A runner session: the [`LiveSession`] the runner hands the facade.
 //!
 //! It owns the session's [`EventHub`], journals every Enduring event to the
-//! [`Store`](super::Store) through its [`Journal`], runs one turn at a time on its own task, and
+//! [`Store`](super::Store) through its journal writer, runs one turn at a time on its own task, and
 //! answers gates through one-shot channels keyed by gate id.
 //!
 //! # Journaling

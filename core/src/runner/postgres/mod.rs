@@ -20,7 +20,7 @@
 //!   releasing clears it. Every write to a session — append, touch — checks in its own statement
 //!   that this process is the owner (the row stays locked until it commits), and a claim waits for
 //!   that lock: a takeover is ordered after the previous owner's last write, which the new owner
-//!   then reads, and the old owner's later writes fail ([`StoreErrorKind::NotOwner`]). No two
+//!   then reads, and the old owner's later writes fail ([`StoreErrorKind::NotOwner`](super::StoreErrorKind::NotOwner)). No two
 //!   processes ever append to one session interleaved.
 //! - **Calls are idempotent.** A call whose connection broke is run once more on a fresh
 //!   connection (see `db`), and the runner repeats a batch after an unavailable store; so an
@@ -28,7 +28,7 @@
 //!   first_seq)`) is taken as done, a create that finds its own session (same owner, same creation
 //!   time) succeeds, and claims, releases and deletes are naturally repeatable.
 //! - **Bounded waits.** Every call waits at most [`PostgresOptions::timeout`] (for a connection,
-//!   then for the answer), then fails with [`StoreErrorKind::Unavailable`]; the pool reconnects
+//!   then for the answer), then fails with [`StoreErrorKind::Unavailable`](super::StoreErrorKind::Unavailable); the pool reconnects
 //!   when the database returns.
 
 mod db;
@@ -251,7 +251,7 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// Why a write to `id` found no session owned by this process: a [`StoreErrorKind::NotOwner`]
+    /// Why a write to `id` found no session owned by this process: a [`StoreErrorKind::NotOwner`](super::StoreErrorKind::NotOwner)
     /// error, or `None` when there is no such session.
     async fn not_owned(&self, id: &SessionId, what: &str) -> Result<Option<StoreError>, StoreError> {
         let holder = self.holder(id, what).await?;
