@@ -20,16 +20,17 @@
 //!   releasing clears it. Every write to a session — append, touch — checks in its own statement
 //!   that this process is the owner (the row stays locked until it commits), and a claim waits for
 //!   that lock: a takeover is ordered after the previous owner's last write, which the new owner
-//!   then reads, and the old owner's later writes fail ([`StoreErrorKind::NotOwner`](super::StoreErrorKind::NotOwner)). No two
-//!   processes ever append to one session interleaved.
+//!   then reads, and the old owner's later writes fail
+//!   ([`NotOwner`](super::StoreErrorKind::NotOwner)). No two processes ever append to one session
+//!   interleaved.
 //! - **Calls are idempotent.** A call whose connection broke is run once more on a fresh
 //!   connection (see `db`), and the runner repeats a batch after an unavailable store; so an
 //!   append whose first event's `seq` already starts an entry of the session (`UNIQUE (session_id,
 //!   first_seq)`) is taken as done, a create that finds its own session (same owner, same creation
 //!   time) succeeds, and claims, releases and deletes are naturally repeatable.
 //! - **Bounded waits.** Every call waits at most [`PostgresOptions::timeout`] (for a connection,
-//!   then for the answer), then fails with [`StoreErrorKind::Unavailable`](super::StoreErrorKind::Unavailable); the pool reconnects
-//!   when the database returns.
+//!   then for the answer), then fails with [`Unavailable`](super::StoreErrorKind::Unavailable);
+//!   the pool reconnects when the database returns.
 
 mod db;
 mod lease;
