@@ -62,6 +62,7 @@ exports.Agent = native.Agent
 exports.Connection = native.Connection
 exports.EventHub = native.EventHub
 exports.MemoryStore = native.MemoryStore
+exports.PostgresStore = native.PostgresStore
 exports.Runner = native.Runner
 exports.SqliteStore = native.SqliteStore
 exports.Turn = native.Turn

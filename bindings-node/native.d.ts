@@ -246,12 +246,34 @@ export declare class MemoryStore {
 }
 
 /**
+ * A session store in a `PostgreSQL` database, shared by every process that uses the same
+ * database (each session live in one process at a time).
+ */
+export declare class PostgresStore {
+  /**
+   * Connects to the database at `url` (`postgres://user:password@host:port/dbname`, or
+   * `postgres://user@/dbname?host=/run/postgresql` for a Unix socket; no TLS) and prepares it
+   * (schema, cursor key, this process's lease), blocking until done: a constructor cannot
+   * wait for a promise, and an agent has nothing to serve before its store is open. Throws
+   * `ERR_ACP_STORE` when the database cannot be reached or used (the message names the
+   * server, never the password).
+   */
+  constructor(url: string)
+  /**
+   * Frees every session this process still owns at once and stops renewing its lease (without
+   * it, they are free when the lease expires); waits at most 3 s. Rejects with
+   * `ERR_ACP_STORE` when it cannot.
+   */
+  close(): Promise<void>
+}
+
+/**
  * A complete ACP agent from one `runTurn` function: sessions, history, replay, list, resume,
  * delete, config options and `/compact` are kept in `store`.
  */
 export declare class Runner {
   /** A runner over `store` running turns with `turns`. */
-  constructor(store: SqliteStore | MemoryStore, turns: TurnRunner)
+  constructor(store: SqliteStore | PostgresStore | MemoryStore, turns: TurnRunner)
   /**
    * An agent serving this runner's sessions (one agent per connection); with an
    * `authenticator`, its session methods need `authenticate` first.

@@ -25,11 +25,12 @@ def test_scenario(name: str, agent, outcomes: Outcomes) -> None:
         pytest.fail(f"{name} against the {agent.name} demo agent:\n\n{outcome.report()}", pytrace=False)
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+# Scenarios whose wire cannot be compared by design (several processes racing, a database restart)
+# say so with `compare=NONE` and a reason; they are run and checked per agent above, and simply
+# have no comparison here (rather than a skipped one).
+@pytest.mark.parametrize("name", [n for n, s in SCENARIOS.items() if s.compare != NONE])
 def test_same_wire(name: str, outcomes: Outcomes) -> None:
     s = SCENARIOS[name]
-    if s.compare == NONE:
-        pytest.skip(f"not compared: {s.why}")
     available = [a for a in AGENTS if a.available]
     if len(available) < 2:
         pytest.skip("fewer than two agents available")

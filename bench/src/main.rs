@@ -22,6 +22,8 @@
 //!
 //! Commands are split on whitespace (no quoting). A measurement that fails (the agent exits, errs,
 //! or takes longer than `--timeout-s`) is reported as failed; the others go on.
+//!
+//! `acp-facade-bench stores …` compares the demo's session stores instead (see `stores`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line report")]
 #![allow(clippy::cast_precision_loss, reason = "counts and byte sizes shown as floating-point rates and MiB")]
@@ -31,6 +33,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+mod stores;
 
 struct Config {
     runs: usize,
@@ -236,6 +240,13 @@ struct Cpu {
     ticks: Duration,
 }
 
+impl std::ops::AddAssign for Cpu {
+    fn add_assign(&mut self, other: Self) {
+        self.sched += other.sched;
+        self.ticks += other.ticks;
+    }
+}
+
 impl Cpu {
     fn read(pid: u32) -> Self {
         Self { sched: cpu_sched_time(pid), ticks: cpu_ticks_time(pid) }
@@ -309,7 +320,7 @@ fn run_agent(command: &str, config: &Config) -> AgentRun {
     assert!(notifications >= config.chunks, "expected {} chunks, got {notifications}", config.chunks);
     let peak_rss_kib = status_kib(p.pid(), "VmHWM:");
 
-    let echo = measure_echo(&mut p, &session, config);
+    let echo = measure_echo(&mut p, &session, config.echo_turns);
     drop(p);
     let stalled_growth_kib = stalled_growth(command, config);
     AgentRun { startup, stream, echo, idle_rss_kib, peak_rss_kib, stalled_growth_kib }
@@ -348,13 +359,13 @@ fn stalled_growth(command: &str, config: &Config) -> i64 {
 }
 
 /// The agent's CPU time per `hello world` turn, each sent when the previous one was answered.
-fn echo_cpu_per_turn(p: &mut Proc, session: &str, config: &Config) -> Duration {
+fn echo_cpu_per_turn(p: &mut Proc, session: &str, echo_turns: u64) -> Duration {
     let cpu_before = Cpu::read(p.pid());
-    for turn in 0..config.echo_turns {
+    for turn in 0..echo_turns {
         p.send(&prompt(10 + turn, session, "hello world"));
         p.ok_response();
     }
-    let turns = u32::try_from(config.echo_turns.max(1)).unwrap_or(u32::MAX);
+    let turns = u32::try_from(echo_turns.max(1)).unwrap_or(u32::MAX);
     Cpu::read(p.pid()).since(cpu_before) / turns
 }
 
@@ -393,10 +404,10 @@ struct Echo {
     one_cpu: Option<Duration>,
 }
 
-fn measure_echo(p: &mut Proc, session: &str, config: &Config) -> Echo {
-    let free = echo_cpu_per_turn(p, session, config);
+fn measure_echo(p: &mut Proc, session: &str, echo_turns: u64) -> Echo {
+    let free = echo_cpu_per_turn(p, session, echo_turns);
     let pid = p.pid();
-    let one_cpu = on_one_cpu(pid, || echo_cpu_per_turn(p, session, config));
+    let one_cpu = on_one_cpu(pid, || echo_cpu_per_turn(p, session, echo_turns));
     Echo { free, one_cpu }
 }
 
@@ -407,7 +418,7 @@ fn run_raw_echo(config: &Config) -> Echo {
     p.ok_response();
     p.send(&session_new(2));
     let session = session_id(&p.ok_response());
-    measure_echo(&mut p, &session, config)
+    measure_echo(&mut p, &session, config.echo_turns)
 }
 
 fn run_raw(config: &Config) -> (Duration, Duration) {
@@ -647,6 +658,10 @@ fn goals(
 
 #[allow(clippy::too_many_lines, reason = "one report, top to bottom")]
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("stores") {
+        stores::main(std::env::args().skip(2));
+        return;
+    }
     let config = parse();
     let load_before = loadavg();
     let started = Instant::now();

@@ -1,7 +1,7 @@
 // Type-level tests of the public declarations: `tsc --noEmit` checks this file (it is not run).
 // A line marked @ts-expect-error must fail to type-check, or tsc reports it.
 
-import { AcpError, Agent, EventHub, MemoryStore, Runner, SqliteStore } from 'acp-facade'
+import { AcpError, Agent, EventHub, MemoryStore, PostgresStore, Runner, SqliteStore } from 'acp-facade'
 import type { AgentOptions, HarnessEvent, Host, Permission, StopReason, Turn, TurnRunner } from 'acp-facade'
 
 const turns: TurnRunner = {
@@ -28,6 +28,11 @@ const options: AgentOptions = { agentName: 'x', maxPageSize: 10, cancelGraceMs: 
 const runner = new Runner(SqliteStore.open(':memory:'), turns)
 const fromRunner: Agent = runner.agent(options)
 new Runner(new MemoryStore(), { runTurn: () => undefined })
+const postgres = new PostgresStore('postgres://acp@/sessions?host=/run/postgresql')
+new Runner(postgres, turns)
+const closed: Promise<void> = postgres.close()
+// @ts-expect-error: the PostgreSQL store takes a URL
+new PostgresStore()
 // @ts-expect-error: a turn runner needs runTurn
 new Runner(new MemoryStore(), {})
 

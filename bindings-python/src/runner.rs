@@ -1,6 +1,7 @@
 //! The batteries-included runner with a Python turn runner.
 //!
-//! [`PyRunner`] wraps the core [`Runner`] over a [`PySqliteStore`] or [`PyMemoryStore`];
+//! [`PyRunner`] wraps the core [`Runner`] over a [`PySqliteStore`], a [`PyPostgresStore`] or a
+//! [`PyMemoryStore`];
 //! [`PyTurnRunner`] implements the core [`TurnRunner`] by calling the package's adapter object
 //! (`acp_facade.runner`), which runs the product's `async def run_turn(turn)` as an asyncio task.
 //!
@@ -19,7 +20,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use acp_facade::Error;
 use acp_facade::acp::{ContentBlock, ErrorCode, SessionConfigOption, StopReason, ToolCallStatus, ToolKind};
 use acp_facade::harness::{ApprovalAction, ToolCallId};
-use acp_facade::runner::{MemoryStore, Permission, Runner, RunnerSession, SqliteStore, Store, Turn, TurnRunner};
+use acp_facade::runner::{
+    MemoryStore, Permission, PostgresStore, Runner, RunnerSession, SqliteStore, Store, StoreError, StoreErrorKind,
+    Turn, TurnRunner,
+};
 use async_trait::async_trait;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -48,6 +52,38 @@ impl PySqliteStore {
         let store =
             py.detach(|| SqliteStore::open(path)).map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
         Ok(Self { store: Arc::new(store) })
+    }
+}
+
+/// The core's `PostgreSQL` store: sessions shared by every process using the same database.
+#[pyclass(name = "PostgresStore", module = "acp_facade._native", frozen)]
+pub struct PyPostgresStore {
+    store: Arc<PostgresStore>,
+}
+
+/// `ConnectionError` when the database cannot be reached, `OSError` for any other failure.
+fn store_error(e: &StoreError) -> PyErr {
+    match e.kind() {
+        StoreErrorKind::Unavailable => pyo3::exceptions::PyConnectionError::new_err(e.to_string()),
+        _ => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+    }
+}
+
+#[pymethods]
+impl PyPostgresStore {
+    /// Connects (blocking, without the interpreter) and prepares the database: schema, cursor
+    /// key, this process's lease (renewed on the binding's runtime from then on).
+    #[new]
+    fn new(py: Python<'_>, url: &str) -> PyResult<Self> {
+        let store =
+            py.detach(|| crate::runtime().block_on(PostgresStore::connect(url))).map_err(|e| store_error(&e))?;
+        Ok(Self { store: Arc::new(store) })
+    }
+
+    /// Frees every session this process still owns and stops renewing its lease (blocking).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store.clone();
+        py.detach(|| crate::runtime().block_on(async move { store.close().await })).map_err(|e| store_error(&e))
     }
 }
 
@@ -85,10 +121,12 @@ impl PyRunner {
     ) -> PyResult<Self> {
         let store: Arc<dyn Store> = if let Ok(s) = store.cast::<PySqliteStore>() {
             s.get().store.clone()
+        } else if let Ok(s) = store.cast::<PyPostgresStore>() {
+            s.get().store.clone()
         } else if let Ok(s) = store.cast::<PyMemoryStore>() {
             s.get().store.clone()
         } else {
-            return Err(PyTypeError::new_err("store must be a SqliteStore or a MemoryStore"));
+            return Err(PyTypeError::new_err("store must be a SqliteStore, a PostgresStore or a MemoryStore"));
         };
         let config: Vec<SessionConfigOption> = extract(config_options, "config options")?;
         let turns = PyTurnRunner { target: Arc::new(adapter), config, has_title, compaction };
@@ -456,6 +494,7 @@ impl PyTurn {
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySqliteStore>()?;
+    m.add_class::<PyPostgresStore>()?;
     m.add_class::<PyMemoryStore>()?;
     m.add_class::<PyRunner>()?;
     m.add_class::<PyTurn>()?;

@@ -166,3 +166,28 @@ async def demo(*args: str, client: Optional[RecordingClient] = None, script: Pat
 def run(coro_fn: Callable[[], Any]) -> Any:
     """Runs an async test body."""
     return asyncio.run(coro_fn())
+
+
+_SCHEMAS = 0
+
+
+def postgres_url() -> str:
+    """A URL for a new, empty schema on the test PostgreSQL server (scripts/test starts one and sets
+    ``ACP_FACADE_TEST_POSTGRES_URL``; see scripts/lib/postgres.sh). Without one the calling test is
+    skipped, saying so — or fails, when ``ACP_FACADE_TEST_POSTGRES_REQUIRED=1`` (scripts/test)."""
+    import os
+    import subprocess
+    import time
+
+    import pytest
+
+    global _SCHEMAS
+    base = os.environ.get("ACP_FACADE_TEST_POSTGRES_URL")
+    if not base:
+        if os.environ.get("ACP_FACADE_TEST_POSTGRES_REQUIRED") == "1":
+            pytest.fail("ACP_FACADE_TEST_POSTGRES_REQUIRED=1 but ACP_FACADE_TEST_POSTGRES_URL is not set")
+        pytest.skip("ACP_FACADE_TEST_POSTGRES_URL is not set: the PostgreSQL store is NOT tested")
+    _SCHEMAS += 1
+    schema = f"acp_test_{int(time.time())}_{os.getpid()}_{_SCHEMAS}"
+    subprocess.run(["psql", base, "-q", "-c", f"CREATE SCHEMA {schema}"], check=True)
+    return f"{base}{'&' if '?' in base else '?'}options=-c%20search_path%3D{schema}"

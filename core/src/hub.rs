@@ -103,15 +103,9 @@ impl EventHub {
     }
 
     /// Numbers `event` (its `header.seq`) and delivers it to every subscriber, waiting for room.
-    pub async fn publish(&self, event: Event) {
-        self.publish_numbered(event, |_| {}).await;
-    }
-
-    /// Like [`EventHub::publish`], calling `numbered` with the event once it carries its `seq`
-    /// and before anyone receives it (the runner journals it there). Publishers are serialised
-    /// until delivery ends, so what `numbered` sees is in publish order too.
-    pub(crate) async fn publish_numbered(&self, mut event: Event, numbered: impl FnOnce(&Event)) {
-        // Uncontended (the usual case): no lock future to build.
+    pub async fn publish(&self, mut event: Event) {
+        // As `number` then `Numbered::deliver`, without moving the event through a `Numbered`:
+        // this is the path of every streamed token.
         let mut seq = match self.order.try_lock() {
             Ok(seq) => seq,
             Err(_) => self.order.lock().await,
@@ -119,7 +113,13 @@ impl EventHub {
         event.header.seq = *seq;
         *seq += 1;
         self.next_seq.store(*seq, Ordering::Release);
-        numbered(&event);
+        self.deliver_all(event).await;
+        drop(seq);
+    }
+
+    /// Delivers a numbered event to every subscriber, waiting for room (the caller holds the
+    /// publish order).
+    async fn deliver_all(&self, event: Event) {
         let subscribers = self.snapshot();
         let mut saw_closed = false;
         if let Some((last, others)) = subscribers.split_last() {
@@ -131,6 +131,22 @@ impl EventHub {
         if saw_closed {
             self.forget_closed();
         }
+    }
+
+    /// Numbers `event` and holds the publish order until the returned [`Numbered`] is delivered
+    /// (or dropped): the runner journals the numbered event, and may still change it, before
+    /// anyone receives it. What happens between numbering and delivery is therefore in publish
+    /// order too. Dropping a [`Numbered`] delivers nothing; its `seq` stays used.
+    pub(crate) async fn number(&self, mut event: Event) -> Numbered<'_> {
+        // Uncontended (the usual case): no lock future to build.
+        let mut seq = match self.order.try_lock() {
+            Ok(seq) => seq,
+            Err(_) => self.order.lock().await,
+        };
+        event.header.seq = *seq;
+        *seq += 1;
+        self.next_seq.store(*seq, Ordering::Release);
+        Numbered { hub: self, _order: seq, event }
     }
 
     /// Like [`EventHub::publish`] but never waits: fails with [`HubFull`], delivering to nobody,
@@ -158,6 +174,30 @@ impl EventHub {
             self.forget_closed();
         }
         Ok(())
+    }
+}
+
+/// A numbered event not yet delivered; holds the hub's publish order (see [`EventHub::number`]).
+pub(crate) struct Numbered<'h> {
+    hub: &'h EventHub,
+    _order: tokio::sync::MutexGuard<'h, u64>,
+    event: Event,
+}
+
+impl Numbered<'_> {
+    /// The event, carrying its `seq`.
+    pub(crate) fn event(&self) -> &Event {
+        &self.event
+    }
+
+    /// Replaces the event's kind (keeping its header, `seq` included).
+    pub(crate) fn set_kind(&mut self, kind: crate::harness::EventKind) {
+        self.event.kind = kind;
+    }
+
+    /// Delivers the event to every subscriber, waiting for room, and releases the publish order.
+    pub(crate) async fn deliver(self) {
+        self.hub.deliver_all(self.event).await;
     }
 }
 
@@ -258,8 +298,10 @@ mod tests {
         let mut sub = hub.subscribe();
         hub.publish(event(0)).await;
         assert!(hub.try_publish(event(1)).is_ok());
-        let mut seen = Vec::new();
-        hub.publish_numbered(event(2), |e| seen.push(e.header.seq)).await;
+        let numbered = hub.number(event(2)).await;
+        let seen = [numbered.event().header.seq];
+        assert!(hub.try_publish(event(3)).is_err(), "the numbered event holds the publish order");
+        numbered.deliver().await;
         let seqs: Vec<u64> =
             [sub.next().await, sub.next().await, sub.next().await].into_iter().map(|e| e.unwrap().header.seq).collect();
         assert_eq!(seqs, [7, 8, 9]);

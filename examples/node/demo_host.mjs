@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // The acp-facade demo agent on the Node turn runner: an ACP agent over stdio with a scripted
-// "model" and an SQLite store. It behaves exactly like the Rust one (examples/demo-agent) on the
+// "model" and an SQLite store (or PostgreSQL, for a postgres:// URL). It behaves exactly like the
+// Rust one (examples/demo-agent) on the
 // wire; see ../../../shared/DEMO.md:
 //   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed
-// Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing),
+// Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing;
+//          a postgres:// URL keeps them in PostgreSQL, shared by every process using it),
 //          --page-size N (the largest session/list page, default 50),
 //          --auth (every session method needs `authenticate` with demo-login first).
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
@@ -13,12 +15,14 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-import { Runner, SqliteStore } from 'acp-facade'
+import { PostgresStore, Runner, SqliteStore } from 'acp-facade'
 
-const USAGE = `usage: demo_host.mjs [--store PATH|:memory:] [--page-size N] [--auth]
+const USAGE = `usage: demo_host.mjs [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo, on Node).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
+  --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
+                   process using the same database
   --page-size N    the largest session/list page (default 50)
   --auth           require \`authenticate\` with method demo-login before any session method`
 
@@ -227,11 +231,13 @@ async function main() {
   } catch (e) {
     return fail(e.message, 2)
   }
+  const postgres = /^postgres(ql)?:\/\//.test(args.store)
   let store
   try {
-    store = SqliteStore.open(args.store)
+    store = postgres ? new PostgresStore(args.store) : SqliteStore.open(args.store)
   } catch (e) {
-    return fail(`cannot open the session store ${args.store}: ${e.message}`, 1)
+    // The message names the server and database, never the URL's password.
+    return fail(`cannot open the session store ${postgres ? '(PostgreSQL)' : args.store}: ${e.message}`, 1)
   }
   const runner = new Runner(store, script)
   const agent = runner.agent(
@@ -242,6 +248,10 @@ async function main() {
     await agent.serveStdio()
   } catch (e) {
     fail(`serving failed: ${e.message}`, 1)
+  }
+  if (postgres) {
+    // This process's sessions are free at once.
+    await store.close().catch((e) => process.stderr.write(`could not retire this process's lease: ${e.message}\n`))
   }
 }
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """acp-facade-demo in Python: the demo agent of acp-facade on the Python turn runner.
 
-An ACP agent over stdio with a scripted "model" and a SQLite store, behaving exactly like the
-Rust demo (``examples/demo-agent``): ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
-``ask QUESTION``, ``fail``, ``/compact``, and anything else echoed word by word.
+An ACP agent over stdio with a scripted "model" and a SQLite store (or PostgreSQL, for a
+``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``): ``stream N``,
+``think TEXT``, ``tool NAME``, ``sleep MS``, ``ask QUESTION``, ``fail``, ``/compact``, and anything
+else echoed word by word.
 
-usage: demo_host.py [--store PATH|:memory:] [--page-size N] [--auth]
+usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
 
 Nothing but protocol goes to stdout; diagnostics go to stderr.
 """
@@ -19,7 +20,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 import acp_facade
 from acp_facade import (
@@ -28,6 +29,7 @@ from acp_facade import (
     Authenticator,
     ConfigOption,
     InternalError,
+    PostgresStore,
     Runner,
     SelectOption,
     SqliteStore,
@@ -38,10 +40,12 @@ from acp_facade import (
     text_block,
 )
 
-USAGE = """usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth]
+USAGE = """usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
+  --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
+                   process using the same database
   --page-size N    the largest session/list page (default 50)
   --auth           require `authenticate` with method demo-login before any session method"""
 
@@ -211,9 +215,20 @@ def parse_args(argv: List[str]) -> Tuple[str, int, bool]:
     return (store if store is not None else str(default_store())), page_size, auth
 
 
-async def serve(store_path: str, page_size: int, auth: bool) -> None:
+def is_postgres(store: str) -> bool:
+    """Whether ``--store`` names a PostgreSQL database rather than an SQLite file."""
+    return store.startswith(("postgres://", "postgresql://"))
+
+
+def open_store(store: str) -> Union[SqliteStore, PostgresStore]:
+    """The session store ``--store`` names; ``OSError`` (``ConnectionError`` when a database
+    cannot be reached) says why not, naming the server but never the URL's password."""
+    return PostgresStore(store) if is_postgres(store) else SqliteStore(store)
+
+
+async def serve(store: Union[SqliteStore, PostgresStore], page_size: int, auth: bool) -> None:
     """Serves the demo agent over stdio until the client hangs up."""
-    runner = Runner(SqliteStore(store_path), Script())
+    runner = Runner(store, Script())
     options = runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size)
     if auth:
         options = options.authenticator(DemoLogin())
@@ -228,12 +243,23 @@ def main() -> int:
         log.error("%s", e)
         return 2
     try:
-        asyncio.run(serve(store, page_size, auth))
+        opened = open_store(store)
+    except OSError as e:
+        log.error("cannot open the session store: %s", e)
+        return 1
+    try:
+        asyncio.run(serve(opened, page_size, auth))
     except OSError as e:
         log.error("cannot serve: %s", e)
         return 1
     except KeyboardInterrupt:
         return 130
+    finally:
+        if isinstance(opened, PostgresStore):
+            try:
+                opened.close()  # this process's sessions are free at once
+            except OSError as e:
+                log.warning("could not retire this process's lease: %s", e)
     return 0
 
 

@@ -171,6 +171,7 @@ class Peer:
         self._pump_task: Optional["asyncio.Task[None]"] = None
         self._eof = asyncio.Event()
         self._stdin_closed = False
+        self._cut_short: Optional[str] = None
 
     # ---- process ---------------------------------------------------------------------------
 
@@ -215,6 +216,10 @@ class Peer:
         entry = Entry("out", self.index, line, message, is_json)
         self.run._record(entry)
         if not is_json:
+            if not text.endswith("\n"):
+                # The end of stdout cut a line short: a process killed mid-write (see `kill`).
+                self._cut_short = line
+                return
             self.run.violations.append(f"p{self.index}: stdout carried a line that is not JSON: {line!r}")
             return
         for problem in check_agent_message(message, self.asked):
@@ -286,6 +291,8 @@ class Peer:
             code = -9
         if self._pump_task is not None:
             await self._pump_task
+        if self._cut_short is not None:
+            self.run.violations.append(f"p{self.index}: stdout ended in the middle of a line: {self._cut_short!r}")
         if self.conn is not None:
             await self.conn.close()
         self._stderr.close()
@@ -293,6 +300,20 @@ class Peer:
             self.exit_code = code
             self.run._note(self.index, {"exit": code})
         return code
+
+    async def kill(self) -> None:
+        """``SIGKILL`` (the process and its group): a crash, with no chance to clean up (a line it
+        was writing may be cut short: that is not held against it)."""
+        assert self.process is not None
+        self._kill()
+        await self.process.wait()
+        if self._pump_task is not None:
+            await self._pump_task
+        if self.conn is not None:
+            await self.conn.close()
+        self._stderr.close()
+        self.exit_code = -9
+        self.run._note(self.index, {"killed": self.index})
 
     def _kill(self) -> None:
         if self.process is not None and self.process.returncode is None:
@@ -381,6 +402,17 @@ class Peer:
     async def list(self, cwd: Optional[str] = None, cursor: Optional[str] = None) -> Reply:
         assert self.conn is not None
         return await self._sdk(lambda: self.conn.list_sessions(cwd=cwd, cursor=cursor))
+
+    async def list_all(self, cursor: Optional[str] = None) -> List[str]:
+        """Every session id listed from ``cursor`` on, following ``nextCursor``."""
+        ids: List[str] = []
+        for _ in range(10_000):
+            page = (await self.list(cursor=cursor)).result
+            ids += [s["sessionId"] for s in page["sessions"]]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                return ids
+        raise ScenarioError(f"p{self.index}: session/list pagination does not end")
 
     async def close(self, session_id: str) -> Reply:
         assert self.conn is not None

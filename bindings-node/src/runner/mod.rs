@@ -8,6 +8,7 @@
 //! | `title(firstPrompt)` → `string \| null` | `title` |
 //! | `compact({ sessionId })` (its presence offers `/compact`) | `supports_compaction`, `compact` |
 
+pub mod postgres;
 pub mod sqlite;
 pub mod store;
 pub mod turn;
@@ -20,7 +21,7 @@ use acp_facade::host::LiveSession;
 use acp_facade::runner::{RunnerSession, Turn as CoreTurn, TurnRunner};
 use async_trait::async_trait;
 use napi::Env;
-use napi::bindgen_prelude::{ClassInstance, Either, Object};
+use napi::bindgen_prelude::{ClassInstance, Either3, Object};
 use napi_derive::napi;
 use serde_json::json;
 
@@ -94,15 +95,20 @@ pub struct Runner {
 #[napi]
 impl Runner {
     /// A runner over `store` running turns with `turns`.
-    #[napi(constructor, ts_args_type = "store: SqliteStore | MemoryStore, turns: TurnRunner")]
+    #[napi(constructor, ts_args_type = "store: SqliteStore | PostgresStore | MemoryStore, turns: TurnRunner")]
     pub fn new(
         env: &Env,
-        store: Either<ClassInstance<'_, sqlite::SqliteStore>, ClassInstance<'_, store::MemoryStore>>,
+        store: Either3<
+            ClassInstance<'_, sqlite::SqliteStore>,
+            ClassInstance<'_, postgres::PostgresStore>,
+            ClassInstance<'_, store::MemoryStore>,
+        >,
         turns: Object<'_>,
     ) -> Result<Self> {
         let store = match store {
-            Either::A(sqlite) => sqlite.store(),
-            Either::B(memory) => memory.store(),
+            Either3::A(sqlite) => sqlite.store(),
+            Either3::B(postgres) => postgres.store(),
+            Either3::C(memory) => memory.store(),
         };
         let run_turn = JsMethod::get(&turns, "runTurn")
             .map_err(recode)?

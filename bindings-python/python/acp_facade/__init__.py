@@ -8,6 +8,9 @@ Two levels, as in the Rust crate:
       runner = Runner(SqliteStore("sessions.sqlite"), MyTurnRunner())
       await runner.agent().serve_stdio()
 
+  (or over a :class:`PostgresStore` ``("postgres://…")``, whose sessions every process using the
+  same database shares, each live in one process at a time);
+
 - the **host interfaces**: implement :class:`SessionHost` and :class:`LiveSession` with
   ``async def`` methods and serve ``Agent(Options(host))``; mix :class:`Authenticator` into the
   host to require authentication.
@@ -80,7 +83,7 @@ from .host import (
     SessionHost,
     Setup,
 )
-from .runner import MemoryStore, Permission, Runner, SqliteStore, Turn, TurnRunner
+from .runner import MemoryStore, Permission, PostgresStore, Runner, SqliteStore, Turn, TurnRunner
 
 __all__ = [
     "MODE_CONFIG_ID",
@@ -117,6 +120,7 @@ __all__ = [
     "Options",
     "ParseError",
     "Permission",
+    "PostgresStore",
     "RequestCancelled",
     "ResourceNotFound",
     "Runner",

@@ -25,6 +25,13 @@ class SqliteStore:
     def __new__(cls, path: str) -> "SqliteStore": ...
 
 @final
+class PostgresStore:
+    """The core's PostgreSQL store: sessions shared by every process using the same database."""
+
+    def __new__(cls, url: str) -> "PostgresStore": ...
+    def close(self) -> None: ...
+
+@final
 class MemoryStore:
     """An in-process store; nothing survives the process."""
 

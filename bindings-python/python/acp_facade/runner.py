@@ -1,7 +1,7 @@
 """The batteries-included runner: a complete ACP agent from one ``async def run_turn(turn)``.
 
-:class:`Runner` implements every host part over a store (:class:`SqliteStore` or
-:class:`MemoryStore`) and runs each prompt as a :class:`Turn` of the product's
+:class:`Runner` implements every host part over a store (:class:`SqliteStore`,
+:class:`PostgresStore` or :class:`MemoryStore`) and runs each prompt as a :class:`Turn` of the product's
 :class:`TurnRunner`. Replay, list, delete, resume, titles and config options then work with no
 further product code.
 
@@ -26,9 +26,10 @@ from .host import ConfigOption
 if TYPE_CHECKING:
     from .agent import Agent, Options
 
-__all__ = ["MemoryStore", "Permission", "Runner", "SqliteStore", "Turn", "TurnRunner"]
+__all__ = ["MemoryStore", "Permission", "PostgresStore", "Runner", "SqliteStore", "Turn", "TurnRunner"]
 
 SqliteStore = _native.SqliteStore
+PostgresStore = _native.PostgresStore
 MemoryStore = _native.MemoryStore
 
 
@@ -198,7 +199,9 @@ class Runner:
 
     __slots__ = ("_native", "turn_runner")
 
-    def __init__(self, store: Union[_native.SqliteStore, _native.MemoryStore], turn_runner: Any) -> None:
+    def __init__(
+        self, store: Union[_native.SqliteStore, _native.PostgresStore, _native.MemoryStore], turn_runner: Any
+    ) -> None:
         run_turn = getattr(turn_runner, "run_turn", None)
         if run_turn is None:
             raise TypeError(f"{type(turn_runner).__name__} has no `run_turn` method")

@@ -50,6 +50,11 @@ impl CursorKey {
         Self(key)
     }
 
+    /// The key `key` (a host's, shared by every process that must accept its cursors).
+    pub(crate) fn from_bytes(key: [u8; 32]) -> Self {
+        Self(key)
+    }
+
     fn mac(&self) -> HmacSha256 {
         <HmacSha256 as KeyInit>::new_from_slice(&self.0).expect("HMAC accepts keys of any length")
     }

@@ -3,9 +3,10 @@
 //! Pagination runs over the catalog's entries sorted by session-id bytes (a stable order that does
 //! not depend on the catalog's), matching the request's `cwd` filter, in pages of at most
 //! `max_page_size`. A cursor names the last session id of the previous page and the filter it was
-//! made under, authenticated with HMAC-SHA256 under a key drawn from the OS CSPRNG once per
-//! [`Agent`](super::Agent): a malformed, forged, foreign (another agent's) or re-filtered cursor
-//! is `-32602`, never "start over".
+//! made under, authenticated with HMAC-SHA256 under the agent's key: the one its options give
+//! (`Options::cursor_key`, shared by every agent of a fleet through a runner's store), else one
+//! drawn from the OS CSPRNG once per [`Agent`](super::Agent). A malformed, forged, foreign
+//! (another key's) or re-filtered cursor is `-32602`, never "start over".
 //!
 //! A session's cwd comes from the live registry first (validated at setup), else the catalog
 //! entry. An entry with no absolute cwd is omitted *after* pagination, so a page may be short, or

@@ -52,6 +52,12 @@ pub struct Options {
     pub cancel_grace: Duration,
     /// Largest incoming message in bytes. Default 64 MiB.
     pub max_message_size: usize,
+    /// The key that authenticates `session/list` cursors. `None` (the default): a random key per
+    /// [`Agent`](super::Agent), so a cursor pages only on the agent that issued it. Give every
+    /// agent of a fleet the same secret key (a [`Runner`](crate::runner::Runner) sets its store's,
+    /// when the store keeps one) and a cursor issued by any of them pages on all, also after a
+    /// restart. Never shown by `Debug`.
+    pub cursor_key: Option<[u8; 32]>,
 }
 
 impl Options {
@@ -75,6 +81,7 @@ impl Options {
             close_grace: Duration::from_secs(5),
             cancel_grace: Duration::from_secs(10),
             max_message_size: crate::rpc::DEFAULT_MAX_MESSAGE_SIZE,
+            cursor_key: None,
         }
     }
 
@@ -189,6 +196,13 @@ impl Options {
         self.max_message_size = max;
         self
     }
+
+    /// Sets the key that authenticates `session/list` cursors (see [`Options::cursor_key`]).
+    #[must_use]
+    pub fn cursor_key(mut self, key: [u8; 32]) -> Self {
+        self.cursor_key = Some(key);
+        self
+    }
 }
 
 impl std::fmt::Debug for Options {
@@ -207,6 +221,7 @@ impl std::fmt::Debug for Options {
             .field("extensions", &self.extensions)
             .field("max_sessions", &self.max_sessions)
             .field("max_page_size", &self.max_page_size)
+            .field("cursor_key", &self.cursor_key.map(|_| "<secret>"))
             .finish_non_exhaustive()
     }
 }

@@ -32,7 +32,7 @@ pub(crate) struct AgentInner {
 impl AgentInner {
     pub(crate) fn new(options: Options) -> Self {
         let registry = Registry::new(options.max_sessions);
-        let cursor_key = CursorKey::random();
+        let cursor_key = options.cursor_key.map_or_else(CursorKey::random, CursorKey::from_bytes);
         Self {
             options,
             registry,

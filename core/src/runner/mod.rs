@@ -2,10 +2,14 @@
 //!
 //! Most products have no event-sourced runtime of their own. The runner is one: it implements
 //! every host part ([`SessionHost`], [`SessionLoader`], [`SessionResumer`], [`SessionCatalog`],
-//! [`SessionDeleter`]) over a [`Store`] (`SQLite` or in-memory), runs each prompt as a [`Turn`] on
+//! [`SessionDeleter`]) over a [`Store`] (`SQLite`, `PostgreSQL` or in-memory), runs each prompt as a [`Turn`] on
 //! the product's [`TurnRunner`], and turns every turn API call into correctly classified and
 //! correlated harness events through a per-session [`EventHub`](crate::hub::EventHub). Replay, list, delete and resume
 //! then work with no further product code.
+//!
+//! Over a store shared by many processes ([`PostgresStore`]) a session is live in one process at
+//! a time: loading, resuming or deleting it claims it in the store first (`-32600` while another
+//! live process holds it), and closing it gives it back (see the `live` module).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -30,6 +34,9 @@
 //! ```
 
 pub mod gates;
+mod journal;
+mod live;
+pub mod postgres;
 pub mod session;
 pub mod sqlite;
 pub mod store;
@@ -38,16 +45,17 @@ mod tool_state;
 pub mod turn;
 mod turn_control;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
 pub use gates::{PermissionAnswer, Reply};
+pub use journal::JOURNAL_DELAY;
+pub use postgres::{PostgresOptions, PostgresStore};
 use session::History;
-pub use session::{JOURNAL_DELAY, RunnerSession};
+pub use session::RunnerSession;
 pub use sqlite::SqliteStore;
-pub use store::{MemoryStore, SessionRecord, Store, StoreError};
+pub use store::{Claim, MemoryStore, SessionRecord, Store, StoreError, StoreErrorKind};
 pub use tool_calls::{ToolCallBuilder, ToolCallUpdateBuilder};
 pub use tool_state::ToolCallSpec;
 pub use turn::{Permission, Turn};
@@ -117,27 +125,17 @@ pub(crate) struct RunnerInner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) turns: Arc<dyn TurnRunner>,
     pub(crate) subscriber_capacity: usize,
-    live: Mutex<HashMap<SessionId, Weak<RunnerSession>>>,
+    live: Arc<live::LiveSessions<RunnerSession>>,
     counter: std::sync::atomic::AtomicU64,
 }
 
 impl RunnerInner {
     pub(crate) fn live_session(&self, id: &SessionId) -> Option<Arc<RunnerSession>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id).and_then(Weak::upgrade)
+        self.live.get(id)
     }
 
-    pub(crate) fn forget_live(&self, id: &SessionId) {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
-    }
-
-    fn track(&self, session: &Arc<RunnerSession>) -> Result<(), Error> {
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        live.retain(|_, s| s.strong_count() > 0);
-        if live.get(&session.id()).is_some_and(|s| s.strong_count() > 0) {
-            return Err(Error::invalid_request_msg(format!("session {} is already open", session.id())));
-        }
-        live.insert(session.id(), Arc::downgrade(session));
-        Ok(())
+    pub(crate) fn live(&self) -> &Arc<live::LiveSessions<RunnerSession>> {
+        &self.live
     }
 }
 
@@ -146,25 +144,30 @@ impl Runner {
     pub fn new(store: Arc<dyn Store>, turns: Arc<dyn TurnRunner>) -> Self {
         Self {
             inner: Arc::new(RunnerInner {
+                live: live::LiveSessions::new(store.clone()),
                 store,
                 turns,
                 subscriber_capacity: crate::hub::DEFAULT_SUBSCRIBER_CAPACITY,
-                live: Mutex::default(),
                 counter: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
 
     /// Facade options with every host part of the runner set (and `/compact` when the turn
-    /// runner supports it). Adjust limits or `agent_info` on the result.
+    /// runner supports it), and the store's `session/list` cursor key when it keeps one. Adjust
+    /// limits or `agent_info` on the result.
     pub fn options(&self) -> Options {
         let host: Arc<dyn SessionHost> = Arc::new(self.clone());
-        Options::new(host)
+        let options = Options::new(host)
             .loader(Arc::new(self.clone()))
             .resumer(Arc::new(self.clone()))
             .catalog(Arc::new(self.clone()))
             .deleter(Arc::new(self.clone()))
-            .compaction(self.inner.turns.supports_compaction())
+            .compaction(self.inner.turns.supports_compaction());
+        match self.inner.store.cursor_key() {
+            Some(key) => options.cursor_key(key),
+            None => options,
+        }
     }
 
     /// An agent with these options.
@@ -182,17 +185,34 @@ impl Runner {
         self.inner.live_session(id)
     }
 
-    fn open(&self, id: SessionId, setup: &Setup, history: History) -> Result<Arc<RunnerSession>, Error> {
-        let session = RunnerSession::new(self.inner.clone(), id, setup, history);
-        self.inner.track(&session)?;
-        Ok(session)
+    /// Claims session `id` for this process and opens it from its journal: `-32600` while it is
+    /// live here or in another process sharing the store.
+    async fn reopen(
+        &self,
+        id: &SessionId,
+        setup: &Setup,
+    ) -> Result<(Arc<RunnerSession>, Vec<crate::harness::Event>), Error> {
+        let mut reservation = self.inner.live.reserve(id).await?;
+        reservation.claiming();
+        self.claim(id).await?;
+        // Read after the claim: every write of the previous owner is in.
+        let record = self.inner.store.session(id).await?.ok_or_else(|| Error::session_not_found(&id.0))?;
+        let journal = self.inner.store.events(id).await?;
+        let history = History::of(id, &journal, record.title.is_some());
+        let session = RunnerSession::new(self.inner.clone(), id.clone(), setup, history);
+        reservation.live(&session);
+        Ok((session, journal))
     }
 
-    fn reopen(&self, id: &SessionId, setup: &Setup) -> Result<(Arc<RunnerSession>, Vec<crate::harness::Event>), Error> {
-        let record = self.inner.store.session(id)?.ok_or_else(|| Error::session_not_found(&id.0))?;
-        let journal = self.inner.store.events(id)?;
-        let session = self.open(id.clone(), setup, History::of(id, &journal, record.title.is_some()))?;
-        Ok((session, journal))
+    /// Claims `id` in the store: `-32600` when another live process holds it.
+    async fn claim(&self, id: &SessionId) -> Result<(), Error> {
+        match self.inner.store.claim_session(id).await? {
+            Claim::Claimed => Ok(()),
+            Claim::HeldElsewhere { holder } => Err(Error::invalid_request_msg(format!(
+                "session {id} is live in another process ({holder}): it can be opened or deleted here once \
+                 that process closes it or exits"
+            ))),
+        }
     }
 
     fn new_id(&self) -> SessionId {
@@ -215,22 +235,27 @@ impl SessionHost for Runner {
     async fn new_session(&self, setup: Setup) -> Result<Arc<dyn LiveSession>, Error> {
         let id = self.new_id();
         let now = crate::time::now_rfc3339();
-        self.inner.store.create_session(&SessionRecord {
-            id: id.clone(),
-            cwd: setup.cwd().to_path_buf(),
-            additional_directories: setup.additional_directories().to_vec(),
-            title: None,
-            created_at: now.clone(),
-            updated_at: now,
-        })?;
-        Ok(self.open(id, &setup, History::default())?)
+        self.inner
+            .store
+            .create_session(&SessionRecord {
+                id: id.clone(),
+                cwd: setup.cwd().to_path_buf(),
+                additional_directories: setup.additional_directories().to_vec(),
+                title: None,
+                created_at: now.clone(),
+                updated_at: now,
+            })
+            .await?;
+        let session = RunnerSession::new(self.inner.clone(), id, &setup, History::default());
+        self.inner.live.insert_new(session.session_id(), &session)?;
+        Ok(session)
     }
 }
 
 #[async_trait]
 impl SessionLoader for Runner {
     async fn load_session(&self, session_id: SessionId, setup: Setup) -> Result<LoadedSession, Error> {
-        let (session, history) = self.reopen(&session_id, &setup)?;
+        let (session, history) = self.reopen(&session_id, &setup).await?;
         Ok(LoadedSession { session, history })
     }
 }
@@ -238,7 +263,7 @@ impl SessionLoader for Runner {
 #[async_trait]
 impl SessionResumer for Runner {
     async fn resume_session(&self, session_id: SessionId, setup: Setup) -> Result<Arc<dyn LiveSession>, Error> {
-        Ok(self.reopen(&session_id, &setup)?.0)
+        Ok(self.reopen(&session_id, &setup).await?.0)
     }
 }
 
@@ -248,7 +273,8 @@ impl SessionCatalog for Runner {
         Ok(self
             .inner
             .store
-            .list_sessions()?
+            .list_sessions()
+            .await?
             .into_iter()
             .map(|r| SessionCatalogEntry {
                 session_id: r.id,
@@ -267,6 +293,11 @@ impl SessionDeleter for Runner {
         if self.inner.live_session(&session_id).is_some() {
             return Err(Error::invalid_request_msg(format!("session {session_id} is open: close it first")));
         }
-        Ok(self.inner.store.delete_session(&session_id)?)
+        let mut reservation = self.inner.live.reserve(&session_id).await?;
+        reservation.claiming();
+        self.claim(&session_id).await?;
+        self.inner.store.delete_session(&session_id).await?;
+        reservation.deleted();
+        Ok(())
     }
 }

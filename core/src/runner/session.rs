@@ -1,40 +1,58 @@
 //! A runner session: the [`LiveSession`] the runner hands the facade.
 //!
 //! It owns the session's [`EventHub`], journals every Enduring event to the
-//! [`Store`](super::Store), runs one turn at a time on its own task, and answers gates through
-//! one-shot channels keyed by gate id.
+//! [`Store`](super::Store) through its journal writer, runs one turn at a time on its own task, and
+//! answers gates through one-shot channels keyed by gate id.
 //!
 //! # Journaling
 //!
-//! Enduring events are written in batches, one store transaction each (see
-//! `RunnerSession::publish`):
+//! Enduring events are written in batches, one store transaction each (see the `journal` module
+//! for order and retries):
 //! - before a gate opens, a turn ends (done, failed, interrupted) or a compaction result is
 //!   delivered, the batch is written first — the client never sees a turn end, or is asked a
-//!   question, that is not on disk;
-//! - otherwise no later than [`JOURNAL_DELAY`] after the oldest unwritten event, while the turn
-//!   waits (for a model, a tool, a slow client).
+//!   question, that is not in the store;
+//! - otherwise no later than [`JOURNAL_DELAY`](super::JOURNAL_DELAY) after the oldest unwritten
+//!   event, while the turn waits (for a model, a tool, a slow client), written alongside the
+//!   running turn.
 //!
-//! So a short turn costs one transaction, and a crash loses at most the last [`JOURNAL_DELAY`] of
-//! a turn in progress — never its prompt once the turn has run that long, never an earlier turn.
-//! Batches are written under the lock that gathers them, so they reach the store in order.
+//! So a short turn costs one transaction, and a crash loses at most the last
+//! [`JOURNAL_DELAY`](super::JOURNAL_DELAY) of a turn in progress — never its prompt once the turn
+//! has run that long, never an earlier turn.
 //!
 //! An event is gathered once the hub has numbered it, before anyone receives it, so the journal
 //! holds the `seq`s the client's stream had, in order. A session reopened from its journal
 //! continues its numbering — turn ids, event ids and `seq`s — after the journal's last event.
+//!
+//! # When the store fails
+//!
+//! Nothing the client was told had succeeded is missing from the store:
+//! - a turn whose last batch cannot be written ends as a failure (`session/prompt` answers
+//!   `-32603` naming the store's error), never `end_turn`; a compaction's result becomes a
+//!   rejection likewise; a gate whose batch cannot be written is not asked: the turn is cancelled
+//!   and fails the same way;
+//! - the unwritten batches are kept, and written before anything newer; a new prompt first writes
+//!   them, and fails at once (`-32603`) if it cannot, so no new turn runs on a journal with a
+//!   hole; a close writes them too, retrying while the store is unavailable;
+//! - once the store refuses a write because another process took the session over (its owner
+//!   lease had expired), the session is fenced off: its prompts fail with `-32600` and nothing
+//!   more of it is written; load it again to continue.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::RunnerInner;
+use super::journal::{Journal, unrecorded};
+use super::live::retrying;
+use super::store::StoreErrorKind;
 use super::turn::Turn;
 use crate::acp::{
     AvailableCommand, ContentBlock, McpServer, SessionConfigId, SessionConfigKind, SessionConfigOption,
@@ -53,17 +71,6 @@ use crate::host::{
 use crate::hub::EventHub;
 use crate::panic::panic_message;
 use crate::time::now_rfc3339;
-
-/// How long an Enduring event may wait for its batch to be written while its turn runs on.
-pub const JOURNAL_DELAY: Duration = Duration::from_millis(10);
-
-/// Enduring events published but not yet journaled, and the catalog update to write with them.
-#[derive(Default)]
-struct Unjournaled {
-    events: Vec<Event>,
-    /// Title (when new) and update time of the session, recorded with the next batch.
-    touch: Option<(Option<String>, String)>,
-}
 
 /// Where a session's numbering continues: nothing for a new session, its journal for a
 /// reopened one.
@@ -123,11 +130,10 @@ pub struct RunnerSession {
     hub: EventHub,
     running: Mutex<Option<Running>>,
     gates: Mutex<HashMap<GateId, oneshot::Sender<GateResponse>>>,
-    /// Enduring events published but not yet journaled (see [`RunnerSession::publish`]).
-    unjournaled: Mutex<Unjournaled>,
-    /// Signalled when an event arrives in an empty [`RunnerSession::unjournaled`]: starts the
-    /// [`JOURNAL_DELAY`] clock of the running turn.
-    unjournaled_arrived: Notify,
+    /// The writer of the session's Enduring events (see the module doc).
+    journal: Journal,
+    /// Why the running turn must fail: a gate's batch could not be written.
+    turn_failure: Mutex<Option<String>>,
     config: Mutex<Vec<SessionConfigOption>>,
     /// Turns started, across restarts: numbers turn ids.
     counter: AtomicU64,
@@ -142,11 +148,25 @@ impl std::fmt::Debug for RunnerSession {
     }
 }
 
+impl Drop for RunnerSession {
+    fn drop(&mut self) {
+        let unwritten = self.journal.unwritten();
+        if unwritten > 0 && self.journal.fenced().is_none() {
+            tracing::error!(session = %self.id, events = unwritten, "a session went away with events not journaled");
+        }
+        // Dropped without being closed (the facade could not serve it): its claim goes back.
+        if let Some(release) = self.runner.live().begin_release(&self.id, self) {
+            self.runner.live().spawn_release(release);
+        }
+    }
+}
+
 impl RunnerSession {
     pub(crate) fn new(runner: Arc<RunnerInner>, id: SessionId, setup: &Setup, history: History) -> Arc<Self> {
         let config = runner.turns.config_options();
         let commands = runner.turns.commands();
         Arc::new(Self {
+            journal: Journal::new(id.clone(), runner.store.clone()),
             id,
             cwd: setup.cwd().to_path_buf(),
             client: setup.client().clone(),
@@ -157,13 +177,16 @@ impl RunnerSession {
             runner,
             running: Mutex::default(),
             gates: Mutex::default(),
-            unjournaled: Mutex::default(),
-            unjournaled_arrived: Notify::new(),
+            turn_failure: Mutex::default(),
             config: Mutex::new(config),
             counter: AtomicU64::new(history.turns),
             event_counter: AtomicU64::new(history.next_event),
             has_title: std::sync::atomic::AtomicBool::new(history.has_title),
         })
+    }
+
+    pub(crate) fn session_id(&self) -> &SessionId {
+        &self.id
     }
 
     /// The session's working directory.
@@ -243,8 +266,10 @@ impl RunnerSession {
     ///
     /// Enduring events are journaled in batches (see the module doc): a gate opening, a turn's
     /// terminal or a compaction result writes the batch, itself included, before it is
-    /// delivered; other Enduring events wait for that or for [`JOURNAL_DELAY`]. A journal
-    /// failure is logged and the event still delivered, so the live client sees what happened.
+    /// delivered; other Enduring events wait for that or for
+    /// [`JOURNAL_DELAY`](super::JOURNAL_DELAY). When that write fails, a terminal or compaction
+    /// result is delivered as a failure instead and a gate is not delivered at all (the turn is
+    /// cancelled and will fail).
     pub(crate) async fn publish(
         &self,
         class: EventClass,
@@ -268,52 +293,37 @@ impl RunnerSession {
                 | EventKind::CompactWaiterRejected { .. }
         );
         // Journaled once the hub has numbered it: the journal keeps the live `seq`s, in order.
-        self.hub
-            .publish_numbered(event, |event| {
-                let mut pending = self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner);
-                let first = pending.events.is_empty();
-                pending.events.push(event.clone());
-                if flush {
-                    self.write_journal(&mut pending);
-                } else if first {
-                    self.unjournaled_arrived.notify_one();
-                }
-            })
-            .await;
-    }
-
-    /// Records a title (when new) and the update time with the next journal batch.
-    fn touch_with_next_batch(&self, title: Option<String>, at: String) {
-        self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner).touch = Some((title, at));
-    }
-
-    /// Writes the unjournaled events, if any, as one batch.
-    fn flush_journal(&self) {
-        self.write_journal(&mut self.unjournaled.lock().unwrap_or_else(PoisonError::into_inner));
-    }
-
-    /// Writes `pending` (the locked batch) to the store and empties it; the lock is held for the
-    /// write so that batches reach the store in the order they were gathered.
-    fn write_journal(&self, pending: &mut Unjournaled) {
-        if pending.events.is_empty() {
-            return;
-        }
-        let journaled = match pending.touch.take() {
-            Some((title, at)) => {
-                self.runner.store.append_events_and_touch(&self.id, &pending.events, title.as_deref(), &at)
-            }
-            None => self.runner.store.append_events(&self.id, &pending.events),
-        };
-        pending.events.clear();
-        if let Err(e) = journaled {
+        let mut numbered = self.hub.number(event).await;
+        self.journal.gather(numbered.event());
+        if flush
+            && let Err(e) = self
+                .journal
+                .write_then(|last, e| {
+                    if let Some(kind) = unrecorded(&last.kind, e) {
+                        last.kind = kind;
+                    }
+                })
+                .await
+        {
             tracing::error!(session = %self.id, error = %e, "could not journal events");
+            if let EventKind::GateOpened { .. } = numbered.event().kind {
+                self.fail_running_turn(format!(
+                    "the turn failed: the session store could not record its question: {}",
+                    e.message()
+                ));
+                return;
+            }
+            if let Some(kind) = unrecorded(&numbered.event().kind, &e) {
+                numbered.set_kind(kind);
+            }
         }
+        numbered.deliver().await;
     }
 
-    /// Completes [`JOURNAL_DELAY`] after an event is waiting to be journaled.
-    async fn journal_deadline(&self) {
-        self.unjournaled_arrived.notified().await;
-        tokio::time::sleep(JOURNAL_DELAY).await;
+    /// Makes the running turn fail with `reason` once it ends, and cancels it.
+    fn fail_running_turn(&self, reason: String) {
+        self.turn_failure.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(reason);
+        self.cancel_running();
     }
 
     /// Publishes an Ephemeral public event without waiting; on a full queue the event's payload
@@ -352,13 +362,73 @@ impl RunnerSession {
         })
     }
 
+    /// Writes what the journal holds now; a failure is logged and the batch kept for the next
+    /// write (the turn's end, at the latest).
+    async fn write_journal_now(&self) {
+        if let Err(e) = self.journal.write().await {
+            tracing::warn!(session = %self.id, error = %e, "could not journal events yet");
+        }
+    }
+
+    /// Closing: writes what is left of the journal, then gives the session's claim back to the
+    /// store (see the `live` module), both from a task of its own — a close that outlives its
+    /// grace period still finishes them — which this waits for. Nothing happens unless this is
+    /// the live session of its id.
+    async fn give_back(&self) {
+        let live = self.runner.live();
+        let Some(this) = live.get(&self.id).filter(|s| std::ptr::eq(Arc::as_ptr(s), self)) else {
+            return;
+        };
+        let Some(release) = live.begin_release(&self.id, self) else {
+            return;
+        };
+        let live = live.clone();
+        let task = tokio::spawn(async move {
+            if let Err(e) = retrying(&this.id, "write its last events", || this.journal.write()).await {
+                tracing::error!(session = %this.id, error = %e, "the session's last events were not journaled");
+            }
+            drop(this);
+            live.release(release).await;
+        });
+        let _ = task.await;
+    }
+
+    /// Before a turn starts: the session still belongs to this process, and nothing earlier
+    /// waits to be journaled (a new turn never runs on a journal with a hole).
+    async fn journal_ready(&self) -> Result<(), Error> {
+        if let Some(fenced) = self.journal.fenced() {
+            return Err(Error::invalid_request_msg(format!(
+                "session {} is no longer live here: {}; load it again",
+                self.id,
+                fenced.message()
+            )));
+        }
+        if self.journal.has_backlog()
+            && let Err(e) = self.journal.write().await
+        {
+            return Err(match e.kind() {
+                StoreErrorKind::NotOwner => Error::invalid_request_msg(format!(
+                    "session {} is no longer live here: {}; load it again",
+                    self.id,
+                    e.message()
+                )),
+                _ => Error::internal_msg(format!(
+                    "session {}: earlier events could not be journaled, so no new turn starts: {}",
+                    self.id,
+                    e.message()
+                )),
+            });
+        }
+        Ok(())
+    }
+
     async fn run(self: Arc<Self>, turn: Turn, finished: CancellationToken) {
         let prompt_text = turn.prompt_text();
         let at = (&turn.loop_id, &turn.turn_id);
         let now = now_rfc3339();
         let title = if self.has_title.load(Ordering::Acquire) { None } else { self.runner.turns.title(&prompt_text) };
         // Recorded in the same transaction as the turn's start.
-        self.touch_with_next_batch(title.clone(), now.clone());
+        self.journal.touch_with_next_batch(title.clone(), now.clone());
         self.publish(
             EventClass::Enduring,
             Visibility::Public,
@@ -378,29 +448,46 @@ impl RunnerSession {
         let outcome = {
             let run_turn = AssertUnwindSafe(self.runner.turns.run_turn(&turn)).catch_unwind();
             tokio::pin!(run_turn);
-            loop {
+            // A write started by the journal clock runs alongside the turn (which may be waiting
+            // for it to publish) and is never abandoned half-way.
+            let mut writing: Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = None;
+            let outcome = loop {
                 // The turn first: one that ends without waiting never starts the journal clock.
                 tokio::select! {
                     biased;
                     outcome = &mut run_turn => break outcome,
-                    () = self.journal_deadline() => self.flush_journal(),
+                    () = self.journal.deadline(), if writing.is_none() => {
+                        writing = Some(Box::pin(self.write_journal_now()));
+                    }
+                    Some(()) = futures::future::OptionFuture::from(writing.as_mut()), if writing.is_some() => {
+                        writing = None;
+                    }
                 }
+            };
+            if let Some(write) = writing {
+                write.await;
             }
+            outcome
         };
         // The turn's terminals not released yet are released now (killed first when cancelled),
         // before anyone hears that the turn ended.
         turn.client().release_terminals().await;
         turn.end_step().await;
         let cancelled = turn.is_cancelled();
-        let terminal = match outcome {
-            Ok(Ok(StopReason::Cancelled)) => EventKind::TurnInterrupted {},
-            Ok(Ok(_) | Err(_)) if cancelled => EventKind::TurnInterrupted {},
+        let failure = self.turn_failure.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let terminal = match (failure, outcome) {
+            // A question that could not be journaled cancelled the turn: it failed.
+            (Some(error), _) => EventKind::TurnFailed { error },
+            (None, Ok(Ok(StopReason::Cancelled))) => EventKind::TurnInterrupted {},
+            (None, Ok(Ok(_) | Err(_))) if cancelled => EventKind::TurnInterrupted {},
             // A turn that gives up because a call of it was cancelled (the client went away
             // before the interrupt reached the turn) is a cancelled turn.
-            Ok(Err(e)) if e.code == ErrorCode::RequestCancelled => EventKind::TurnInterrupted {},
-            Ok(Ok(stop)) => EventKind::TurnDone { message: None, stop: Some(stop) },
-            Ok(Err(e)) => EventKind::TurnFailed { error: e.message },
-            Err(panic) => EventKind::TurnFailed { error: format!("the turn panicked: {}", panic_message(&*panic)) },
+            (None, Ok(Err(e))) if e.code == ErrorCode::RequestCancelled => EventKind::TurnInterrupted {},
+            (None, Ok(Ok(stop))) => EventKind::TurnDone { message: None, stop: Some(stop) },
+            (None, Ok(Err(e))) => EventKind::TurnFailed { error: e.message },
+            (None, Err(panic)) => {
+                EventKind::TurnFailed { error: format!("the turn panicked: {}", panic_message(&*panic)) }
+            }
         };
         // Clear the slot before the terminal is seen, so the client's next prompt is accepted.
         *self.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
@@ -461,6 +548,7 @@ impl LiveSession for RunnerSession {
             .runner
             .live_session(&self.id)
             .ok_or_else(|| Error::invalid_request_msg(format!("session {} is closed", self.id)))?;
+        self.journal_ready().await?;
         let cancel = CancellationToken::new();
         let finished = CancellationToken::new();
         {
@@ -522,8 +610,10 @@ impl LiveSession for RunnerSession {
 impl SessionHistory for RunnerSession {
     /// The journal, once every event published so far is in it.
     async fn history(&self) -> HostResult<Vec<Event>> {
-        self.flush_journal();
-        Ok(self.runner.store.events(&self.id)?)
+        // Unwritten events would be missing from what the store tells: write them first (a store
+        // that cannot is an error, not a silently shorter history).
+        self.journal.write().await?;
+        Ok(self.runner.store.events(&self.id).await?)
     }
 }
 
@@ -533,7 +623,7 @@ impl SessionCloser for RunnerSession {
         if let Some(finished) = self.cancel_running() {
             finished.cancelled().await;
         }
-        self.runner.forget_live(&self.id);
+        self.give_back().await;
         Ok(())
     }
 }

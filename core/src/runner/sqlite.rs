@@ -33,6 +33,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
+use async_trait::async_trait;
+
 use super::store::{SessionRecord, Store, StoreError};
 use crate::acp::SessionId;
 use crate::harness::Event;
@@ -111,9 +113,14 @@ fn v1_to_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// A [`Store`] in an `SQLite` database: a file shared safely between connections and processes,
 /// or a private in-memory database.
 ///
-/// Calls block the calling thread for the duration of one short transaction — up to
-/// [`BUSY_TIMEOUT`] longer while another connection writes the same file. The store is `Send` and
-/// `Sync`; calls through one store are serialised on its connection.
+/// Calls run inline: each call's future does its work when first polled, blocking the calling
+/// thread for the duration of one short transaction — up to [`BUSY_TIMEOUT`] longer while another
+/// connection writes the same file — with no hop to another thread (a turn costs one transaction,
+/// a few microseconds). The store is `Send` and `Sync`; calls through one store are serialised on
+/// its connection.
+///
+/// It has no session owners (see the [`Store`] trait's Ownership section): two processes on one
+/// file may both open a session.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// The path as given, for messages.
@@ -142,13 +149,13 @@ impl SqliteStore {
         } else {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent)
-                    .map_err(|e| StoreError(format!("cannot create directory {}: {e}", parent.display())))?;
+                    .map_err(|e| StoreError::new(format!("cannot create directory {}: {e}", parent.display())))?;
             }
             Connection::open(path)
         }
-        .map_err(|e| StoreError(format!("cannot open {location}: {e}")))?;
-        configure(&conn, in_memory).map_err(|e| StoreError(format!("{location}: {}", e.0)))?;
-        migrate(&mut conn).map_err(|e| StoreError(format!("{location}: {}", e.0)))?;
+        .map_err(|e| StoreError::new(format!("cannot open {location}: {e}")))?;
+        configure(&conn, in_memory).map_err(|e| StoreError::new(format!("{location}: {}", e.message())))?;
+        migrate(&mut conn).map_err(|e| StoreError::new(format!("{location}: {}", e.message())))?;
         Ok(Self { conn: Mutex::new(conn), location })
     }
 
@@ -201,8 +208,8 @@ fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError>
     // Sized for typical events, so the buffer rarely grows while serde writes into it.
     let mut entry = Vec::with_capacity(256 * events.len());
     serde_json::to_writer(&mut entry, events)
-        .map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))?;
-    String::from_utf8(entry).map_err(|e| StoreError(format!("encoding an event of session {id}: {e}")))
+        .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))?;
+    String::from_utf8(entry).map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
 }
 
 /// Appends one journal entry holding `events` (nothing when there are none); "no such session"
@@ -217,7 +224,7 @@ fn insert_events(conn: &Connection, id: &SessionId, events: &[Event]) -> Result<
         .and_then(|mut stmt| stmt.execute(params![&*id.0, entry]))
         .map_err(|e| sql_error("append events", &e))?;
     if inserted == 0 {
-        return Err(StoreError(format!("no session {id}")));
+        return Err(StoreError::new(format!("no session {id}")));
     }
     Ok(())
 }
@@ -234,7 +241,7 @@ fn configure(conn: &Connection, in_memory: bool) -> Result<(), StoreError> {
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(|e| sql_error("set journal_mode=WAL", &e))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError(format!(
+            return Err(StoreError::new(format!(
                 "cannot use WAL journal mode (got {mode}); is the file on a network filesystem?"
             )));
         }
@@ -249,7 +256,7 @@ fn configure(conn: &Connection, in_memory: bool) -> Result<(), StoreError> {
         .pragma_query_value(None, "foreign_keys", |row| row.get(0))
         .map_err(|e| sql_error("read foreign_keys", &e))?;
     if !foreign_keys {
-        return Err(StoreError("SQLite refused foreign_keys=ON".to_owned()));
+        return Err(StoreError::new("SQLite refused foreign_keys=ON".to_owned()));
     }
     Ok(())
 }
@@ -259,9 +266,9 @@ fn schema_version(conn: &Connection) -> Result<usize, StoreError> {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .map_err(|e| sql_error("read schema version", &e))?;
-    let version = usize::try_from(version).map_err(|_| StoreError(format!("invalid schema version {version}")))?;
+    let version = usize::try_from(version).map_err(|_| StoreError::new(format!("invalid schema version {version}")))?;
     if version > SCHEMA_VERSION {
-        return Err(StoreError(format!(
+        return Err(StoreError::new(format!(
             "database schema version {version} is newer than this version of acp-facade \
              supports ({SCHEMA_VERSION}); refusing to open it — upgrade acp-facade"
         )));
@@ -280,10 +287,11 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     // Read again under the write lock: another connection may have migrated meanwhile.
     let from = schema_version(&tx)?;
     if from == 0 {
-        create_current(&tx).map_err(|e| StoreError(format!("creating the schema: {e}")))?;
+        create_current(&tx).map_err(|e| StoreError::new(format!("creating the schema: {e}")))?;
     } else {
         for (version, step) in MIGRATIONS.iter().enumerate().skip(from) {
-            step(&tx).map_err(|e| StoreError(format!("migrating schema version {version} to {}: {e}", version + 1)))?;
+            step(&tx)
+                .map_err(|e| StoreError::new(format!("migrating schema version {version} to {}: {e}", version + 1)))?;
         }
     }
     // `user_version` is part of the database header, so it commits with the steps.
@@ -293,12 +301,12 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 }
 
 fn sql_error(what: &str, e: &rusqlite::Error) -> StoreError {
-    StoreError(format!("{what}: {e}"))
+    StoreError::new(format!("{what}: {e}"))
 }
 
 fn path_text<'p>(path: &'p Path, what: &str) -> Result<&'p str, StoreError> {
     path.to_str()
-        .ok_or_else(|| StoreError(format!("{what} {} is not valid UTF-8 and cannot be stored", path.display())))
+        .ok_or_else(|| StoreError::new(format!("{what} {} is not valid UTF-8 and cannot be stored", path.display())))
 }
 
 /// The columns of a `sessions` row, in [`SESSION_COLUMNS`] order, before decoding.
@@ -313,7 +321,7 @@ fn raw_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
 fn decode_session(raw: RawSession) -> Result<SessionRecord, StoreError> {
     let (id, cwd, additional_directories, title, created_at, updated_at) = raw;
     let additional_directories: Vec<String> = serde_json::from_str(&additional_directories)
-        .map_err(|e| StoreError(format!("session {id}: unreadable additional_directories: {e}")))?;
+        .map_err(|e| StoreError::new(format!("session {id}: unreadable additional_directories: {e}")))?;
     Ok(SessionRecord {
         id: SessionId::new(id),
         cwd: PathBuf::from(cwd),
@@ -324,8 +332,9 @@ fn decode_session(raw: RawSession) -> Result<SessionRecord, StoreError> {
     })
 }
 
+#[async_trait]
 impl Store for SqliteStore {
-    fn create_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
+    async fn create_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
         let cwd = path_text(&record.cwd, "cwd")?;
         let additional = record
             .additional_directories
@@ -333,7 +342,7 @@ impl Store for SqliteStore {
             .map(|p| path_text(p, "additional directory"))
             .collect::<Result<Vec<_>, _>>()?;
         let additional = serde_json::to_string(&additional)
-            .map_err(|e| StoreError(format!("encoding additional_directories: {e}")))?;
+            .map_err(|e| StoreError::new(format!("encoding additional_directories: {e}")))?;
         let what = format!("create session {}", record.id);
         self.write(&what, |tx| {
             let inserted = tx
@@ -345,13 +354,13 @@ impl Store for SqliteStore {
                 )
                 .map_err(|e| sql_error(&what, &e))?;
             if inserted == 0 {
-                return Err(StoreError(format!("session {} already exists", record.id)));
+                return Err(StoreError::new(format!("session {} already exists", record.id)));
             }
             Ok(())
         })
     }
 
-    fn session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+    async fn session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
         let what = format!("read session {id}");
         let raw = self
             .lock()
@@ -361,7 +370,7 @@ impl Store for SqliteStore {
         raw.map(decode_session).transpose()
     }
 
-    fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
         let what = "list sessions";
         let conn = self.lock();
         let mut stmt = conn
@@ -371,7 +380,7 @@ impl Store for SqliteStore {
         rows.map(|row| decode_session(row.map_err(|e| sql_error(what, &e))?)).collect()
     }
 
-    fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
+    async fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
         let what = format!("touch session {id}");
         self.write(&what, |tx| {
             tx.prepare_cached("UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1")
@@ -381,18 +390,14 @@ impl Store for SqliteStore {
         })
     }
 
-    fn append_event(&self, id: &SessionId, event: &Event) -> Result<(), StoreError> {
-        self.append_events(id, std::slice::from_ref(event))
-    }
-
-    fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
+    async fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
         if events.is_empty() {
             return Ok(());
         }
         self.write(&format!("append events to session {id}"), |conn| insert_events(conn, id, events))
     }
 
-    fn append_events_and_touch(
+    async fn append_events_and_touch(
         &self,
         id: &SessionId,
         events: &[Event],
@@ -408,7 +413,7 @@ impl Store for SqliteStore {
         })
     }
 
-    fn events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError> {
+    async fn events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError> {
         let what = format!("read the events of session {id}");
         let conn = self.lock();
         let mut stmt = conn
@@ -422,13 +427,13 @@ impl Store for SqliteStore {
         for row in rows {
             let (seq, entry) = row.map_err(|e| sql_error(&what, &e))?;
             let entry: Vec<Event> = serde_json::from_str(&entry)
-                .map_err(|e| StoreError(format!("session {id}: journal entry {seq} is unreadable: {e}")))?;
+                .map_err(|e| StoreError::new(format!("session {id}: journal entry {seq} is unreadable: {e}")))?;
             events.extend(entry);
         }
         Ok(events)
     }
 
-    fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
+    async fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
         let what = format!("delete session {id}");
         self.write(&what, |tx| {
             // The session's events go with it (ON DELETE CASCADE).
@@ -444,6 +449,15 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::*;
+
+    /// Runs a store call to completion: the `SQLite` store's futures finish in their first poll.
+    trait Wait: Future + Sized {
+        fn wait(self) -> Self::Output {
+            futures::executor::block_on(self)
+        }
+    }
+
+    impl<F: Future> Wait for F {}
     use crate::harness::{Cause, Coordinates, EventClass, EventHeader, EventId, EventKind, Visibility};
 
     /// A unique directory under the system temp dir, removed on drop.
@@ -511,112 +525,38 @@ mod tests {
     }
 
     #[test]
-    fn records_and_events_round_trip_in_memory() {
-        let store = SqliteStore::open(":memory:").expect("open");
-        assert_eq!(store.session(&sid("a")).expect("read"), None);
-        assert!(store.list_sessions().expect("list").is_empty());
-
-        let a = record("a");
-        store.create_session(&a).expect("create");
-        assert_eq!(store.session(&sid("a")).expect("read"), Some(a.clone()));
-
-        let events: Vec<Event> = (0..10).map(|i| event(i, 0)).collect();
-        for e in &events {
-            store.append_event(&sid("a"), e).expect("append");
-        }
-        assert_eq!(store.events(&sid("a")).expect("events"), events);
-        assert!(store.events(&sid("unknown")).expect("events").is_empty());
-
-        store.touch_session(&sid("a"), Some("A title"), "2026-11-30T12:00:00.000Z").expect("touch");
-        store.touch_session(&sid("a"), None, "2026-11-30T13:00:00.000Z").expect("touch");
-        let touched = store.session(&sid("a")).expect("read").expect("exists");
-        assert_eq!(touched.title.as_deref(), Some("A title"));
-        assert_eq!(touched.updated_at, "2026-11-30T13:00:00.000Z");
-        assert_eq!(touched.created_at, a.created_at);
-        store
-            .touch_session(&sid("unknown"), Some("t"), "2026-11-30T13:00:00.000Z")
-            .expect("touching an unknown session is a no-op");
-
-        let mut b = record("b");
-        b.title = Some("B".to_owned());
-        b.additional_directories.clear();
-        store.create_session(&b).expect("create b");
-        let mut listed = store.list_sessions().expect("list");
-        listed.sort_by(|x, y| x.id.0.cmp(&y.id.0));
-        assert_eq!(listed, vec![touched, b]);
-    }
-
-    #[test]
     fn in_memory_stores_are_private() {
         let one = SqliteStore::open(MEMORY).expect("open");
         let two = SqliteStore::open(MEMORY).expect("open");
-        one.create_session(&record("a")).expect("create");
-        assert_eq!(two.session(&sid("a")).expect("read"), None);
-    }
-
-    #[test]
-    fn duplicate_session_is_refused() {
-        let store = SqliteStore::open(MEMORY).expect("open");
-        store.create_session(&record("a")).expect("create");
-        store.append_event(&sid("a"), &event(1, 0)).expect("append");
-        let mut again = record("a");
-        again.title = Some("other".to_owned());
-        let err = store.create_session(&again).expect_err("duplicate");
-        assert!(err.0.contains("already exists"), "{err}");
-        // The original is untouched.
-        assert_eq!(store.session(&sid("a")).expect("read"), Some(record("a")));
-        assert_eq!(store.events(&sid("a")).expect("events").len(), 1);
-    }
-
-    #[test]
-    fn append_to_unknown_session_fails() {
-        let store = SqliteStore::open(MEMORY).expect("open");
-        let err = store.append_event(&sid("ghost"), &event(1, 0)).expect_err("no session");
-        assert!(err.0.contains("no session ghost"), "{err}");
-    }
-
-    #[test]
-    fn events_keep_append_order_per_session() {
-        let store = SqliteStore::open(MEMORY).expect("open");
-        store.create_session(&record("a")).expect("create");
-        store.create_session(&record("b")).expect("create");
-        // Interleaved, with header seqs that do not sort in append order.
-        let order = [5u64, 1, 9, 3, 7, 2, 8];
-        for &n in &order {
-            store.append_event(&sid("a"), &event(n, 1)).expect("append a");
-            store.append_event(&sid("b"), &event(n * 10, 2)).expect("append b");
-        }
-        let a: Vec<u64> = store.events(&sid("a")).expect("events").iter().map(|e| e.header.seq).collect();
-        let b: Vec<u64> = store.events(&sid("b")).expect("events").iter().map(|e| e.header.seq).collect();
-        assert_eq!(a, order);
-        assert_eq!(b, order.map(|n| n * 10));
+        one.create_session(&record("a")).wait().expect("create");
+        assert_eq!(two.session(&sid("a")).wait().expect("read"), None);
     }
 
     #[test]
     fn delete_cascades_to_events() {
         let store = SqliteStore::open(MEMORY).expect("open");
-        store.create_session(&record("a")).expect("create");
-        store.create_session(&record("b")).expect("create");
+        store.create_session(&record("a")).wait().expect("create");
+        store.create_session(&record("b")).wait().expect("create");
         for i in 0..3 {
-            store.append_event(&sid("a"), &event(i, 0)).expect("append");
-            store.append_event(&sid("b"), &event(i, 0)).expect("append");
+            store.append_event(&sid("a"), &event(i, 0)).wait().expect("append");
+            store.append_event(&sid("b"), &event(i, 0)).wait().expect("append");
         }
-        store.delete_session(&sid("a")).expect("delete");
-        assert_eq!(store.session(&sid("a")).expect("read"), None);
-        assert!(store.events(&sid("a")).expect("events").is_empty());
+        store.delete_session(&sid("a")).wait().expect("delete");
+        assert_eq!(store.session(&sid("a")).wait().expect("read"), None);
+        assert!(store.events(&sid("a")).wait().expect("events").is_empty());
         let orphans: i64 = store
             .lock()
             .query_row("SELECT COUNT(*) FROM journal WHERE session_id = 'a'", [], |r| r.get(0))
             .expect("count");
         assert_eq!(orphans, 0);
         // The other session is untouched.
-        assert_eq!(store.events(&sid("b")).expect("events").len(), 3);
+        assert_eq!(store.events(&sid("b")).wait().expect("events").len(), 3);
         // Unknown ids, and deleting twice, succeed.
-        store.delete_session(&sid("a")).expect("delete again");
-        store.delete_session(&sid("never")).expect("delete unknown");
+        store.delete_session(&sid("a")).wait().expect("delete again");
+        store.delete_session(&sid("never")).wait().expect("delete unknown");
         // The id can be reused, with an empty journal.
-        store.create_session(&record("a")).expect("recreate");
-        assert!(store.events(&sid("a")).expect("events").is_empty());
+        store.create_session(&record("a")).wait().expect("recreate");
+        assert!(store.events(&sid("a")).wait().expect("events").is_empty());
     }
 
     #[test]
@@ -626,16 +566,16 @@ mod tests {
         let path = dir.0.join("nested").join("deeper").join("sessions.db");
         {
             let store = SqliteStore::open(&path).expect("open");
-            store.create_session(&record("a")).expect("create");
-            store.append_event(&sid("a"), &event(1, 0)).expect("append");
-            store.append_event(&sid("a"), &event(2, 0)).expect("append");
-            store.touch_session(&sid("a"), Some("kept"), "2026-12-01T00:00:00.000Z").expect("touch");
+            store.create_session(&record("a")).wait().expect("create");
+            store.append_event(&sid("a"), &event(1, 0)).wait().expect("append");
+            store.append_event(&sid("a"), &event(2, 0)).wait().expect("append");
+            store.touch_session(&sid("a"), Some("kept"), "2026-12-01T00:00:00.000Z").wait().expect("touch");
         }
         let store = SqliteStore::open(&path).expect("reopen");
-        let a = store.session(&sid("a")).expect("read").expect("kept");
+        let a = store.session(&sid("a")).wait().expect("read").expect("kept");
         assert_eq!(a.title.as_deref(), Some("kept"));
         assert_eq!(a.additional_directories, record("a").additional_directories);
-        assert_eq!(store.events(&sid("a")).expect("events"), vec![event(1, 0), event(2, 0)]);
+        assert_eq!(store.events(&sid("a")).wait().expect("events"), vec![event(1, 0), event(2, 0)]);
         let conn = store.lock();
         let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).expect("journal_mode");
         assert_eq!(mode, "wal");
@@ -644,24 +584,10 @@ mod tests {
     }
 
     #[test]
-    fn two_stores_on_one_file_share_sessions() {
-        let dir = TempDir::new();
-        let one = SqliteStore::open(dir.db()).expect("open one");
-        let two = SqliteStore::open(dir.db()).expect("open two");
-        one.create_session(&record("a")).expect("create a");
-        two.create_session(&record("b")).expect("create b");
-        assert_eq!(one.list_sessions().expect("list").len(), 2);
-        assert_eq!(two.session(&sid("a")).expect("read"), Some(record("a")));
-        two.append_event(&sid("a"), &event(1, 0)).expect("append");
-        assert_eq!(one.events(&sid("a")).expect("events"), vec![event(1, 0)]);
-        assert!(two.create_session(&record("a")).is_err());
-    }
-
-    #[test]
     fn concurrent_writers_on_one_file_all_succeed() {
         const PER_WRITER: u64 = 200;
         let dir = TempDir::new();
-        SqliteStore::open(dir.db()).expect("open").create_session(&record("a")).expect("create");
+        SqliteStore::open(dir.db()).expect("open").create_session(&record("a")).wait().expect("create");
         let writers: Vec<_> = (1..=2u64)
             .map(|writer| {
                 // One store (one connection) per thread, as two processes would have.
@@ -670,6 +596,7 @@ mod tests {
                     for i in 0..PER_WRITER {
                         store
                             .append_event(&sid("a"), &event(i, writer))
+                            .wait()
                             .expect("append must wait, not fail with SQLITE_BUSY");
                     }
                 })
@@ -678,7 +605,7 @@ mod tests {
         for w in writers {
             w.join().expect("writer thread");
         }
-        let events = SqliteStore::open(dir.db()).expect("open reader").events(&sid("a")).expect("events");
+        let events = SqliteStore::open(dir.db()).expect("open reader").events(&sid("a")).wait().expect("events");
         assert_eq!(events.len(), 400);
         for writer in 1..=2u64 {
             // Each writer's events appear in the order it appended them.
@@ -692,26 +619,6 @@ mod tests {
     }
 
     #[test]
-    fn shared_store_across_threads() {
-        let store = Arc::new(SqliteStore::open(MEMORY).expect("open"));
-        store.create_session(&record("a")).expect("create");
-        let threads: Vec<_> = (0..4u64)
-            .map(|writer| {
-                let store = Arc::clone(&store);
-                std::thread::spawn(move || {
-                    for i in 0..50 {
-                        store.append_event(&sid("a"), &event(i, writer)).expect("append");
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().expect("thread");
-        }
-        assert_eq!(store.events(&sid("a")).expect("events").len(), 200);
-    }
-
-    #[test]
     fn newer_schema_is_refused_and_left_untouched() {
         let dir = TempDir::new();
         {
@@ -719,7 +626,7 @@ mod tests {
             conn.pragma_update(None, "user_version", 99).expect("set version");
         }
         let err = SqliteStore::open(dir.db()).expect_err("future schema");
-        assert!(err.0.contains("schema version 99 is newer"), "{err}");
+        assert!(err.message().contains("schema version 99 is newer"), "{err}");
         let conn = Connection::open(dir.db()).expect("raw open");
         let tables: i64 = conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0)).expect("count");
         assert_eq!(tables, 0, "nothing was created");
@@ -769,13 +676,14 @@ mod tests {
         }
         let store = SqliteStore::open(dir.db()).expect("migrating open");
         assert_eq!(schema_version(&store.lock()).expect("version"), SCHEMA_VERSION);
-        let seqs =
-            |id: &str| -> Vec<u64> { store.events(&sid(id)).expect("events").iter().map(|e| e.header.seq).collect() };
+        let seqs = |id: &str| -> Vec<u64> {
+            store.events(&sid(id)).wait().expect("events").iter().map(|e| e.header.seq).collect()
+        };
         assert_eq!(seqs("a"), [5, 9, 7]);
         assert_eq!(seqs("b"), [1, 3]);
-        store.append_events(&sid("a"), &[event(2, 0), event(4, 0)]).expect("append");
+        store.append_events(&sid("a"), &[event(2, 0), event(4, 0)]).wait().expect("append");
         assert_eq!(seqs("a"), [5, 9, 7, 2, 4]);
-        assert_eq!(store.session(&sid("a")).expect("read"), Some(record("a")));
+        assert_eq!(store.session(&sid("a")).wait().expect("read"), Some(record("a")));
     }
 
     /// A failed write leaves nothing behind: the entry and the touch of one append are one
@@ -783,13 +691,13 @@ mod tests {
     #[test]
     fn failed_write_is_rolled_back() {
         let store = SqliteStore::open(MEMORY).expect("open");
-        store.create_session(&record("a")).expect("create");
+        store.create_session(&record("a")).wait().expect("create");
         let err = store.write("test", |conn| {
             insert_events(conn, &sid("a"), &[event(1, 0)])?;
-            Err::<(), _>(StoreError("the second step failed".to_owned()))
+            Err::<(), _>(StoreError::new("the second step failed"))
         });
         assert!(err.is_err());
-        assert!(store.events(&sid("a")).expect("events").is_empty());
+        assert!(store.events(&sid("a")).wait().expect("events").is_empty());
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = store.write("test", |conn| -> Result<(), StoreError> {
                 insert_events(conn, &sid("a"), &[event(2, 0)])?;
@@ -797,13 +705,14 @@ mod tests {
             });
         }));
         assert!(panicked.is_err());
-        assert!(store.events(&sid("a")).expect("events").is_empty());
+        assert!(store.events(&sid("a")).wait().expect("events").is_empty());
         assert!(store.lock().is_autocommit(), "no transaction left open");
         store
             .append_events_and_touch(&sid("a"), &[event(3, 0)], Some("T"), "2026-11-30T14:00:00.000Z")
+            .wait()
             .expect("append");
-        assert_eq!(store.events(&sid("a")).expect("events").len(), 1);
-        assert_eq!(store.session(&sid("a")).expect("read").expect("exists").title.as_deref(), Some("T"));
+        assert_eq!(store.events(&sid("a")).wait().expect("events").len(), 1);
+        assert_eq!(store.session(&sid("a")).wait().expect("read").expect("exists").title.as_deref(), Some("T"));
     }
 
     /// The schema of a new database is exactly what the migrations build from version 0.
@@ -836,51 +745,51 @@ mod tests {
         let dir = TempDir::new();
         std::fs::write(dir.db(), b"this is not an SQLite database, just some text".repeat(100)).expect("write");
         let err = SqliteStore::open(dir.db()).expect_err("garbage file");
-        assert!(err.0.contains("not a database"), "{err}");
+        assert!(err.message().contains("not a database"), "{err}");
     }
 
     #[test]
     fn corrupt_rows_are_errors_not_panics() {
         let store = SqliteStore::open(MEMORY).expect("open");
-        store.create_session(&record("a")).expect("create");
-        store.append_event(&sid("a"), &event(1, 0)).expect("append");
-        store.append_event(&sid("a"), &event(2, 0)).expect("append");
+        store.create_session(&record("a")).wait().expect("create");
+        store.append_event(&sid("a"), &event(1, 0)).wait().expect("append");
+        store.append_event(&sid("a"), &event(2, 0)).wait().expect("append");
 
         // A truncated body.
         store
             .lock()
             .execute("UPDATE journal SET events = substr(events, 1, 20) WHERE seq = (SELECT MAX(seq) FROM journal)", [])
             .expect("truncate");
-        let err = store.events(&sid("a")).expect_err("truncated");
-        assert!(err.0.contains("unreadable"), "{err}");
+        let err = store.events(&sid("a")).wait().expect_err("truncated");
+        assert!(err.message().contains("unreadable"), "{err}");
 
         // Valid JSON that is not an event.
         store.lock().execute("UPDATE journal SET events = '[{\"header\": 3}]'", []).expect("garble");
-        assert!(store.events(&sid("a")).is_err());
+        assert!(store.events(&sid("a")).wait().is_err());
         // An event where an array of events belongs.
         let one = serde_json::to_string(&event(1, 0)).expect("encode");
         store.lock().execute("UPDATE journal SET events = ?1", [one]).expect("not an array");
-        assert!(store.events(&sid("a")).is_err());
+        assert!(store.events(&sid("a")).wait().is_err());
 
         // Not text at all: invalid UTF-8 bytes.
         store.lock().execute("UPDATE journal SET events = CAST(x'fffe00' AS TEXT)", []).expect("binary");
-        assert!(store.events(&sid("a")).is_err());
+        assert!(store.events(&sid("a")).wait().is_err());
         store.lock().execute("UPDATE journal SET events = x'00ff'", []).expect("blob");
-        assert!(store.events(&sid("a")).is_err());
+        assert!(store.events(&sid("a")).wait().is_err());
 
         // A corrupt catalog row.
         store
             .lock()
             .execute("UPDATE sessions SET additional_directories = '[\"/a\", ' WHERE id = 'a'", [])
             .expect("garble");
-        let err = store.session(&sid("a")).expect_err("corrupt record");
-        assert!(err.0.contains("additional_directories"), "{err}");
-        assert!(store.list_sessions().is_err());
+        let err = store.session(&sid("a")).wait().expect_err("corrupt record");
+        assert!(err.message().contains("additional_directories"), "{err}");
+        assert!(store.list_sessions().wait().is_err());
         store.lock().execute("UPDATE sessions SET cwd = x'0102' WHERE id = 'a'", []).expect("wrong type");
-        assert!(store.session(&sid("a")).is_err());
+        assert!(store.session(&sid("a")).wait().is_err());
 
         // The store still works, and deleting the bad session clears it.
-        store.delete_session(&sid("a")).expect("delete");
-        assert!(store.list_sessions().expect("list").is_empty());
+        store.delete_session(&sid("a")).wait().expect("delete");
+        assert!(store.list_sessions().wait().expect("list").is_empty());
     }
 }

@@ -13,6 +13,7 @@ pub mod lifecycle;
 pub mod rich;
 pub mod runner;
 pub mod schema;
+pub mod stores;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

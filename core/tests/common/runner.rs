@@ -14,7 +14,7 @@ use acp_facade::acp::{
 use acp_facade::error::{Error, ErrorExt};
 use acp_facade::harness::content::text_block;
 use acp_facade::harness::{ApprovalAction, Event, EventClass, EventKind};
-use acp_facade::runner::{MemoryStore, Permission, Runner, RunnerSession, SqliteStore, Store, Turn, TurnRunner};
+use acp_facade::runner::{Permission, Runner, RunnerSession, Store, Turn, TurnRunner};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -228,12 +228,9 @@ impl TurnRunner for TestTurns {
     }
 }
 
-/// The two stores every runner test runs against.
-pub fn stores() -> Vec<(&'static str, Arc<dyn Store>)> {
-    vec![
-        ("memory", Arc::new(MemoryStore::new()) as Arc<dyn Store>),
-        ("sqlite", Arc::new(SqliteStore::open(":memory:").expect("open sqlite :memory:")) as Arc<dyn Store>),
-    ]
+/// The stores every runner test runs against (see [`super::stores::runner_stores`]).
+pub async fn stores() -> Vec<(&'static str, Arc<dyn Store>)> {
+    super::stores::runner_stores().await
 }
 
 /// A runner over `store` with a fresh probe.
@@ -274,15 +271,15 @@ pub fn kind_name(kind: &EventKind) -> &'static str {
 }
 
 /// The journal of `id`: every event's kind name, after checking that all are Enduring.
-pub fn journal_kinds(store: &Arc<dyn Store>, id: &str) -> Vec<&'static str> {
-    let events = journal(store, id);
+pub async fn journal_kinds(store: &Arc<dyn Store>, id: &str) -> Vec<&'static str> {
+    let events = journal(store, id).await;
     events.iter().map(|e| kind_name(&e.kind)).collect()
 }
 
 /// The journal of `id`, asserting every event is Enduring, the `seq`s (the session's live
 /// numbering) strictly increase and no event id repeats (across restarts too).
-pub fn journal(store: &Arc<dyn Store>, id: &str) -> Vec<Event> {
-    let events = store.events(&SessionId::new(id)).expect("read the journal");
+pub async fn journal(store: &Arc<dyn Store>, id: &str) -> Vec<Event> {
+    let events = store.events(&SessionId::new(id)).await.expect("read the journal");
     for e in &events {
         assert_eq!(e.header.class, EventClass::Enduring, "an Ephemeral event was journaled: {e:?}");
     }

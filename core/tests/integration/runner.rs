@@ -4,7 +4,8 @@
 //! panics fail one prompt only, titles, config options and `/compact` work, and the journal holds
 //! exactly the Enduring events, which `session/load` replays before its response.
 //!
-//! Every scenario runs against both stores: [`MemoryStore`] and `SqliteStore::open(":memory:")`.
+//! Every scenario runs against every store (`common::stores::runner_stores`): the in-memory store,
+//! `SqliteStore::open(":memory:")` and a `PostgresStore` (when the test server is configured).
 
 use crate::common;
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use acp_facade::acp::SessionId;
 use acp_facade::harness::{Event, EventKind, GateId, GateResponse, Message};
-use acp_facade::runner::{Permission, SessionRecord, Store, StoreError};
+use acp_facade::runner::{Claim, Permission, SessionRecord, Store, StoreError};
 use common::runner::{Probe, TurnsSpec, client, journal, journal_kinds, runner, stores};
 use common::{STEP, TestClient, assert_serving, chunk_texts, code, updates};
 use serde_json::{Value, json};
@@ -57,7 +58,7 @@ fn selected(option: &str) -> Value {
 
 #[tokio::test]
 async fn text_and_thought_stream_as_message_and_thought_chunks() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, _) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -88,7 +89,7 @@ async fn text_and_thought_stream_as_message_and_thought_chunks() {
         assert_eq!(chunk_texts(&before, "agent_thought_chunk"), ["y"], "{name}");
 
         // The journal keeps the steps' content, not the deltas.
-        let events = journal(&store, &sid);
+        let events = journal(&store, &sid).await;
         let steps: Vec<&Vec<Message>> = events
             .iter()
             .filter_map(|e| match &e.kind {
@@ -110,7 +111,7 @@ async fn text_and_thought_stream_as_message_and_thought_chunks() {
 
 #[tokio::test]
 async fn the_turn_sees_its_prompt_session_and_cwd() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store, TurnsSpec::default());
         let mut client = client(&runner).await;
         let result = client.call_ok("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
@@ -131,7 +132,7 @@ async fn the_turn_sees_its_prompt_session_and_cwd() {
 
 #[tokio::test]
 async fn stop_reasons_pass_through() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, _) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -143,6 +144,7 @@ async fn stop_reasons_pass_through() {
         let (response, _) = prompt(&mut client, &sid, "stop cancelled").await;
         assert_eq!(stop_reason(&response), "cancelled", "{name}");
         let done: Vec<Value> = journal(&store, &sid)
+            .await
             .iter()
             .filter_map(|e| match &e.kind {
                 EventKind::TurnDone { stop, .. } => Some(serde_json::to_value(stop).unwrap()),
@@ -166,7 +168,7 @@ async fn stop_reasons_pass_through() {
 
 #[tokio::test]
 async fn tool_calls_become_tool_call_then_updates() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, _) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -204,6 +206,7 @@ async fn tool_calls_become_tool_call_then_updates() {
 
         // The step journals the call and its result.
         let steps: Vec<Vec<Message>> = journal(&store, &sid)
+            .await
             .into_iter()
             .filter_map(|e| match e.kind {
                 EventKind::StepDone { messages } => Some(messages),
@@ -223,7 +226,7 @@ async fn tool_calls_become_tool_call_then_updates() {
 
 #[tokio::test]
 async fn each_permission_answer_maps_to_its_permission() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -284,7 +287,7 @@ async fn each_permission_answer_maps_to_its_permission() {
         assert_eq!(probe.permissions()[4], Permission::Cancelled, "{name}");
 
         // Every gate was journaled open and resolved.
-        let kinds = journal_kinds(&store, &sid);
+        let kinds = journal_kinds(&store, &sid).await;
         assert_eq!(kinds.iter().filter(|k| **k == "GateOpened").count(), 5, "{name}: {kinds:?}");
         assert_eq!(kinds.iter().filter(|k| **k == "GateResolved").count(), 5, "{name}: {kinds:?}");
     }
@@ -292,7 +295,7 @@ async fn each_permission_answer_maps_to_its_permission() {
 
 #[tokio::test]
 async fn usage_closes_the_step_and_sends_usage_update() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, _) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -307,7 +310,7 @@ async fn usage_closes_the_step_and_sends_usage_update() {
         assert_eq!((ups[1]["used"].as_u64(), ups[1]["size"].as_u64()), (Some(10), Some(100)), "{name}");
         assert_eq!((ups[3]["used"].as_u64(), ups[3]["size"].as_u64()), (Some(20), Some(100)), "{name}");
         assert_eq!(
-            journal_kinds(&store, &sid),
+            journal_kinds(&store, &sid).await,
             ["TurnStarted", "StepDone", "ContextMeasured", "StepDone", "ContextMeasured", "TurnDone"],
             "{name}"
         );
@@ -316,7 +319,7 @@ async fn usage_closes_the_step_and_sends_usage_update() {
 
 #[tokio::test]
 async fn session_cancel_fires_the_cancellation_signal() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -328,7 +331,7 @@ async fn session_cancel_fires_the_cancellation_signal() {
         assert_eq!(stop_reason(&response), "cancelled", "{name}");
         assert_eq!(probe.cancellations(), 1, "{name}");
         // The turn returned `end_turn` after the signal; the runner still ends it interrupted.
-        assert_eq!(journal_kinds(&store, &sid), ["TurnStarted", "TurnInterrupted"], "{name}");
+        assert_eq!(journal_kinds(&store, &sid).await, ["TurnStarted", "TurnInterrupted"], "{name}");
         // The next prompt runs normally.
         let (response, before) = prompt(&mut client, &sid, "say after").await;
         assert_eq!(stop_reason(&response), "end_turn", "{name}");
@@ -351,29 +354,26 @@ impl CountingStore {
     }
 }
 
+#[async_trait::async_trait]
 impl Store for CountingStore {
-    fn create_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
-        self.inner.create_session(record)
+    async fn create_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
+        self.inner.create_session(record).await
     }
-    fn session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
-        self.inner.session(id)
+    async fn session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+        self.inner.session(id).await
     }
-    fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        self.inner.list_sessions()
+    async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        self.inner.list_sessions().await
     }
-    fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
+    async fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
         self.count();
-        self.inner.touch_session(id, title, updated_at)
+        self.inner.touch_session(id, title, updated_at).await
     }
-    fn append_event(&self, id: &SessionId, event: &Event) -> Result<(), StoreError> {
+    async fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
         self.count();
-        self.inner.append_event(id, event)
+        self.inner.append_events(id, events).await
     }
-    fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
-        self.count();
-        self.inner.append_events(id, events)
-    }
-    fn append_events_and_touch(
+    async fn append_events_and_touch(
         &self,
         id: &SessionId,
         events: &[Event],
@@ -381,13 +381,19 @@ impl Store for CountingStore {
         updated_at: &str,
     ) -> Result<(), StoreError> {
         self.count();
-        self.inner.append_events_and_touch(id, events, title, updated_at)
+        self.inner.append_events_and_touch(id, events, title, updated_at).await
     }
-    fn events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError> {
-        self.inner.events(id)
+    async fn events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError> {
+        self.inner.events(id).await
     }
-    fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
-        self.inner.delete_session(id)
+    async fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
+        self.inner.delete_session(id).await
+    }
+    async fn claim_session(&self, id: &SessionId) -> Result<Claim, StoreError> {
+        self.inner.claim_session(id).await
+    }
+    async fn release_session(&self, id: &SessionId) -> Result<(), StoreError> {
+        self.inner.release_session(id).await
     }
 }
 
@@ -396,7 +402,7 @@ impl Store for CountingStore {
 /// ends.
 #[tokio::test]
 async fn journal_writes_are_batched_per_turn_and_bounded_in_delay() {
-    for (name, inner) in stores() {
+    for (name, inner) in stores().await {
         let counting = Arc::new(CountingStore { inner, writes: std::sync::atomic::AtomicUsize::new(0) });
         let store: Arc<dyn Store> = counting.clone();
         let (runner, probe) = runner(store.clone(), TurnsSpec { titles: true, ..TurnsSpec::default() });
@@ -407,32 +413,32 @@ async fn journal_writes_are_batched_per_turn_and_bounded_in_delay() {
         assert_eq!(stop_reason(&response), "end_turn", "{name}");
         assert_eq!(counting.writes(), 1, "{name}: a turn that never waits is one journal write");
         assert_eq!(
-            journal_kinds(&store, &sid),
+            journal_kinds(&store, &sid).await,
             ["TurnStarted", "StepDone", "ContextMeasured", "StepDone", "ContextMeasured", "TurnDone"],
             "{name}"
         );
-        let record = store.session(&SessionId::new(sid.as_str())).expect("read").expect("listed");
+        let record = store.session(&SessionId::new(sid.as_str())).await.expect("read").expect("listed");
         assert_eq!(record.title.as_deref(), Some("usage"), "{name}: the title went with the batch");
 
         let id = client.prompt(&sid, "wait").await;
         parked(&probe).await;
         let waited = std::time::Instant::now();
-        while journal_kinds(&store, &sid).len() < 7 {
+        while journal_kinds(&store, &sid).await.len() < 7 {
             assert!(waited.elapsed() < STEP, "{name}: a waiting turn's prompt was never journaled");
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
-        assert_eq!(journal_kinds(&store, &sid)[6..], ["TurnStarted"], "{name}");
+        assert_eq!(journal_kinds(&store, &sid).await[6..], ["TurnStarted"], "{name}");
         assert_eq!(counting.writes(), 2, "{name}");
         client.notify("session/cancel", json!({"sessionId": sid})).await;
         assert_eq!(stop_reason(&client.response(&id).await), "cancelled", "{name}");
-        assert_eq!(journal_kinds(&store, &sid)[6..], ["TurnStarted", "TurnInterrupted"], "{name}");
+        assert_eq!(journal_kinds(&store, &sid).await[6..], ["TurnStarted", "TurnInterrupted"], "{name}");
         assert_eq!(counting.writes(), 3, "{name}");
     }
 }
 
 #[tokio::test]
 async fn cancel_request_fires_the_cancellation_signal() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store, TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -451,7 +457,7 @@ async fn cancel_request_fires_the_cancellation_signal() {
 
 #[tokio::test]
 async fn session_close_fires_the_cancellation_signal() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -463,7 +469,7 @@ async fn session_close_fires_the_cancellation_signal() {
         let closed = client.response(&close).await;
         assert_eq!(closed["result"], json!({}), "{name}: {closed}");
         assert_eq!(probe.cancellations(), 1, "{name}");
-        assert_eq!(journal_kinds(&store, &sid), ["TurnStarted", "TurnInterrupted"], "{name}");
+        assert_eq!(journal_kinds(&store, &sid).await, ["TurnStarted", "TurnInterrupted"], "{name}");
         assert!(runner.live_session(&SessionId::new(sid.as_str())).is_none(), "{name}: closed sessions are not live");
         // A prompt to the closed session fails.
         let (response, _) = prompt(&mut client, &sid, "say hi").await;
@@ -484,7 +490,7 @@ async fn session_close_fires_the_cancellation_signal() {
 
 #[tokio::test]
 async fn hanging_up_cancels_running_turns() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -492,14 +498,14 @@ async fn hanging_up_cancels_running_turns() {
         parked(&probe).await;
         client.hang_up().await;
         assert_eq!(probe.cancellations(), 1, "{name}");
-        assert_eq!(journal_kinds(&store, &sid), ["TurnStarted", "TurnInterrupted"], "{name}");
+        assert_eq!(journal_kinds(&store, &sid).await, ["TurnStarted", "TurnInterrupted"], "{name}");
         assert!(runner.live_session(&SessionId::new(sid.as_str())).is_none(), "{name}");
     }
 }
 
 #[tokio::test]
 async fn a_failing_turn_answers_internal_error_with_its_message() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, _) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -509,7 +515,7 @@ async fn a_failing_turn_answers_internal_error_with_its_message() {
         assert_eq!(error["message"], "boom: the turn failed", "{name}");
         // What was streamed before the failure was sent.
         assert_eq!(chunk_texts(&before, "agent_message_chunk"), ["partial"], "{name}");
-        assert_eq!(journal_kinds(&store, &sid), ["TurnStarted", "StepDone", "TurnFailed"], "{name}");
+        assert_eq!(journal_kinds(&store, &sid).await, ["TurnStarted", "StepDone", "TurnFailed"], "{name}");
         // The session still works.
         let (response, _) = prompt(&mut client, &sid, "say fine").await;
         assert_eq!(stop_reason(&response), "end_turn", "{name}");
@@ -518,7 +524,7 @@ async fn a_failing_turn_answers_internal_error_with_its_message() {
 
 #[tokio::test]
 async fn a_panicking_turn_fails_one_prompt_and_the_agent_keeps_serving() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, _) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -529,7 +535,7 @@ async fn a_panicking_turn_fails_one_prompt_and_the_agent_keeps_serving() {
             error["message"].as_str().unwrap().contains("panicked on purpose"),
             "{name}: the message carries the panic's: {response}"
         );
-        assert_eq!(journal_kinds(&store, &sid), ["TurnStarted", "TurnFailed"], "{name}");
+        assert_eq!(journal_kinds(&store, &sid).await, ["TurnStarted", "TurnFailed"], "{name}");
         // The connection serves, and the same session takes the next prompt.
         assert_serving(&mut client).await;
         let (response, before) = prompt(&mut client, &sid, "say still here").await;
@@ -540,7 +546,7 @@ async fn a_panicking_turn_fails_one_prompt_and_the_agent_keeps_serving() {
 
 #[tokio::test]
 async fn titles_are_announced_once_and_listed() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let spec = TurnsSpec { titles: true, ..TurnsSpec::default() };
         let (runner, _) = runner(store.clone(), spec.clone());
         let mut client = client(&runner).await;
@@ -555,10 +561,10 @@ async fn titles_are_announced_once_and_listed() {
         // Only the first prompt names the session.
         let (_, before) = prompt(&mut client, &sid, "say something else").await;
         assert!(!kinds(&before).iter().any(|k| k == "session_info_update"), "{name}: {before:?}");
-        let record = store.session(&SessionId::new(sid.as_str())).unwrap().unwrap();
+        let record = store.session(&SessionId::new(sid.as_str())).await.unwrap().unwrap();
         assert_eq!(record.title.as_deref(), Some("say hello th"), "{name}");
         // The title is not journaled (the catalog holds it).
-        assert!(!journal_kinds(&store, &sid).contains(&"SessionMetaChanged"), "{name}");
+        assert!(!journal_kinds(&store, &sid).await.contains(&"SessionMetaChanged"), "{name}");
 
         let list = client.call_ok("session/list", json!({})).await;
         assert_eq!(list["sessions"][0]["sessionId"], sid.as_str(), "{name}");
@@ -577,7 +583,7 @@ async fn titles_are_announced_once_and_listed() {
 
 #[tokio::test]
 async fn config_options_are_served_and_reach_the_turn() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store, TurnsSpec { config: true, ..TurnsSpec::default() });
         let mut client = client(&runner).await;
         let result = client.call_ok("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
@@ -632,7 +638,7 @@ async fn config_options_are_served_and_reach_the_turn() {
 
 #[tokio::test]
 async fn no_config_options_means_none_in_session_new() {
-    let (runner, _) = runner(stores().remove(0).1, TurnsSpec::default());
+    let (runner, _) = runner(stores().await.remove(0).1, TurnsSpec::default());
     let mut client = client(&runner).await;
     let result = client.call_ok("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
     assert!(result.get("configOptions").is_none_or(Value::is_null), "{result}");
@@ -641,7 +647,7 @@ async fn no_config_options_means_none_in_session_new() {
 
 #[tokio::test]
 async fn compaction_runs_the_hook() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store.clone(), TurnsSpec { compaction: true, ..TurnsSpec::default() });
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -660,7 +666,7 @@ async fn compaction_runs_the_hook() {
         let (response, _) = prompt(&mut client, &sid, "/compact").await;
         assert_eq!(stop_reason(&response), "end_turn", "{name}");
         assert_eq!(probe.compactions.lock().unwrap().len(), 2, "{name}");
-        assert!(journal_kinds(&store, &sid).contains(&"CompactWaiterResolved"), "{name}");
+        assert!(journal_kinds(&store, &sid).await.contains(&"CompactWaiterResolved"), "{name}");
 
         // A failing hook fails the prompt.
         let spec = TurnsSpec { compaction: true, compact_fails: Some("no room".into()), ..TurnsSpec::default() };
@@ -675,7 +681,7 @@ async fn compaction_runs_the_hook() {
 
 #[tokio::test]
 async fn without_compaction_slash_compact_is_a_prompt() {
-    let (runner, probe) = runner(stores().remove(1).1, TurnsSpec::default());
+    let (runner, probe) = runner(stores().await.remove(1).1, TurnsSpec::default());
     let mut client = client(&runner).await;
     let sid = client.new_session().await;
     let (response, before) = prompt(&mut client, &sid, "/compact").await;
@@ -687,7 +693,7 @@ async fn without_compaction_slash_compact_is_a_prompt() {
 
 #[tokio::test]
 async fn ask_user_sends_nothing_and_can_be_answered_out_of_band() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -720,6 +726,7 @@ async fn wait_open_gate(store: &Arc<dyn Store>, sid: &str, nth: usize) -> GateId
     let deadline = tokio::time::Instant::now() + STEP;
     loop {
         let gates: Vec<GateId> = journal(store, sid)
+            .await
             .into_iter()
             .filter_map(|e| match e.kind {
                 EventKind::GateOpened { gate } => Some(gate.id),
@@ -736,7 +743,7 @@ async fn wait_open_gate(store: &Arc<dyn Store>, sid: &str, nth: usize) -> GateId
 
 #[tokio::test]
 async fn the_journal_holds_exactly_the_enduring_events() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, probe) = runner(store.clone(), TurnsSpec { titles: true, ..TurnsSpec::default() });
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -754,7 +761,7 @@ async fn the_journal_holds_exactly_the_enduring_events() {
         client.notify("session/cancel", json!({"sessionId": sid})).await;
         client.response(&id).await;
 
-        let kinds = journal_kinds(&store, &sid);
+        let kinds = journal_kinds(&store, &sid).await;
         assert_eq!(
             kinds,
             [
@@ -790,7 +797,7 @@ async fn the_journal_holds_exactly_the_enduring_events() {
             "{name}"
         );
         // Every journaled event belongs to a turn of this session, in order, and is public.
-        let events = journal(&store, &sid);
+        let events = journal(&store, &sid).await;
         let mut turn_ids = Vec::new();
         for e in &events {
             assert!(e.is_public(), "{name}: {e:?}");
@@ -813,7 +820,7 @@ async fn the_journal_holds_exactly_the_enduring_events() {
 
 #[tokio::test]
 async fn load_replays_the_journal_before_its_response() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, _) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let sid = client.new_session().await;
@@ -879,9 +886,10 @@ async fn load_replays_the_journal_before_its_response() {
         // The loaded session is live and keeps journaling after the earlier turns.
         let (response, _) = prompt(&mut client, &sid, "say more").await;
         assert_eq!(stop_reason(&response), "end_turn", "{name}");
-        let kinds = journal_kinds(&store, &sid);
+        let kinds = journal_kinds(&store, &sid).await;
         assert_eq!(kinds.iter().filter(|k| **k == "TurnStarted").count(), 5, "{name}");
         let turn_ids: Vec<String> = journal(&store, &sid)
+            .await
             .iter()
             .filter(|e| matches!(e.kind, EventKind::TurnStarted { .. }))
             .map(|e| e.header.coordinates.turn_id.clone().unwrap().as_str().to_owned())
@@ -901,7 +909,7 @@ async fn load_replays_the_journal_before_its_response() {
 
 #[tokio::test]
 async fn list_delete_and_unknown_sessions() {
-    for (name, store) in stores() {
+    for (name, store) in stores().await {
         let (runner, _) = runner(store.clone(), TurnsSpec::default());
         let mut client = client(&runner).await;
         let a = client.new_session().await;
@@ -920,8 +928,8 @@ async fn list_delete_and_unknown_sessions() {
         assert_eq!(code(&error), -32600, "{name}");
         client.call_ok("session/close", json!({"sessionId": a})).await;
         client.call_ok("session/delete", json!({"sessionId": a})).await;
-        assert!(store.session(&SessionId::new(a.as_str())).unwrap().is_none(), "{name}");
-        assert!(store.events(&SessionId::new(a.as_str())).unwrap().is_empty(), "{name}");
+        assert!(store.session(&SessionId::new(a.as_str())).await.unwrap().is_none(), "{name}");
+        assert!(store.events(&SessionId::new(a.as_str())).await.unwrap().is_empty(), "{name}");
         let list = client.call_ok("session/list", json!({})).await;
         let listed: Vec<&str> =
             list["sessions"].as_array().unwrap().iter().map(|s| s["sessionId"].as_str().unwrap()).collect();
@@ -942,7 +950,7 @@ async fn list_delete_and_unknown_sessions() {
 #[tokio::test]
 async fn the_runner_advertises_every_session_capability() {
     for compaction in [false, true] {
-        let (runner, _) = runner(stores().remove(0).1, TurnsSpec { compaction, ..TurnsSpec::default() });
+        let (runner, _) = runner(stores().await.remove(0).1, TurnsSpec { compaction, ..TurnsSpec::default() });
         let mut client = TestClient::start_agent(runner.agent(runner.options()));
         let init = client.initialize().await;
         let caps = &init["agentCapabilities"];

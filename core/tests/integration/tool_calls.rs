@@ -197,7 +197,7 @@ async fn load_replays_each_finished_tool_call_once_with_its_content() {
         client.hang_up().await;
 
         // The journal keeps each finished call as it ended.
-        let journal = store.events(&acp_facade::acp::SessionId::new(sid.as_str())).unwrap();
+        let journal = store.events(&acp_facade::acp::SessionId::new(sid.as_str())).await.unwrap();
         let results: Vec<&ToolResultMessage> = journal
             .iter()
             .filter_map(|e| match &e.kind {

@@ -6,7 +6,8 @@
 //! calls to the client `read PATH`, `write PATH TEXT`, `run CMD ARG…`, `open URL`, the tool call
 //! `edit PATH`, `plan N`, `switch MODE`, `mcp`, and anything else echoed word by word; a prompt's
 //! `_meta.traceparent` comes back in the response's `_meta`. Options: `--store PATH` (default: a
-//! file under the user's data directory; `:memory:` keeps nothing), `--page-size N` (largest
+//! file under the user's data directory; `:memory:` keeps nothing; a `postgres://` URL keeps them
+//! in `PostgreSQL`, shared by every process started with it), `--page-size N` (largest
 //! `session/list` page), `--auth` (every session method needs `authenticate` with `demo-login`
 //! first) and `--rich`: advertise and serve the rich input of the contract (image, audio and
 //! embedded-resource prompts, a prompt's first block deciding the turn, http MCP servers, the
@@ -23,14 +24,16 @@ use std::sync::Arc;
 use acp_facade::acp::{McpCapabilities, PromptCapabilities};
 use acp_facade::agent::{ExtensionMethod, Extensions};
 use acp_facade::host::HostResult;
-use acp_facade::runner::{Runner, SqliteStore};
+use acp_facade::runner::{PostgresStore, Runner, SqliteStore, Store};
 use async_trait::async_trait;
 use serde_json::Value;
 
-const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth] [--rich]
+const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth] [--rich]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
+  --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
+                   process using the same database
   --page-size N    the largest session/list page (default 50)
   --auth           require `authenticate` with method demo-login before any session method
   --rich           also advertise image, audio and embedded-resource prompts, http MCP servers,
@@ -103,6 +106,11 @@ fn default_store() -> Result<PathBuf, String> {
     Ok(base.join("acp-facade").join("demo.sqlite"))
 }
 
+/// Whether `--store` names a `PostgreSQL` database rather than an `SQLite` file.
+fn is_postgres(store: &str) -> bool {
+    store.starts_with("postgres://") || store.starts_with("postgresql://")
+}
+
 fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -118,11 +126,33 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let store = match SqliteStore::open(&args.store) {
-        Ok(store) => Arc::new(store),
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
         Err(e) => {
-            tracing::error!(store = args.store, error = %e, "cannot open the session store");
+            tracing::error!(error = %e, "cannot start the runtime");
             return std::process::ExitCode::FAILURE;
+        }
+    };
+    // The PostgreSQL store is kept to be closed on the way out: its sessions are free at once.
+    let (store, postgres): (Arc<dyn Store>, Option<Arc<PostgresStore>>) = if is_postgres(&args.store) {
+        match runtime.block_on(PostgresStore::connect(&args.store)) {
+            Ok(store) => {
+                let store = Arc::new(store);
+                (store.clone(), Some(store))
+            }
+            Err(e) => {
+                // The error names the server and database, never the URL's password.
+                tracing::error!(error = %e, "cannot open the session store");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+    } else {
+        match SqliteStore::open(&args.store) {
+            Ok(store) => (Arc::new(store), None),
+            Err(e) => {
+                tracing::error!(store = args.store, error = %e, "cannot open the session store");
+                return std::process::ExitCode::FAILURE;
+            }
         }
     };
     let runner = Runner::new(store, Arc::new(script::Script { rich: args.rich }));
@@ -141,14 +171,13 @@ fn main() -> std::process::ExitCode {
         };
     }
     let agent = runner.agent(options);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot start the runtime");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(agent.serve_stdio()) {
+    let served = runtime.block_on(agent.serve_stdio());
+    if let Some(postgres) = postgres
+        && let Err(e) = runtime.block_on(postgres.close())
+    {
+        tracing::warn!(error = %e, "could not retire this process's lease");
+    }
+    match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "serving failed");

@@ -42,10 +42,14 @@ fn load(demo: &mut Demo, sid: &str) -> Vec<Value> {
     before
 }
 
+/// The journal of `sid` (the `SQLite` store's calls finish in their first poll).
+fn journal(store: &SqliteStore, sid: &str) -> Vec<acp_facade::harness::Event> {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+    runtime.block_on(store.events(&SessionId::new(sid))).expect("read the journal")
+}
+
 fn journal_kinds(store: &SqliteStore, sid: &str) -> Vec<String> {
-    store
-        .events(&SessionId::new(sid))
-        .expect("read the journal")
+    journal(store, sid)
         .iter()
         .map(|e| {
             let kind = serde_json::to_value(&e.kind).unwrap();
@@ -96,7 +100,7 @@ fn sessions_survive_sigkill_mid_turn_and_are_shared_between_processes() {
             assert_eq!(journal_kinds(&journal, sid), ["turn_started"], "{sid}: killed mid-turn");
         }
         assert_eq!(journal_kinds(&journal, &s2).last().map(String::as_str), Some("turn_done"));
-        let last = journal.events(&SessionId::new(s1.as_str())).unwrap();
+        let last = self::journal(&journal, &s1);
         assert!(matches!(last.last().unwrap().kind, EventKind::TurnDone { .. }));
     }
 
