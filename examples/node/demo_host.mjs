@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // The acp-facade demo agent on the Node turn runner: an ACP agent over stdio with a scripted
 // "model" and an SQLite store. It behaves exactly like the Rust one (examples/demo-agent) on the
-// wire; see ../../../shared/DEMO.md:
+// wire, as docs/DEMO.md describes:
 //   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing),
-//          --page-size N (the largest session/list page, default 50).
+//          --page-size N (the largest session/list page, default 50), --help.
+// The npm package ships this file: node node_modules/acp-facade/examples/node/demo_host.mjs
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
 
 import { readFileSync } from 'node:fs'
@@ -14,11 +15,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 import { Runner, SqliteStore } from 'acp-facade'
 
-const USAGE = `usage: demo_host.mjs [--store PATH|:memory:] [--page-size N]
+const USAGE = `usage: node demo_host.mjs [--store PATH|:memory:] [--page-size N]
 
-An Agent Client Protocol agent over stdio (the acp-facade demo, on Node).
+An Agent Client Protocol agent over stdio (the acp-facade demo on Node; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
-  --page-size N    the largest session/list page (default 50)`
+  --page-size N    the largest session/list page (default 50)
+  -h, --help       this text`
+
+/** `--help` was asked for: the usage goes to stdout, exit 0. */
+class Help extends Error {}
 
 /** The context window the demo reports. */
 const CONTEXT_SIZE = 200000
@@ -45,9 +50,9 @@ function parseArgs(argv) {
       if (!(n > 0) || !Number.isSafeInteger(n)) throw new Error(`--page-size must be a positive number, got ${JSON.stringify(value)}`)
       pageSize = n
     } else if (arg === '--help' || arg === '-h') {
-      throw new Error(USAGE)
+      throw new Help()
     } else {
-      throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`)
+      throw new Error(`unknown argument ${JSON.stringify(arg)}`)
     }
   }
   return { store: store ?? defaultStore(), pageSize }
@@ -205,11 +210,16 @@ const script = {
 }
 
 async function main() {
+  // Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
   let args
   try {
     args = parseArgs(process.argv.slice(2))
   } catch (e) {
-    return fail(e.message, 2)
+    if (e instanceof Help) {
+      process.stdout.write(`${USAGE}\n`)
+      return undefined
+    }
+    return fail(`demo_host.mjs: ${e.message} (see --help)`, 2)
   }
   let store
   try {

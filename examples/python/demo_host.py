@@ -2,10 +2,15 @@
 """acp-facade-demo in Python: the demo agent of acp-facade on the Python turn runner.
 
 An ACP agent over stdio with a scripted "model" and a SQLite store, behaving exactly like the
-Rust demo (``examples/demo-agent``): ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
-``ask QUESTION``, ``fail``, ``/compact``, and anything else echoed word by word.
+Rust demo (``examples/demo-agent``) as ``docs/DEMO.md`` describes: ``stream N``, ``think TEXT``,
+``tool NAME``, ``sleep MS``, ``ask QUESTION``, ``fail``, ``/compact``, and anything else echoed
+word by word.
 
-usage: demo_host.py [--store PATH|:memory:] [--page-size N]
+usage: demo_host.py [--store PATH|:memory:] [--page-size N] [--help]
+
+The installed package carries this file as ``acp_facade.demo`` (a link in
+``bindings-python/python/acp_facade/``), so ``python -m acp_facade.demo`` runs it without a
+checkout.
 
 Nothing but protocol goes to stdout; diagnostics go to stderr.
 """
@@ -36,11 +41,15 @@ from acp_facade import (
     text_block,
 )
 
-USAGE = """usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+PROG = "acp_facade.demo"
 
-An Agent Client Protocol agent over stdio (the acp-facade demo).
+USAGE = """usage: python -m acp_facade.demo [--store PATH|:memory:] [--page-size N]
+   or: python examples/python/demo_host.py [...]
+
+An Agent Client Protocol agent over stdio (the acp-facade demo on Python; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
-  --page-size N    the largest session/list page (default 50)"""
+  --page-size N    the largest session/list page (default 50)
+  -h, --help       this text"""
 
 CONTEXT_SIZE = 200_000
 """The context window the demo reports."""
@@ -163,8 +172,13 @@ def default_store() -> Path:
     return Path(base) / "acp-facade" / "demo.sqlite"
 
 
+class Help(Exception):
+    """``--help`` was asked for: print the usage on stdout and exit 0."""
+
+
 def parse_args(argv: List[str]) -> Tuple[str, int]:
-    """The store path and the page size, or `ValueError` with the message to print."""
+    """The store path and the page size; `Help` for ``--help``, `ValueError` with the one-line
+    reason for a bad command line."""
     store: Optional[str] = None
     page_size = 50
     args = iter(argv)
@@ -181,9 +195,9 @@ def parse_args(argv: List[str]) -> Tuple[str, int]:
             if page_size <= 0:
                 raise ValueError(f"--page-size must be a positive number, got {value!r}")
         elif arg in ("--help", "-h"):
-            raise ValueError(USAGE)
+            raise Help()
         else:
-            raise ValueError(f"unknown argument {arg!r}\n{USAGE}")
+            raise ValueError(f"unknown argument {arg!r}")
     return (store if store is not None else str(default_store())), page_size
 
 
@@ -196,10 +210,14 @@ async def serve(store_path: str, page_size: int) -> None:
 
 def main() -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
     try:
         store, page_size = parse_args(sys.argv[1:])
+    except Help:
+        sys.stdout.write(USAGE + "\n")
+        return 0
     except ValueError as e:
-        log.error("%s", e)
+        sys.stderr.write(f"{PROG}: {e} (see --help)\n")
         return 2
     try:
         asyncio.run(serve(store, page_size))

@@ -1,13 +1,14 @@
 //! `acp-facade-demo`: the demo agent of acp-facade — an ACP agent over stdio, built on the
 //! batteries-included runner with a scripted "model" and a store in one `SQLite` file.
 //!
-//! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
-//! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and
-//! anything else echoed word by word. Options: `--store PATH` (default: a file under the user's
-//! data directory; `:memory:` keeps nothing) and `--page-size N` (largest `session/list` page).
+//! Its behaviour is fixed by `docs/DEMO.md` (the same in Rust, Python and Node): `stream N`,
+//! `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and anything else
+//! echoed word by word. Options: `--store PATH` (default: a file under the user's data directory;
+//! `:memory:` keeps nothing), `--page-size N` (largest `session/list` page), `--help`.
 
 mod script;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -15,19 +16,28 @@ use acp_facade::runner::{Runner, SqliteStore};
 
 const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
 
-An Agent Client Protocol agent over stdio (the acp-facade demo).
+An Agent Client Protocol agent over stdio (the acp-facade demo; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
-  --page-size N    the largest session/list page (default 50)";
+  --page-size N    the largest session/list page (default 50)
+  -h, --help       this text";
 
 struct Args {
     store: String,
     page_size: usize,
 }
 
-fn parse_args() -> Result<Args, String> {
+/// What the command line asks for.
+enum Command {
+    /// Serve ACP over stdio.
+    Serve(Args),
+    /// Print the usage on stdout and exit 0.
+    Help,
+}
+
+/// The command line, or the one-line reason it is wrong.
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
     let mut store = None;
     let mut page_size = 50usize;
-    let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--store" => store = Some(args.next().ok_or("--store needs a path")?),
@@ -39,15 +49,15 @@ fn parse_args() -> Result<Args, String> {
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("--page-size must be a positive number, got {value:?}"))?;
             }
-            "--help" | "-h" => return Err(USAGE.to_owned()),
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            "--help" | "-h" => return Ok(Command::Help),
+            other => return Err(format!("unknown argument {other:?}")),
         }
     }
     let store = match store {
         Some(store) => store,
         None => default_store()?.to_string_lossy().into_owned(),
     };
-    Ok(Args { store, page_size })
+    Ok(Command::Serve(Args { store, page_size }))
 }
 
 /// `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`.
@@ -68,10 +78,15 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let args = match parse_args() {
-        Ok(args) => args,
+    // Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Command::Serve(args)) => args,
+        Ok(Command::Help) => {
+            let _ = writeln!(std::io::stdout().lock(), "{USAGE}");
+            return std::process::ExitCode::SUCCESS;
+        }
         Err(message) => {
-            tracing::error!("{message}");
+            let _ = writeln!(std::io::stderr().lock(), "acp-facade-demo: {message} (see acp-facade-demo --help)");
             return std::process::ExitCode::from(2);
         }
     };
