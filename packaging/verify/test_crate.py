@@ -34,7 +34,7 @@ def test_crate_metadata_for_crates_io_and_docs_rs() -> None:
     assert package["readme"] == "README.md"
     assert package["description"]
     assert 1 <= len(package["keywords"]) <= 5 and 1 <= len(package["categories"]) <= 5
-    assert "docs.rs" in package["metadata"]
+    assert package["metadata"]["docs"]["rs"]["targets"], package["metadata"]
     # No address that does not exist: none is given until the project has one.
     for field in ("repository", "homepage", "documentation"):
         assert field not in package, field

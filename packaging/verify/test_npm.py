@@ -104,7 +104,7 @@ def test_typescript_users_get_the_types(project: Path, no_rust_env: Dict[str, st
     (project / "check.mts").write_text(
         "import { AcpError, Runner, SqliteStore, type Turn } from 'acp-facade'\n"
         "const runner = new Runner(SqliteStore.open(':memory:'), {\n"
-        "  async runTurn(turn: Turn) { await turn.text(turn.promptText); return 'end_turn' },\n"
+        "  async runTurn(turn: Turn) { await turn.text(turn.promptText); return 'end_turn' as const },\n"
         "})\n"
         "const agent = runner.agent({ agentName: 'check', agentVersion: '1' })\n"
         "void agent.serve(process.stdin, process.stdout)\n"
