@@ -46,6 +46,12 @@ pub use error::{Error, ErrorCode};
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeQuickStart;
 
+/// The Rust guide's programs (`docs/first-agent-rust.md`), compiled as doc tests. (Outside the
+/// published crate, like the repository README.)
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/first-agent-rust.md")]
+pub struct FirstAgentGuide;
+
 /// The crate README's example (the README crates.io shows), compiled as a doc test.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
