@@ -7,6 +7,7 @@ artifact's name in dist/."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -46,6 +47,13 @@ def test_every_artifact_is_this_version() -> None:
     wheels = [n for n in names if n.endswith(".whl")]
     assert len(wheels) == 1 and wheels[0].startswith(f"acp_facade-{VERSION}-"), names
     assert sorted(n for n in names if not n.endswith(".whl")) == expected, names
+
+
+def test_the_docs_name_this_version() -> None:
+    """Install commands name artifacts by version: they must name this one."""
+    for doc in [ROOT / "README.md", ROOT / "packaging" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for found in re.findall(r"acp[-_]facade-(\d+\.\d+\.\d+)\b", doc.read_text()):
+            assert found == VERSION, f"{doc.relative_to(ROOT)} names version {found}, not {VERSION}"
 
 
 def test_licences_are_one_text() -> None:
