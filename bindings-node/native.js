@@ -1,6 +1,8 @@
 'use strict'
-// Loads the native addon (its declarations: native.d.ts). Two places, in this order:
+// Loads the native addon (its declarations: native.d.ts). From, in this order:
 //
+// 0. NAPI_RS_NATIVE_LIBRARY_PATH, when set: that file (as napi-rs loaders do; scripts/bench runs a
+//    private copy of the addon this way).
 // 1. A source build in this checkout: bindings-node/generated/acp-facade.<platform>.node, made by
 //    `npm install` with Rust installed (the package.json "prepare" script). The published package
 //    has no generated/ directory, so this applies to checkouts only.
@@ -20,6 +22,8 @@ const { version } = require('../package.json')
 const PREBUILT = ['linux-x64-gnu']
 
 function load() {
+  const explicit = process.env.NAPI_RS_NATIVE_LIBRARY_PATH
+  if (explicit) return require(explicit)
   const platform = currentPlatform()
   const local = join(__dirname, 'generated', `acp-facade.${platform}.node`)
   if (existsSync(local)) return require(local)
