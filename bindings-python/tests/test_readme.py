@@ -93,8 +93,8 @@ def test_zed_settings_name_the_three_demos() -> None:
     assert len(servers) == 3
     commands = [" ".join([entry["command"], *entry["args"]]) for entry in servers.values()]
     assert any(c.endswith("target/release/acp-facade-demo --store /absolute/path/to/demo.sqlite") for c in commands), commands
-    assert any(" -m acp_facade.demo " in c for c in commands), commands
-    assert any("node_modules/acp-facade/examples/node/demo_host.mjs" in c for c in commands), commands
+    assert any(c.startswith("/absolute/path/to/.venv/bin/acp-facade-demo ") for c in commands), commands
+    assert any(c.startswith("/absolute/path/to/node_modules/.bin/acp-facade-demo ") for c in commands), commands
     for entry in servers.values():
         assert entry["type"] == "custom" and isinstance(entry["args"], list)
 

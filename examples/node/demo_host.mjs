@@ -5,7 +5,7 @@
 //   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing),
 //          --page-size N (the largest session/list page, default 50), --help.
-// The npm package ships this file: node node_modules/acp-facade/examples/node/demo_host.mjs
+// The npm package ships this file as its command `acp-facade-demo` (node_modules/.bin/).
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
 
 import { readFileSync } from 'node:fs'
@@ -15,7 +15,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 import { Runner, SqliteStore } from 'acp-facade'
 
-const USAGE = `usage: node demo_host.mjs [--store PATH|:memory:] [--page-size N]
+const USAGE = `usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+   or: node demo_host.mjs [...]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo on Node; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite

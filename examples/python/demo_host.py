@@ -9,8 +9,8 @@ word by word.
 usage: demo_host.py [--store PATH|:memory:] [--page-size N] [--help]
 
 The installed package carries this file as ``acp_facade.demo`` (a link in
-``bindings-python/python/acp_facade/``), so ``python -m acp_facade.demo`` runs it without a
-checkout.
+``bindings-python/python/acp_facade/``), so the command ``acp-facade-demo`` (and
+``python -m acp_facade.demo``) runs it without a checkout.
 
 Nothing but protocol goes to stdout; diagnostics go to stderr.
 """
@@ -43,7 +43,8 @@ from acp_facade import (
 
 PROG = "acp_facade.demo"
 
-USAGE = """usage: python -m acp_facade.demo [--store PATH|:memory:] [--page-size N]
+USAGE = """usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+   or: python -m acp_facade.demo [...]
    or: python examples/python/demo_host.py [...]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo on Python; docs/DEMO.md).

@@ -7,7 +7,7 @@ import json
 import shutil
 import tarfile
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
@@ -45,6 +45,7 @@ def test_main_package_has_no_addon_and_depends_on_the_platform_package() -> None
     pkg = json.loads(files["package/package.json"])
     assert pkg["name"] == "acp-facade" and pkg["version"] == VERSION
     assert pkg["optionalDependencies"] == {"acp-facade-linux-x64-gnu": VERSION}
+    assert pkg["bin"] == {"acp-facade-demo": "examples/node/demo_host.mjs"}
     assert "devDependencies" not in pkg and "scripts" not in pkg
     assert pkg["peerDependencies"]["@types/node"] and pkg["peerDependenciesMeta"]["@types/node"]["optional"] is True
     for name in (
@@ -81,10 +82,15 @@ def project(work: Path, no_rust_env: Dict[str, str]) -> Path:
     return project
 
 
-def test_installed_demo_help_and_bad_arguments(project: Path, no_rust_env: Dict[str, str]) -> None:
-    demo = ["node", str(project / "node_modules/acp-facade/examples/node/demo_host.mjs")]
+@pytest.mark.parametrize(
+    "command",
+    [["node_modules/.bin/acp-facade-demo"], ["node", "node_modules/acp-facade/examples/node/demo_host.mjs"]],
+    ids=["command", "file"],
+)
+def test_installed_demo_help_and_bad_arguments(project: Path, no_rust_env: Dict[str, str], command: List[str]) -> None:
+    demo = [str(project / command[0]) if command[0].startswith("node_modules") else command[0], *command[1:]]
     shown = run([*demo, "--help"], no_rust_env, cwd=project)
-    assert shown.stdout.startswith("usage: ") and "--store" in shown.stdout and shown.stderr == ""
+    assert shown.stdout.startswith("usage: acp-facade-demo ") and "--store" in shown.stdout and shown.stderr == ""
     bad = run([*demo, "--bogus"], no_rust_env, cwd=project, check=False)
     assert bad.returncode == 2 and bad.stdout == "", bad
     assert len(bad.stderr.splitlines()) == 1 and "--bogus" in bad.stderr, bad.stderr
@@ -92,8 +98,8 @@ def test_installed_demo_help_and_bad_arguments(project: Path, no_rust_env: Dict[
 
 def test_installed_demo_serves_a_prompt_turn_to_the_official_client(project: Path, no_rust_env: Dict[str, str]) -> None:
     shutil.copy(CLIENTS / "prompt_turn.mjs", project / "prompt_turn.mjs")
-    demo = str(project / "node_modules/acp-facade/examples/node/demo_host.mjs")
-    result = run(["node", "prompt_turn.mjs", "node", demo, "--store", ":memory:"], no_rust_env, cwd=project)
+    demo = str(project / "node_modules/.bin/acp-facade-demo")
+    result = run(["node", "prompt_turn.mjs", demo, "--store", ":memory:"], no_rust_env, cwd=project)
     assert result.stdout.startswith(f"ok: acp-facade-demo {VERSION}"), result.stdout
 
 

@@ -8,7 +8,7 @@ import tarfile
 import zipfile
 from email.parser import Parser
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import pytest
 
@@ -97,18 +97,19 @@ def test_wheel_imports_with_its_version(venv: Path, no_rust_env: Dict[str, str])
     assert out[1].startswith(str(venv)), out
 
 
-def test_installed_demo_help_and_bad_arguments(venv: Path, no_rust_env: Dict[str, str]) -> None:
-    demo = [str(venv / "bin" / "python"), "-m", "acp_facade.demo"]
+@pytest.mark.parametrize("command", [["acp-facade-demo"], ["python", "-m", "acp_facade.demo"]], ids=["command", "module"])
+def test_installed_demo_help_and_bad_arguments(venv: Path, no_rust_env: Dict[str, str], command: List[str]) -> None:
+    demo = [str(venv / "bin" / command[0]), *command[1:]]
     shown = run([*demo, "--help"], no_rust_env)
-    assert shown.stdout.startswith("usage: ") and "--store" in shown.stdout and shown.stderr == ""
+    assert shown.stdout.startswith("usage: acp-facade-demo ") and "--store" in shown.stdout and shown.stderr == ""
     bad = run([*demo, "--page-size", "0"], no_rust_env, check=False)
     assert bad.returncode == 2 and bad.stdout == "", bad
     assert len(bad.stderr.splitlines()) == 1 and "--page-size" in bad.stderr, bad.stderr
 
 
 def test_installed_demo_serves_a_prompt_turn_to_the_official_client(venv: Path, no_rust_env: Dict[str, str]) -> None:
-    python = str(venv / "bin" / "python")
-    result = run([python, str(CLIENTS / "prompt_turn.py"), python, "-m", "acp_facade.demo", "--store", ":memory:"], no_rust_env)
+    python, demo = str(venv / "bin" / "python"), str(venv / "bin" / "acp-facade-demo")
+    result = run([python, str(CLIENTS / "prompt_turn.py"), demo, "--store", ":memory:"], no_rust_env)
     assert result.stdout.startswith(f"ok: acp-facade-demo {VERSION}"), result.stdout
 
 

@@ -50,7 +50,7 @@ def test_install_covers_the_three_languages() -> None:
 
 def test_python_install_as_written(reader: Path, no_rust_env: Dict[str, str]) -> None:
     result = run(["bash", "-euo", "pipefail", "-c", shell("Python")], no_rust_env, cwd=reader)
-    assert "\nusage: python -m acp_facade.demo" in result.stdout, result.stdout
+    assert "\nusage: acp-facade-demo " in result.stdout, result.stdout
     version = run([str(reader / ".venv/bin/python"), "-c", "import acp_facade; print(acp_facade.__version__)"], no_rust_env)
     assert version.stdout.strip() == VERSION
 
@@ -58,7 +58,7 @@ def test_python_install_as_written(reader: Path, no_rust_env: Dict[str, str]) ->
 def test_node_install_as_written(reader: Path, no_rust_env: Dict[str, str]) -> None:
     (reader / "package.json").write_text('{"name": "reader", "private": true}')
     result = run(["bash", "-euo", "pipefail", "-c", shell("Node")], no_rust_env, cwd=reader)
-    assert "\nusage: node demo_host.mjs" in result.stdout, result.stdout
+    assert "\nusage: acp-facade-demo " in result.stdout, result.stdout
     for package in ("acp-facade", "acp-facade-linux-x64-gnu"):
         assert (reader / "node_modules" / package / "package.json").is_file(), package
 
