@@ -30,7 +30,7 @@ use acp_facade::host::{
     Authenticator, Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog,
     SessionCatalogEntry, SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
 };
-use acp_facade::runner::EventHub;
+use acp_facade::hub::EventHub;
 use async_trait::async_trait;
 use napi::bindgen_prelude::{ClassInstance, JsObjectValue, Object, Unknown};
 use napi::{Env, ValueType};
@@ -72,10 +72,7 @@ impl HostParts {
         let new_session = required(object, "a host", "newSession")?;
         // Every live session this host makes has its methods called through this one invoker.
         let invoker = Invoker::new(env)?;
-        let authenticator: Option<Arc<dyn Authenticator>> = match method(object, "authenticate")? {
-            Some(authenticate) => Some(Arc::new(JsAuthenticator::from_object(env, object, authenticate)?)),
-            None => None,
-        };
+        let authenticator = authenticator(env, object)?;
         Ok(Self {
             host: Some(Arc::new(JsHost { new_session, invoker: invoker.clone() })),
             loader: method(object, "loadSession")?
@@ -187,6 +184,15 @@ impl SessionDeleter for JsDeleter {
     }
 }
 
+/// The authentication part of a JS object (`authenticate`, `authMethods`,
+/// `requiresAuthentication`, `logout`), or `None` when it has no `authenticate` method.
+pub fn authenticator(env: &Env, object: &Object<'_>) -> napi::Result<Option<Arc<dyn Authenticator>>> {
+    Ok(match method(object, "authenticate")? {
+        Some(authenticate) => Some(Arc::new(JsAuthenticator::from_object(env, object, authenticate)?)),
+        None => None,
+    })
+}
+
 struct JsAuthenticator {
     methods: Vec<AuthMethod>,
     authenticate: JsMethod,
@@ -274,7 +280,7 @@ fn live_session_from(env: &Env, value: &Unknown<'_>, invoker: &Invoker) -> Resul
     let id: String = object
         .get_named_property::<String>("id")
         .map_err(|_| AcpError::internal_msg("a live session needs a string `id`"))?;
-    let hub: ClassInstance<'_, crate::runner::hub::JsEventHub> = object.get_named_property("events").map_err(|e| {
+    let hub: ClassInstance<'_, crate::hub::JsEventHub> = object.get_named_property("events").map_err(|e| {
         AcpError::internal_msg(format!("a live session needs `events`, an EventHub it publishes to ({e})"))
     })?;
     let shared = SharedObject::new(invoker, &object).map_err(invalid)?;

@@ -7,6 +7,7 @@
 //! - [`callback`]: calling JavaScript host methods from Rust (weak, non-callee-handled
 //!   threadsafe functions, `this` bound to the host object, Promise or plain return values).
 //! - [`host`]: JS objects implementing the host interfaces.
+//! - [`hub`]: the `EventHub` a JS live session publishes to.
 //! - [`harness`]: conversion of harness events and gate answers.
 //! - [`agent`]: the `Agent` class, its options, and serving over stdio or caller-supplied streams.
 //! - [`runner`]: the batteries-included runner: stores, the JS turn runner and the `Turn` handle.
@@ -33,6 +34,7 @@ pub mod callback;
 pub mod error;
 pub mod harness;
 pub mod host;
+pub mod hub;
 pub mod rpc;
 pub mod runner;
 

@@ -319,3 +319,25 @@ describe('demo agent on the Node turn runner', () => {
     assert.equal(stdout, '')
   })
 })
+
+describe('a runner agent with an authenticator', () => {
+  test('--auth: session methods need authenticate with demo-login, again after logout', async () => {
+    await withAgent(['--store', ':memory:', '--auth'], async (agent) => {
+      const init = await agent.initialize()
+      assert.deepEqual(init.authMethods, [{ id: 'demo-login', name: 'Demo login' }])
+      await assert.rejects(newSession(agent), (e) => e.code === -32000)
+      await assert.rejects(agent.connection.authenticate({ methodId: 'nope' }), (e) => e.code === -32602)
+      await agent.connection.authenticate({ methodId: 'demo-login' })
+      const { sessionId } = await newSession(agent)
+      await agent.connection.prompt(textPrompt(sessionId, 'stream 1'))
+      await agent.connection.logout({})
+      await assert.rejects(agent.connection.prompt(textPrompt(sessionId, 'stream 1')), (e) => e.code === -32000)
+    })
+  })
+
+  test('an authenticator without `authenticate` is refused', async () => {
+    const { Runner, MemoryStore } = await import('acp-facade')
+    const runner = new Runner(new MemoryStore(), { async runTurn() {} })
+    assert.throws(() => runner.agent({}, { authMethods: [] }), /authenticate/)
+  })
+})

@@ -50,7 +50,7 @@ impl PyOptions {
         let host = Arc::new(PyHost::new(host));
         let mut options = Options::new(host.clone());
         if let Some((methods, logout)) = auth {
-            options = options.authenticator(Arc::new(PyAuthenticator::new(&host, methods, logout)));
+            options = options.authenticator(Arc::new(PyAuthenticator::new(host.target.clone(), methods, logout)));
         }
         if loader {
             options = options.loader(host.clone());
@@ -65,6 +65,14 @@ impl PyOptions {
             options = options.deleter(host);
         }
         Self { inner: options }
+    }
+
+    /// A copy whose authentication is served by `adapter` (a host adapter over the product's
+    /// authenticator): `methods` are the advertised `(id, name, description)` methods, `logout`
+    /// whether it has `logout`.
+    fn with_authenticator(&self, adapter: Py<PyAny>, methods: Vec<AuthMethodTuple>, logout: bool) -> Self {
+        let authenticator = PyAuthenticator::new(Arc::new(adapter), methods, logout);
+        Self { inner: self.inner.clone().authenticator(Arc::new(authenticator)) }
     }
 
     /// A copy with the given settings changed (`None` keeps a setting).

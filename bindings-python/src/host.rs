@@ -20,14 +20,14 @@ use acp_facade::host::{
     Authenticator, Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog,
     SessionCatalogEntry, SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
 };
-use acp_facade::runner::EventHub;
+use acp_facade::hub::EventHub;
 use async_trait::async_trait;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::bridge;
 use crate::harness::{decode, encode};
-use crate::runner::PyEventHub;
+use crate::hub::PyEventHub;
 
 /// A Python object the core calls through the bridge.
 pub(crate) type Target = Arc<Py<PyAny>>;
@@ -56,7 +56,7 @@ fn setup_to_py<'py>(py: Python<'py>, setup: &Setup) -> PyResult<Bound<'py, PyAny
 
 /// The Python adapter of the product's host object.
 pub(crate) struct PyHost {
-    target: Target,
+    pub(crate) target: Target,
 }
 
 impl PyHost {
@@ -172,7 +172,8 @@ pub(crate) struct PyAuthenticator {
 }
 
 impl PyAuthenticator {
-    pub(crate) fn new(host: &PyHost, methods: Vec<AuthMethodTuple>, logout: bool) -> Self {
+    /// An authenticator calling `target` (a host adapter object).
+    pub(crate) fn new(target: Target, methods: Vec<AuthMethodTuple>, logout: bool) -> Self {
         let methods = methods
             .into_iter()
             .map(|(id, name, description)| {
@@ -183,7 +184,7 @@ impl PyAuthenticator {
                 AuthMethod::Agent(method)
             })
             .collect();
-        Self { target: host.target.clone(), methods, logout }
+        Self { target, methods, logout }
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Only conversion and callback plumbing lives here; every piece of protocol logic stays in the
 //! `acp-facade` core. One file per core module it wraps ([`agent`], [`error`], [`harness`],
-//! [`host`], [`runner`]), plus [`bridge`], the binding's own plumbing between the one process-wide
+//! [`host`], [`hub`], [`runner`]), plus [`bridge`], the binding's own plumbing between the one process-wide
 //! Tokio runtime and the caller's asyncio loop.
 //!
 //! Architecture invariant: Tokio threads never touch the interpreter. A call into Python is
@@ -22,6 +22,7 @@ pub mod bridge;
 pub mod error;
 pub mod harness;
 pub mod host;
+pub mod hub;
 pub mod runner;
 
 /// The one process-wide Tokio runtime of the binding.
@@ -51,6 +52,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     init_logging();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     bridge::register(m)?;
+    hub::register(m)?;
     runner::register(m)?;
     agent::register(m)?;
     Ok(())

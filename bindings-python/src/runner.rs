@@ -19,9 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use acp_facade::Error;
 use acp_facade::acp::{ContentBlock, ErrorCode, SessionConfigOption, StopReason, ToolCallStatus, ToolKind};
 use acp_facade::harness::{ApprovalAction, ToolCallId};
-use acp_facade::runner::{
-    EventHub, MemoryStore, Permission, Runner, RunnerSession, SqliteStore, Store, Turn, TurnRunner,
-};
+use acp_facade::runner::{MemoryStore, Permission, Runner, RunnerSession, SqliteStore, Store, Turn, TurnRunner};
 use async_trait::async_trait;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -36,44 +34,6 @@ use crate::host::{Target, args};
 
 /// How many queued turn operations make `text` ask its caller to await.
 const HIGH_WATER: usize = 1024;
-
-/// A session's event fan-out, for hosts that implement the host interfaces themselves: publish
-/// events here; the facade subscribes.
-#[pyclass(name = "EventHub", module = "acp_facade._native", frozen)]
-pub struct PyEventHub {
-    pub(crate) hub: Arc<EventHub>,
-}
-
-#[pymethods]
-impl PyEventHub {
-    #[new]
-    #[pyo3(signature = (capacity = 256))]
-    fn new(capacity: usize) -> Self {
-        Self { hub: Arc::new(EventHub::new(capacity)) }
-    }
-
-    /// Publishes without waiting; `False` (nothing delivered) when a subscriber's queue is full.
-    fn try_publish(&self, event: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let event = extract(event, "event")?;
-        Ok(self.hub.try_publish(event).is_ok())
-    }
-
-    /// Publishes, waiting for room; completes the Python future `future` when delivered.
-    fn publish(&self, event: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
-        let event = extract(event, "event")?;
-        let hub = self.hub.clone();
-        crate::runtime().spawn(async move {
-            hub.publish(event).await;
-            bridge::resolve_none(future);
-        });
-        Ok(())
-    }
-
-    /// How many subscriptions are alive.
-    fn subscriber_count(&self) -> usize {
-        self.hub.subscriber_count()
-    }
-}
 
 /// The core's `SQLite` store (a file, or `:memory:`).
 #[pyclass(name = "SqliteStore", module = "acp_facade._native", frozen)]
@@ -495,7 +455,6 @@ impl PyTurn {
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyEventHub>()?;
     m.add_class::<PySqliteStore>()?;
     m.add_class::<PyMemoryStore>()?;
     m.add_class::<PyRunner>()?;

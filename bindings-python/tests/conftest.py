@@ -1,5 +1,5 @@
 """Shared helpers: the Python demo agent driven by the official ACP Python client, with every
-message the agent sends validated against the pinned ACP schema (v1.20.0)."""
+message the agent sends validated against the pinned ACP schema (v1.21.0)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "python" / "demo_host.py"
-SCHEMA = json.loads((ROOT / "schema" / "acp-v1.20.0.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "schema" / "acp-v1.21.0.schema.json").read_text())
 
 _RESPONSES = {
     "initialize": "InitializeResponse",

@@ -100,3 +100,26 @@ def test_auth_hooks_have_the_right_kind() -> None:
         Options(SyncAuthenticate())
     with pytest.raises(TypeError, match="plain `def`"):
         Options(AsyncRequires())
+
+
+def test_a_runner_agent_takes_an_authenticator_and_refuses_objects_that_are_not_one() -> None:
+    """`Options.authenticator` gives a runner's agent authentication (the demo's `--auth`, driven
+    end to end by the conformance suite); an object without `authenticate` is a TypeError, and a
+    plain `def authenticate` too."""
+    runner = acp_facade.Runner(acp_facade.MemoryStore(), _NoTurns())
+    options = runner.options().authenticator(LogoutHost())
+    assert "Options" in repr(options)
+    with pytest.raises(TypeError, match="authenticate"):
+        runner.options().authenticator(object())
+
+    class SyncLogin:
+        def authenticate(self, method_id: str) -> None:
+            return None
+
+    with pytest.raises(TypeError):
+        runner.options().authenticator(SyncLogin())
+
+
+class _NoTurns(acp_facade.TurnRunner):
+    async def run_turn(self, turn: acp_facade.Turn) -> acp_facade.StopReason:
+        return acp_facade.StopReason.END_TURN

@@ -7,8 +7,9 @@
 //! [`Authenticator`] (`authMethods`, `auth.logout`).
 //!
 //! A live session ([`LiveSession`]) may offer more, discovered at run time: [`SessionCloser`]
-//! (a graceful shutdown on `session/close`), [`Compactor`] (`/compact`) and [`RuntimeConfig`]
-//! (`session/set_config_option`, `session/set_mode`).
+//! (a graceful shutdown on `session/close`), [`Compactor`] (`/compact`), [`RuntimeConfig`]
+//! (`session/set_config_option`, `session/set_mode`) and [`SessionHistory`] (`session/load` of a
+//! session already live on the connection).
 //!
 //! What the facade guarantees to every host method: the connection is initialized; session ids
 //! are validated and resolved against the live registry before any host call; [`Setup`] is
@@ -202,15 +203,17 @@ pub struct LoadedSession {
 /// Reopens a stored session with its history (`session/load`, capability `loadSession`).
 #[async_trait]
 pub trait SessionLoader: Send + Sync + 'static {
-    /// Loads `session_id`. The facade has checked it is well formed and not live; it replays
-    /// `history` to the client before answering, then serves the session as live.
+    /// Loads `session_id`. The facade has checked it is well formed and not live on this
+    /// connection (a live one is re-attached without the loader, see [`SessionHistory`]); it
+    /// replays `history` to the client before answering, then serves the session as live.
     async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession>;
 }
 
 /// Reopens a stored session without history (`session/resume`).
 #[async_trait]
 pub trait SessionResumer: Send + Sync + 'static {
-    /// Resumes `session_id`; the facade sends no `session/update` for it before answering.
+    /// Resumes `session_id`; the facade sends no `session/update` for it before answering. Not
+    /// called for a session live on this connection: resuming that one only answers.
     async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>>;
 }
 
@@ -250,7 +253,9 @@ pub trait Authenticator: Send + Sync + 'static {
     /// The methods advertised in `initialize`.
     fn methods(&self) -> Vec<AuthMethod>;
 
-    /// Whether `session/new` (and load/resume) must answer `-32000` right now.
+    /// Whether the session methods (`session/new`, `load`, `resume`, `list`, `delete`,
+    /// `prompt`, `close`, `set_mode`, `set_config_option`) must answer `-32000` right now, until
+    /// `authenticate` succeeds on the connection (and again after `logout`).
     fn requires_authentication(&self) -> bool;
 
     /// Authenticates with one of [`Authenticator::methods`] (the facade checks the id first).
@@ -305,6 +310,12 @@ pub trait LiveSession: Send + Sync + 'static {
     fn config(&self) -> Option<&dyn RuntimeConfig> {
         None
     }
+
+    /// The session's durable history, if it can tell it while live: what lets a client re-attach
+    /// with `session/load` to a session already live on its connection.
+    fn history(&self) -> Option<&dyn SessionHistory> {
+        None
+    }
 }
 
 /// A session's graceful shutdown, called once by `session/close` (and at disconnect), after the
@@ -313,6 +324,18 @@ pub trait LiveSession: Send + Sync + 'static {
 pub trait SessionCloser: Send + Sync {
     /// Releases everything held for the session. Durable history must stay.
     async fn shutdown(&self) -> HostResult<()>;
+}
+
+/// The durable history of a live session.
+///
+/// Called when a client sends `session/load` for a session that is live and idle on its own
+/// connection (an editor reopening a thread it still holds): the facade replays the history, as
+/// for a stored session, without reopening anything. No prompt runs meanwhile (one arriving is
+/// refused), so the history is complete.
+#[async_trait]
+pub trait SessionHistory: Send + Sync {
+    /// The session's Enduring events so far, oldest first.
+    async fn history(&self) -> HostResult<Vec<Event>>;
 }
 
 /// A session's compaction.

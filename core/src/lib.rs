@@ -7,14 +7,14 @@
 //! `session/update`, permission round trips, cancellation and close orchestration, history replay,
 //! authenticated pagination, config options and modes, and the `/compact` command.
 //!
-//! The protocol is pinned to ACP schema v1.20.0 (`protocolVersion` 1); wire types come from
+//! The protocol is pinned to ACP schema v1.21.0 (`protocolVersion` 1); wire types come from
 //! [`agent_client_protocol_schema`] (re-exported as [`acp`]).
 //!
 //! ## Layers
 //!
 //! - [`rpc`]: the JSON-RPC 2.0 peer (framing, dispatch, outgoing calls, `$/cancel_request`).
 //! - [`harness`]: the runtime model a host speaks: sessions, loops, turns and their events.
-//! - [`host`]: the traits a product implements.
+//! - [`host`]: the traits a product implements; [`hub`]: the event fan-out a host publishes to.
 //! - [`agent`]: the facade that turns host events into ACP and ACP requests into host calls.
 //!
 //! ## Architecture invariants
@@ -31,10 +31,13 @@ pub mod agent;
 pub mod error;
 pub mod harness;
 pub mod host;
+pub mod hub;
+mod panic;
 pub mod rpc;
 pub mod runner;
+pub mod time;
 
-/// The pinned ACP wire types (schema v1.20.0), re-exported for hosts.
+/// The pinned ACP wire types (schema v1.21.0), re-exported for hosts.
 pub use agent_client_protocol_schema::v1 as acp;
 
 pub use agent::{Agent, Options};

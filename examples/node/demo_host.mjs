@@ -4,7 +4,8 @@
 // wire, as docs/DEMO.md describes:
 //   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing),
-//          --page-size N (the largest session/list page, default 50), --help.
+//          --page-size N (the largest session/list page, default 50),
+//          --auth (every session method needs `authenticate` with demo-login first), --help.
 // The npm package ships this file as its command `acp-facade-demo` (node_modules/.bin/).
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
 
@@ -15,12 +16,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 import { Runner, SqliteStore } from 'acp-facade'
 
-const USAGE = `usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+const USAGE = `usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth]
    or: node demo_host.mjs [...]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo on Node; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --page-size N    the largest session/list page (default 50)
+  --auth           require \`authenticate\` with method demo-login before any session method
   -h, --help       this text`
 
 /** `--help` was asked for: the usage goes to stdout, exit 0. */
@@ -39,6 +41,7 @@ function fail(message, code) {
 function parseArgs(argv) {
   let store
   let pageSize = 50
+  let auth = false
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     if (arg === '--store') {
@@ -50,13 +53,15 @@ function parseArgs(argv) {
       const n = /^\+?\d+$/.test(value) ? Number(value) : NaN
       if (!(n > 0) || !Number.isSafeInteger(n)) throw new Error(`--page-size must be a positive number, got ${JSON.stringify(value)}`)
       pageSize = n
+    } else if (arg === '--auth') {
+      auth = true
     } else if (arg === '--help' || arg === '-h') {
       throw new Help()
     } else {
       throw new Error(`unknown argument ${JSON.stringify(arg)}`)
     }
   }
-  return { store: store ?? defaultStore(), pageSize }
+  return { store: store ?? defaultStore(), pageSize, auth }
 }
 
 /** `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`. */
@@ -210,6 +215,17 @@ const script = {
   async compact() {},
 }
 
+/**
+ * `--auth`: one method, `demo-login`, with logout. The agent keeps the login state per connection;
+ * this only says a login is needed and accepts it.
+ */
+const demoLogin = {
+  authMethods: [{ id: 'demo-login', name: 'Demo login' }],
+  requiresAuthentication: true,
+  async authenticate() {},
+  async logout() {},
+}
+
 async function main() {
   // Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
   let args
@@ -229,7 +245,10 @@ async function main() {
     return fail(`cannot open the session store ${args.store}: ${e.message}`, 1)
   }
   const runner = new Runner(store, script)
-  const agent = runner.agent({ agentName: 'acp-facade-demo', agentVersion: VERSION, maxPageSize: args.pageSize })
+  const agent = runner.agent(
+    { agentName: 'acp-facade-demo', agentVersion: VERSION, maxPageSize: args.pageSize },
+    args.auth ? demoLogin : undefined,
+  )
   try {
     await agent.serveStdio()
   } catch (e) {

@@ -6,7 +6,7 @@ Rust demo (``examples/demo-agent``) as ``docs/DEMO.md`` describes: ``stream N``,
 ``tool NAME``, ``sleep MS``, ``ask QUESTION``, ``fail``, ``/compact``, and anything else echoed
 word by word.
 
-usage: demo_host.py [--store PATH|:memory:] [--page-size N] [--help]
+usage: demo_host.py [--store PATH|:memory:] [--page-size N] [--auth] [--help]
 
 The installed package carries this file as ``acp_facade.demo`` (a link in
 ``bindings-python/python/acp_facade/``), so the command ``acp-facade-demo`` (and
@@ -29,6 +29,8 @@ from typing import List, Optional, Tuple
 import acp_facade
 from acp_facade import (
     ApprovalAction,
+    AuthMethod,
+    Authenticator,
     ConfigOption,
     InternalError,
     Runner,
@@ -43,13 +45,14 @@ from acp_facade import (
 
 PROG = "acp_facade.demo"
 
-USAGE = """usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+USAGE = """usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth]
    or: python -m acp_facade.demo [...]
    or: python examples/python/demo_host.py [...]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo on Python; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --page-size N    the largest session/list page (default 50)
+  --auth           require `authenticate` with method demo-login before any session method
   -h, --help       this text"""
 
 CONTEXT_SIZE = 200_000
@@ -173,15 +176,33 @@ def default_store() -> Path:
     return Path(base) / "acp-facade" / "demo.sqlite"
 
 
+class DemoLogin(Authenticator):
+    """``--auth``: one method, ``demo-login``, with logout. The facade keeps the login state per
+    connection; this only says a login is needed and accepts it."""
+
+    def auth_methods(self) -> List[AuthMethod]:
+        return [AuthMethod("demo-login", "Demo login")]
+
+    def requires_authentication(self) -> bool:
+        return True
+
+    async def authenticate(self, method_id: str) -> None:
+        return None
+
+    async def logout(self) -> None:
+        return None
+
+
 class Help(Exception):
     """``--help`` was asked for: print the usage on stdout and exit 0."""
 
 
-def parse_args(argv: List[str]) -> Tuple[str, int]:
-    """The store path and the page size; `Help` for ``--help``, `ValueError` with the one-line
-    reason for a bad command line."""
+def parse_args(argv: List[str]) -> Tuple[str, int, bool]:
+    """The store path, the page size and whether `--auth` is on; `Help` for ``--help``,
+    `ValueError` with the one-line reason for a bad command line."""
     store: Optional[str] = None
     page_size = 50
+    auth = False
     args = iter(argv)
     for arg in args:
         if arg == "--store":
@@ -195,17 +216,21 @@ def parse_args(argv: List[str]) -> Tuple[str, int]:
             page_size = _parse_u64(value)
             if page_size <= 0:
                 raise ValueError(f"--page-size must be a positive number, got {value!r}")
+        elif arg == "--auth":
+            auth = True
         elif arg in ("--help", "-h"):
             raise Help()
         else:
             raise ValueError(f"unknown argument {arg!r}")
-    return (store if store is not None else str(default_store())), page_size
+    return (store if store is not None else str(default_store())), page_size, auth
 
 
-async def serve(store_path: str, page_size: int) -> None:
+async def serve(store_path: str, page_size: int, auth: bool) -> None:
     """Serves the demo agent over stdio until the client hangs up."""
     runner = Runner(SqliteStore(store_path), Script())
     options = runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size)
+    if auth:
+        options = options.authenticator(DemoLogin())
     await runner.agent(options).serve_stdio()
 
 
@@ -213,7 +238,7 @@ def main() -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
     try:
-        store, page_size = parse_args(sys.argv[1:])
+        store, page_size, auth = parse_args(sys.argv[1:])
     except Help:
         sys.stdout.write(USAGE + "\n")
         return 0
@@ -221,7 +246,7 @@ def main() -> int:
         sys.stderr.write(f"{PROG}: {e} (see --help)\n")
         return 2
     try:
-        asyncio.run(serve(store, page_size))
+        asyncio.run(serve(store, page_size, auth))
     except OSError as e:
         log.error("cannot serve: %s", e)
         return 1

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = ROOT / "schema" / "acp-v1.20.0.schema.json"
+SCHEMA_PATH = ROOT / "schema" / "acp-v1.21.0.schema.json"
 
 Located = Union[Tuple[str, ...], str]
 """A command line (argv prefix), or the reason the agent is not available."""
@@ -38,7 +38,9 @@ def _rust() -> Located:
     override = os.environ.get("ACP_CONFORMANCE_RUST_BIN")
     if override:
         return (override,) if os.access(override, os.X_OK) else f"ACP_CONFORMANCE_RUST_BIN={override} is not executable"
-    candidates = [ROOT / "target" / profile / "acp-facade-demo" for profile in ("debug", "release")]
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+    target = target if target.is_absolute() else ROOT / target
+    candidates = [target / profile / "acp-facade-demo" for profile in ("debug", "release")]
     built = [c for c in candidates if c.is_file() and os.access(c, os.X_OK)]
     if not built:
         return "target/{debug,release}/acp-facade-demo not built (cargo build -p acp-facade-demo)"

@@ -256,15 +256,59 @@ async def load_live_and_closed(run: Run) -> None:
     live again."""
     p = await run.start()
     sid = await _history(p, run)
-    # Loading or resuming a session that is live on this connection: answered the same way by
-    # every agent (compared, not asserted).
-    await p.load(sid)
-    await p.resume(sid)
     assert (await p.close(sid)).result == {}
     mark = run.mark()
     reply = await p.load(sid)
     assert reply.ok, reply.raw
     _assert_replay(run, mark, sid)
+    assert (await p.prompt(sid, "stream 1")).stop_reason == "end_turn"
+
+
+@scenario()
+async def reattach_live(run: Run) -> None:
+    """Re-attach (issue 9 of DEMO.md): session/load of a session live and idle on the same
+    connection succeeds and replays its history before the response, exactly as a load after
+    close does; session/resume of it answers with nothing before; it stays the same live session
+    (one prompt slot, prompts go on); delete of it stays -32600."""
+    p = await run.start()
+    sid = await _history(p, run)
+    mark = run.mark()
+    reply = await p.load(sid)
+    assert reply.ok, reply.raw
+    _assert_replay(run, mark, sid)
+    assert reply.result["modes"]["currentModeId"] == "ask", reply.raw
+    mark = run.mark()
+    reply = await p.resume(sid)
+    assert reply.ok, reply.raw
+    assert run.out(mark) == [reply.raw], run.out(mark)
+    assert (await p.prompt(sid, "stream 2")).stop_reason == "end_turn"
+    assert (await p.request("session/delete", {"sessionId": sid})).code == -32600
+    # Loaded twice in a row: the second replay has the new turn too, and nothing twice.
+    mark = run.mark()
+    assert (await p.load(sid)).ok
+    assert run.texts("user_message_chunk", mark, sid) == ["think deeply", "tool ls", "two words", "stream 2"]
+    # Only with the cwd the session lives in.
+    assert (await p.load(sid, cwd="/")).code == -32602
+
+
+@scenario()
+async def reattach_busy(run: Run) -> None:
+    """With a prompt in flight, session/load and session/resume of the session are refused
+    (-32600) and change nothing; once the prompt has ended (cancelled) both re-attach."""
+    p = await run.start()
+    sid = await p.new_session()
+    mark = run.mark()
+    prompt = p.start_prompt(sid, "sleep 3600000", timeout=10)
+    await p.wait_for(is_update("session_info_update", sid), mark)
+    assert (await p.load(sid)).code == -32600
+    assert (await p.resume(sid)).code == -32600
+    assert (await p.request("session/delete", {"sessionId": sid})).code == -32600
+    await p.cancel(sid)
+    assert (await prompt).stop_reason == "cancelled"
+    assert (await p.resume(sid)).ok
+    mark = run.mark()
+    assert (await p.load(sid)).ok
+    assert run.texts("user_message_chunk", mark, sid) == ["sleep 3600000"]
     assert (await p.prompt(sid, "stream 1")).stop_reason == "end_turn"
 
 

@@ -10,7 +10,7 @@ use acp_facade::acp::{ContentBlock, SessionId};
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::{CommandId, GateId, GateResponse};
 use acp_facade::host::{EventStream, HostResult, LiveSession, SessionHost, Setup};
-use acp_facade::runner::EventHub;
+use acp_facade::hub::EventHub;
 use acp_facade::{Agent, Options};
 use async_trait::async_trait;
 

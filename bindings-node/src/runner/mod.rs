@@ -8,7 +8,6 @@
 //! | `title(firstPrompt)` → `string \| null` | `title` |
 //! | `compact({ sessionId })` (its presence offers `/compact`) | `supports_compaction`, `compact` |
 
-pub mod hub;
 pub mod sqlite;
 pub mod store;
 pub mod turn;
@@ -119,10 +118,20 @@ impl Runner {
         Ok(Self { runner: acp_facade::runner::Runner::new(store, Arc::new(turns)) })
     }
 
-    /// An agent serving this runner's sessions (one agent per connection).
-    #[napi]
-    pub fn agent(&self, options: Option<AgentOptions>) -> Agent {
-        Agent::from_core(self.runner.agent(crate::agent::apply_options(self.runner.options(), options)))
+    /// An agent serving this runner's sessions (one agent per connection); with an
+    /// `authenticator`, its session methods need `authenticate` first.
+    #[napi(
+        ts_args_type = "options?: AgentOptions | undefined | null, authenticator?: Authenticator | undefined | null"
+    )]
+    pub fn agent(&self, env: &Env, options: Option<AgentOptions>, authenticator: Option<Object<'_>>) -> Result<Agent> {
+        let mut core = crate::agent::apply_options(self.runner.options(), options);
+        if let Some(object) = authenticator {
+            let auth = crate::host::authenticator(env, &object)
+                .map_err(recode)?
+                .ok_or_else(|| js_error(Code::InvalidArg, "an authenticator needs an `authenticate` method"))?;
+            core = core.authenticator(auth);
+        }
+        Ok(Agent::from_core(self.runner.agent(core)))
     }
 
     /// Whether this runner has `sessionId` live (open on some connection).

@@ -30,9 +30,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::hub::Backlog;
 use crate::callback::{BuildArgs, Invoker, JsMethod, SharedObject, serde_convert};
 use crate::error::{Code, Result, js_error, recode};
+use crate::hub::Backlog;
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);

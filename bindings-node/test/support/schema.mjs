@@ -1,4 +1,4 @@
-// Validation of every agent message against the pinned ACP schema (v1.20.0), the Node twin of
+// Validation of every agent message against the pinned ACP schema (v1.21.0), the Node twin of
 // core/tests/common/schema.rs: requests and notifications by method, responses by the method of
 // the request they answer, errors against `Error`. A violation throws.
 
@@ -8,8 +8,8 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const Ajv2020 = require('ajv/dist/2020').default
 
-const SCHEMA_ID = 'acp-v1.20.0'
-const schema = JSON.parse(readFileSync(new URL('../../../schema/acp-v1.20.0.schema.json', import.meta.url), 'utf8'))
+const SCHEMA_ID = 'acp-v1.21.0'
+const schema = JSON.parse(readFileSync(new URL('../../../schema/acp-v1.21.0.schema.json', import.meta.url), 'utf8'))
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false })
 ajv.addSchema({ ...schema, $id: SCHEMA_ID })
 

@@ -72,6 +72,9 @@ class Options:
         deleter: bool,
         auth: Optional[Tuple[list[Tuple[str, str, Optional[str]]], bool]] = None,
     ) -> Options: ...
+    def with_authenticator(
+        self, adapter: Any, methods: list[Tuple[str, str, Optional[str]]], logout: bool
+    ) -> Options: ...
     def replace(
         self,
         *,

@@ -8,7 +8,7 @@ from typing import Any, Optional, Tuple
 
 from . import _native
 from ._bridge import dispatcher
-from .host import HostAdapter, host_auth, host_capabilities
+from .host import HostAdapter, host_auth, host_capabilities, require_async
 
 __all__ = ["Agent", "Options", "serve", "serve_stdio"]
 
@@ -66,6 +66,19 @@ class Options:
 
     def _with(self, **changes: Any) -> "Options":
         return Options._wrap(self._native.replace(**changes))
+
+    def authenticator(self, authenticator: Any) -> "Options":
+        """A copy whose authentication is served by ``authenticator``: an object with the methods
+        of :class:`acp_facade.Authenticator` (``auth_methods``, ``authenticate``, optionally
+        ``requires_authentication`` and ``logout``). This is how a :class:`acp_facade.Runner`'s
+        agent gets authentication; while it requires a login, every session method answers
+        ``-32000`` until ``authenticate`` succeeds (and again after ``logout``)."""
+        auth = host_auth(authenticator)
+        if auth is None:
+            raise TypeError(f"{type(authenticator).__name__} has no `authenticate` method")
+        require_async(authenticator, ("authenticate", "logout"), type(authenticator).__name__)
+        methods, logout = auth
+        return Options._wrap(self._native.with_authenticator(HostAdapter(authenticator), methods, logout))
 
     def agent_info(self, name: str, version: str) -> "Options":
         """Sets ``agentInfo``."""

@@ -1,6 +1,6 @@
 //! The advertised `AgentCapabilities`, derived only from which host parts are present.
 
-use super::Options;
+use super::options::Options;
 use crate::acp::{
     AgentAuthCapabilities, AgentCapabilities, LogoutCapabilities, SessionCapabilities, SessionCloseCapabilities,
     SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,

@@ -18,19 +18,20 @@ use std::sync::Arc;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::session::{SessionEntry, resolve_session};
-use super::{AgentInner, Reply, decode, encode};
+use super::session_state::SessionEntry;
+use super::state::AgentInner;
+use super::wire::{Reply, decode, encode};
 use crate::acp::{CloseSessionRequest, CloseSessionResponse, SessionId};
 use crate::error::{Error, ErrorExt};
 use crate::host::{LiveSession, SessionCloser};
-use crate::rpc::connection::panic_message;
+use crate::panic::panic_message;
 
 /// `session/close`.
 pub(crate) fn close_session_request(agent: &Arc<AgentInner>, params: Value) -> Reply {
     let agent = agent.clone();
     Box::pin(async move {
         let request: CloseSessionRequest = decode(params)?;
-        let entry = resolve_session(&agent, &request.session_id)?;
+        let entry = agent.resolve_session(&request.session_id)?;
         close(&agent, &entry).await?;
         encode(&CloseSessionResponse::new())
     })

@@ -3,8 +3,9 @@
 //! It exists only when compaction is configured ([`Options::compaction`](super::Options)), and is
 //! routed only when the prompt's text is exactly `/compact`; any other text (or `/compact` with
 //! compaction off) goes to the host unchanged. The session's *own* compactor performs it. The
-//! outcome is matched by command id directly on a `Public` `CompactWaiterResolved` (→ `end_turn`)
-//! or `CompactWaiterRejected` (→ an error with the reason).
+//! outcome is matched by command id directly on `CompactWaiterResolved` (→ `end_turn`) or
+//! `CompactWaiterRejected` (→ an error with the reason, or a generic one when the event is
+//! `Internal`: its reason never reaches the client, but it still ends the compaction).
 //!
 //! `available_commands_update` is sent lazily, on a session's first prompt, once — never at
 //! session establishment, because `session/resume` must send no update at all.
@@ -14,9 +15,9 @@ use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
 
-use super::AgentInner;
-use super::prompt::{Cancellation, interrupt, send_update};
-use super::session::SessionEntry;
+use super::cancellation::Cancellation;
+use super::session_state::SessionEntry;
+use super::state::AgentInner;
 use crate::acp::{AvailableCommand, AvailableCommandsUpdate, ContentBlock, SessionUpdate, StopReason};
 use crate::error::{Error, ErrorExt};
 use crate::harness::EventKind;
@@ -53,7 +54,7 @@ pub(crate) async fn ensure_advertised(agent: &AgentInner, entry: &SessionEntry) 
         COMPACT_COMMAND,
         "Compact the conversation to free context",
     )]));
-    if let Err(e) = send_update(agent, &entry.id, update).await {
+    if let Err(e) = agent.send_update(&entry.id, update).await {
         tracing::debug!(error = %e.message, "could not advertise commands");
     }
 }
@@ -75,7 +76,7 @@ pub(crate) async fn run(
             biased;
             () = cancel.arrives(), if !cancel.noticed() => {
                 cancel.notice();
-                interrupt(entry).await;
+                entry.interrupt().await;
                 continue;
             }
             () = cancel.expired() => return Ok(StopReason::Cancelled),
@@ -88,9 +89,9 @@ pub(crate) async fn run(
                 Err(Error::internal_msg("the session's event stream ended before compaction finished"))
             };
         };
-        // Only a public reply to this very command counts: another command's replies are decoys,
-        // and an internal one must not leak its reason to the client.
-        if !event.is_public() || !event.is_caused_by(&command) {
+        // Only a reply to this very command counts: another command's replies are decoys. An
+        // internal reply still ends the compaction, but its reason stays in the host.
+        if !event.is_caused_by(&command) {
             continue;
         }
         // After a cancellation the answer is `cancelled` however the compaction ended, never an
@@ -100,8 +101,12 @@ pub(crate) async fn run(
                 return Ok(StopReason::Cancelled);
             }
             EventKind::CompactWaiterResolved {} => return Ok(StopReason::EndTurn),
-            EventKind::CompactWaiterRejected { reason } => {
+            EventKind::CompactWaiterRejected { reason } if event.is_public() => {
                 return Err(Error::internal_msg(format!("compaction failed: {reason}")));
+            }
+            EventKind::CompactWaiterRejected { reason } => {
+                tracing::warn!(session = %entry.id, reason = %reason, "compaction failed (internal)");
+                return Err(Error::internal_msg("compaction failed"));
             }
             _ => {}
         }

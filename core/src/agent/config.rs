@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::prompt::send_update;
-use super::session::{SessionEntry, resolve_session};
-use super::{AgentInner, Reply, decode, encode};
+use super::session_state::SessionEntry;
+use super::state::AgentInner;
+use super::wire::{Reply, decode, encode};
 use crate::acp::{
     ConfigOptionUpdate, SessionConfigKind, SessionConfigOption, SessionConfigOptionValue, SessionConfigSelectOptions,
     SessionConfigValueId, SessionMode, SessionModeState, SessionUpdate, SetSessionConfigOptionRequest,
@@ -116,7 +116,7 @@ pub(crate) async fn apply_config_option(
     config.set_option(option.id.clone(), value).await?;
     let state = translate(agent, config.snapshot().await?);
     let update = SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(state.options.clone()));
-    send_update(agent, &entry.id, update).await?;
+    agent.send_update(&entry.id, update).await?;
     Ok(state)
 }
 
@@ -126,7 +126,7 @@ pub(crate) fn set_config_option(agent: &Arc<AgentInner>, params: Value) -> Reply
     Box::pin(async move {
         check_value_field(&params)?;
         let request: SetSessionConfigOptionRequest = decode(params)?;
-        let entry = resolve_session(&agent, &request.session_id)?;
+        let entry = agent.resolve_session(&request.session_id)?;
         let state = apply_config_option(&agent, &entry, &request.config_id.0, request.value).await?;
         encode(&SetSessionConfigOptionResponse::new(state.options))
     })
@@ -150,7 +150,7 @@ pub(crate) fn set_mode(agent: &Arc<AgentInner>, params: Value) -> Reply {
     let agent = agent.clone();
     Box::pin(async move {
         let request: SetSessionModeRequest = decode(params)?;
-        let entry = resolve_session(&agent, &request.session_id)?;
+        let entry = agent.resolve_session(&request.session_id)?;
         let value = SessionConfigOptionValue::value_id(SessionConfigValueId::new(request.mode_id.0.clone()));
         apply_config_option(&agent, &entry, MODE_CONFIG_ID, value).await?;
         encode(&SetSessionModeResponse::new())

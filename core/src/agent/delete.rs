@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::session::validate_session_id;
-use super::{AgentInner, Reply, decode, encode};
+use super::session_state::validate_session_id;
+use super::state::AgentInner;
+use super::wire::{Reply, decode, encode};
 use crate::acp::{DeleteSessionRequest, DeleteSessionResponse};
 use crate::error::{Error, ErrorExt};
 

@@ -19,9 +19,9 @@
 
 use std::sync::Arc;
 
-use super::AgentInner;
-use super::prompt::Cancellation;
-use super::session::SessionEntry;
+use super::cancellation::Cancellation;
+use super::session_state::SessionEntry;
+use super::state::AgentInner;
 use crate::acp::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
@@ -105,7 +105,7 @@ async fn ask(
             }
             () = cancel.arrives(), if !cancel.noticed() => {
                 cancel.notice();
-                super::prompt::interrupt(entry).await;
+                entry.interrupt().await;
             }
             () = cancel.expired() => return ApprovalAction::Deny,
             answer = &mut answer => break answer,
@@ -143,7 +143,7 @@ async fn ask(
 async fn stop_turn(entry: &SessionEntry, cancel: &mut Cancellation<'_>) {
     if !cancel.noticed() {
         cancel.notice();
-        super::prompt::interrupt(entry).await;
+        entry.interrupt().await;
     }
 }
 

@@ -1,85 +1,64 @@
 //! The facade: ACP requests in, host calls out; host events in, `session/update` out.
 //!
-//! One file per concern:
-//! [`capabilities`] (what `initialize` advertises), [`session`] (`session/new`, id resolution),
-//! [`registry`] (live sessions), [`prompt`] (the correlation engine and `session/cancel`),
-//! `text_prompt` (the fast decoder of everyday `session/prompt` params),
-//! [`translate`] (event → `session/update`), [`gates`] (permission round trips), [`close`],
-//! [`replay`] (`session/load`), [`resume`], [`list`], [`delete`], [`config`], [`compact`].
+//! One file per concern, in floors (a file uses only files on its floor's left, never a
+//! handler's file):
+//! - ground: [`method`] (wire names), `wire` (params and answers), `cancellation`, [`cursor`],
+//!   [`translate`] (event → `session/update`), `options`, [`capabilities`];
+//! - session state: `session_state` (what is kept per live session, its slot), [`registry`]
+//!   (the live sessions), `state` (what one connection's agent holds, `resolve_session`,
+//!   `send_update`);
+//! - shared steps: [`config`] (`apply_config_option`), [`close`] (the close orchestration),
+//!   `establish` (registering a session the host opened, re-attaching a live one), [`gates`]
+//!   (permission round trips), [`compact`];
+//! - handlers: [`session`] (`session/new`), [`prompt`] (the correlation engine, `session/cancel`),
+//!   `text_prompt` (the fast decoder of everyday prompts), [`replay`] (`session/load`),
+//!   [`resume`], [`list`], [`delete`]; and this file: `initialize`, `authenticate`, `logout`,
+//!   dispatch.
 //!
-//! Invariants: every request gets exactly one response; a session id is validated and resolved
-//! before any host call; only `Public` events reach the client; no update of a turn is written
-//! after that turn's `session/prompt` response.
+//! Invariants: every request gets exactly one response; while the host requires authentication
+//! every session method answers `-32000` before touching anything; a session id is validated and
+//! resolved before any host call; only `Public` events reach the client; no update of a turn is
+//! written after that turn's `session/prompt` response.
 
+mod cancellation;
 pub mod capabilities;
 pub mod close;
 pub mod compact;
 pub mod config;
+pub mod cursor;
 pub mod delete;
+mod establish;
 pub mod gates;
 pub mod list;
+mod load;
+pub mod method;
 mod options;
 pub mod prompt;
 pub mod registry;
 pub mod replay;
 pub mod resume;
 pub mod session;
+pub mod session_state;
+mod state;
 mod text_prompt;
 pub mod translate;
+mod wire;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use futures::future::BoxFuture;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use options::Options;
 
-/// The wire names of the methods the agent handles.
-pub mod method {
-    /// `initialize`.
-    pub const INITIALIZE: &str = "initialize";
-    /// `authenticate`.
-    pub const AUTHENTICATE: &str = "authenticate";
-    /// `logout`.
-    pub const LOGOUT: &str = "logout";
-    /// `session/new`.
-    pub const SESSION_NEW: &str = "session/new";
-    /// `session/prompt`.
-    pub const SESSION_PROMPT: &str = "session/prompt";
-    /// `session/load`.
-    pub const SESSION_LOAD: &str = "session/load";
-    /// `session/resume`.
-    pub const SESSION_RESUME: &str = "session/resume";
-    /// `session/list`.
-    pub const SESSION_LIST: &str = "session/list";
-    /// `session/delete`.
-    pub const SESSION_DELETE: &str = "session/delete";
-    /// `session/close`.
-    pub const SESSION_CLOSE: &str = "session/close";
-    /// `session/set_mode`.
-    pub const SESSION_SET_MODE: &str = "session/set_mode";
-    /// `session/set_config_option`.
-    pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
-    /// `session/cancel`.
-    pub const SESSION_CANCEL: &str = "session/cancel";
-    /// `session/update` (agent → client).
-    pub const SESSION_UPDATE: &str = "session/update";
-    /// `session/request_permission` (agent → client).
-    pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
-}
-
-use crate::acp::{
-    AuthenticateRequest, AuthenticateResponse, ClientCapabilities, InitializeRequest, InitializeResponse,
-    LogoutResponse,
-};
+use crate::acp::{AuthenticateRequest, AuthenticateResponse, InitializeRequest, InitializeResponse, LogoutResponse};
 use crate::error::{Error, ErrorExt};
-use crate::rpc::{self, Answer, ConnectionOptions, Handler, IncomingNotification, Params, Peer, RequestContext};
+use crate::rpc::{self, ConnectionOptions, Handler, IncomingNotification, Params, RequestContext};
 use agent_client_protocol_schema::ProtocolVersion;
-use registry::Registry;
+pub(crate) use state::AgentInner;
+use wire::{Reply, decode, encode, ready};
 
 /// An ACP agent serving one connection on behalf of a host.
 ///
@@ -101,31 +80,10 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-pub(crate) struct AgentInner {
-    pub(crate) options: Options,
-    pub(crate) registry: Registry,
-    initialized: AtomicBool,
-    authenticated: AtomicBool,
-    client_capabilities: OnceLock<ClientCapabilities>,
-    peer: OnceLock<Peer>,
-    pub(crate) cursor_key: list::CursorKey,
-}
-
 impl Agent {
     /// An agent for one connection.
     pub fn new(options: Options) -> Self {
-        let registry = Registry::new(options.max_sessions);
-        Self {
-            inner: Arc::new(AgentInner {
-                options,
-                registry,
-                initialized: AtomicBool::new(false),
-                authenticated: AtomicBool::new(false),
-                client_capabilities: OnceLock::new(),
-                peer: OnceLock::new(),
-                cursor_key: list::CursorKey::random(),
-            }),
-        }
+        Self { inner: Arc::new(AgentInner::new(options)) }
     }
 
     /// Serves the connection over `reader`/`writer` until the client hangs up; then every live
@@ -138,10 +96,7 @@ impl Agent {
         let options =
             ConnectionOptions { max_message_size: self.inner.options.max_message_size, ..ConnectionOptions::default() };
         let inner = self.inner.clone();
-        rpc::serve(reader, writer, self.inner.clone(), options, |peer| {
-            let _ = inner.peer.set(peer.clone());
-        })
-        .await
+        rpc::serve(reader, writer, self.inner.clone(), options, |peer| inner.set_peer(peer)).await
     }
 
     /// Serves over the process's stdin and stdout.
@@ -161,86 +116,7 @@ impl Agent {
     }
 }
 
-/// Decodes a request's params, naming the offending field on failure.
-pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
-    let params = if params.is_null() { Value::Object(serde_json::Map::new()) } else { params };
-    serde_path_to_error::deserialize(params).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." {
-            Error::invalid_params_msg(format!("invalid params: {inner}"))
-        } else {
-            Error::invalid_params_msg(format!("invalid params at `{path}`: {inner}"))
-        }
-    })
-}
-
-/// Decodes a request's params like [`decode`], straight from their text when the connection
-/// checked it (see [`Params::checked_text`]): the same result for far less work. Any failure is
-/// decided again by [`decode`], so error messages are unchanged.
-///
-/// Only for types that do not capture raw JSON text (`RawValue`) nor use 128-bit integers: those
-/// decode differently from text and from a parsed value.
-pub(crate) fn decode_params<T: DeserializeOwned>(params: Params) -> Result<T, Error> {
-    if let Some(text) = params.checked_text() {
-        // `decode` reads absent (`null`) params as an empty object.
-        let text = if text == "null" { "{}" } else { text };
-        if let Ok(decoded) = serde_json::from_str(text) {
-            return Ok(decoded);
-        }
-    }
-    decode(params.into_value())
-}
-
-/// Awaits a host call that the client may cancel with `$/cancel_request`: `-32800` (the host's
-/// future dropped) when the cancellation comes first. Host calls must therefore be cancel-safe.
-pub(crate) async fn cancellable<T>(
-    cancelled: &tokio_util::sync::CancellationToken,
-    method: &str,
-    call: impl std::future::Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    tokio::select! {
-        biased;
-        () = cancelled.cancelled() => Err(Error::cancelled_msg(format!("`{method}` was cancelled"))),
-        result = call => result,
-    }
-}
-
-/// Serialises a response.
-pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Answer, Error> {
-    serde_json::to_value(value).map(Answer::from).map_err(|e| encode_error(&e))
-}
-
-/// The error for a response that could not be serialised.
-fn encode_error(e: &serde_json::Error) -> Error {
-    Error::internal_msg(format!("could not encode the response: {e}"))
-}
-
-type Reply = BoxFuture<'static, Result<Answer, Error>>;
-
-fn ready(result: Result<Answer, Error>) -> Reply {
-    Box::pin(async move { result })
-}
-
 impl AgentInner {
-    pub(crate) fn peer(&self) -> &Peer {
-        self.peer.get().expect("the peer is set before the first message is read")
-    }
-
-    pub(crate) fn client_capabilities(&self) -> ClientCapabilities {
-        self.client_capabilities.get().cloned().unwrap_or_default()
-    }
-
-    /// Fails with `-32000` while the authenticator demands a login.
-    pub(crate) fn require_authenticated(&self) -> Result<(), Error> {
-        match &self.options.authenticator {
-            Some(auth) if auth.requires_authentication() && !self.authenticated.load(Ordering::Acquire) => {
-                Err(Error::auth_required())
-            }
-            _ => Ok(()),
-        }
-    }
-
     fn initialize(this: &Arc<Self>, params: Value) -> Reply {
         let request: InitializeRequest = match decode(params) {
             Ok(r) => r,
@@ -302,6 +178,27 @@ impl AgentInner {
         })
     }
 
+    /// The handler for `method`, when this agent serves it (an optional method whose host part
+    /// is absent is not served: `-32601`, as if unknown).
+    fn route(&self, method: &str) -> Option<Route> {
+        let o = &self.options;
+        Some(match method {
+            // The hot path first.
+            method::SESSION_PROMPT => Route::Prompt,
+            method::AUTHENTICATE => Route::Authenticate,
+            method::LOGOUT => Route::Logout,
+            method::SESSION_NEW => Route::New,
+            method::SESSION_LOAD if o.loader.is_some() => Route::Load,
+            method::SESSION_RESUME if o.resumer.is_some() => Route::Resume,
+            method::SESSION_LIST if o.catalog.is_some() => Route::List,
+            method::SESSION_DELETE if o.deleter.is_some() => Route::Delete,
+            method::SESSION_CLOSE if o.close => Route::Close,
+            method::SESSION_SET_MODE => Route::SetMode,
+            method::SESSION_SET_CONFIG_OPTION => Route::SetConfigOption,
+            _ => return None,
+        })
+    }
+
     fn dispatch(this: &Arc<Self>, method: &str, params: Params, cx: RequestContext) -> Reply {
         if method == method::INITIALIZE {
             return Self::initialize(this, params.into_value());
@@ -311,25 +208,52 @@ impl AgentInner {
                 "`{method}` before `initialize`: the connection must be initialized first"
             ))));
         }
-        if method == method::SESSION_PROMPT {
+        let Some(route) = this.route(method) else {
+            return ready(Err(Error::method_not_found_msg(method)));
+        };
+        if route.is_session_method()
+            && let Err(e) = this.require_authenticated()
+        {
+            // Before the params are read: nothing is touched for an unauthenticated client.
+            return ready(Err(e));
+        }
+        match route {
             // The hot path: it decodes its params straight from their text.
-            return prompt::accept_prompt(this, params, cx);
+            Route::Prompt => prompt::accept_prompt(this, params, cx),
+            Route::Authenticate => Self::authenticate(this, params.into_value()),
+            Route::Logout => Self::logout(this),
+            Route::New => session::new_session(this, params.into_value(), cx.cancelled),
+            Route::Load => load::load_session(this, params.into_value(), cx),
+            Route::Resume => resume::resume_session(this, params.into_value(), cx),
+            Route::List => list::list_sessions(this, params.into_value()),
+            Route::Delete => delete::delete_session(this, params.into_value()),
+            Route::Close => close::close_session_request(this, params.into_value()),
+            Route::SetMode => config::set_mode(this, params.into_value()),
+            Route::SetConfigOption => config::set_config_option(this, params.into_value()),
         }
-        let params = params.into_value();
-        let o = &this.options;
-        match method {
-            method::AUTHENTICATE => Self::authenticate(this, params),
-            method::LOGOUT => Self::logout(this),
-            method::SESSION_NEW => session::new_session(this, params, cx.cancelled),
-            method::SESSION_LOAD if o.loader.is_some() => replay::load_session(this, params, cx.cancelled),
-            method::SESSION_RESUME if o.resumer.is_some() => resume::resume_session(this, params, cx.cancelled),
-            method::SESSION_LIST if o.catalog.is_some() => list::list_sessions(this, params),
-            method::SESSION_DELETE if o.deleter.is_some() => delete::delete_session(this, params),
-            method::SESSION_CLOSE if o.close => close::close_session_request(this, params),
-            method::SESSION_SET_MODE => config::set_mode(this, params),
-            method::SESSION_SET_CONFIG_OPTION => config::set_config_option(this, params),
-            _ => ready(Err(Error::method_not_found_msg(method))),
-        }
+    }
+}
+
+/// The methods the agent serves after `initialize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Authenticate,
+    Logout,
+    New,
+    Prompt,
+    Load,
+    Resume,
+    List,
+    Delete,
+    Close,
+    SetMode,
+    SetConfigOption,
+}
+
+impl Route {
+    /// Whether the method is gated by authentication: every session method is.
+    fn is_session_method(self) -> bool {
+        !matches!(self, Route::Authenticate | Route::Logout)
     }
 }
 
@@ -348,7 +272,7 @@ impl Handler for AgentInner {
         // the session "closing" in the registry forever, so the hang-up never finished; a
         // `session/load`, `resume` or `new` dropped after the host opened the session left it
         // unserved and never shut down. They honour the cancellation only while the host call
-        // itself is pending (see [`cancellable`]); `session/close` always runs to its end.
+        // itself is pending (see `cancellation::cancellable`); `session/close` always runs to its end.
         // The methods that change state (config, mode, delete, authentication) also run to their
         // end and answer with what happened: a host call abandoned half-way may still take effect
         // (a binding's host goes on running the call it was given), and the client must not be

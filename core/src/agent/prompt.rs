@@ -25,13 +25,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::session::{PromptGuard, SessionEntry, resolve_session};
-use super::{AgentInner, Reply, compact, decode_params, gates, translate};
-use crate::acp::{CancelNotification, ContentBlock, PromptCapabilities, PromptResponse, SessionUpdate, StopReason};
+use super::cancellation::{Attention, Cancellation};
+use super::session_state::{PromptGuard, SessionEntry};
+use super::state::AgentInner;
+use super::wire::{Reply, decode_params, encode_error};
+use super::{compact, gates, translate};
+use crate::acp::{CancelNotification, ContentBlock, PromptCapabilities, PromptResponse, StopReason};
 use crate::error::{Error, ErrorExt};
 use crate::harness::{EventKind, LoopId, ToolCallId, ToolCallRequest, TurnId};
 use crate::host::EventStream;
@@ -42,7 +44,7 @@ use crate::rpc::{Answer, Params, RequestContext};
 pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: RequestContext) -> Reply {
     let accepted = (|| {
         let request = super::text_prompt::decode_prompt(params)?;
-        let entry = resolve_session(agent, &request.session_id)?;
+        let entry = agent.resolve_session(&request.session_id)?;
         check_content(&agent.options.prompt_capabilities, &request.prompt)?;
         let guard = entry.begin_prompt()?;
         Ok::<_, Error>((request.prompt, entry, guard))
@@ -56,7 +58,7 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
         // is queued, so it can never answer first.
         cx.keep_until_answered(guard.release());
         // Serialised straight to text: a plain struct, the same bytes as through a value.
-        Answer::serialize(&PromptResponse::new(outcome?)).map_err(|e| super::encode_error(&e))
+        Answer::serialize(&PromptResponse::new(outcome?)).map_err(|e| encode_error(&e))
     })
 }
 
@@ -77,79 +79,6 @@ fn check_content(capabilities: &PromptCapabilities, prompt: &[ContentBlock]) -> 
         }
     }
     Ok(())
-}
-
-/// Watches the prompt's two cancellation sources and the grace deadline.
-pub(crate) struct Cancellation<'a> {
-    prompt: &'a CancellationToken,
-    request: &'a CancellationToken,
-    deadline: Option<Instant>,
-    grace: std::time::Duration,
-}
-
-impl<'a> Cancellation<'a> {
-    pub(crate) fn new(
-        prompt: &'a CancellationToken,
-        request: &'a CancellationToken,
-        grace: std::time::Duration,
-    ) -> Self {
-        Self { prompt, request, deadline: None, grace }
-    }
-
-    /// Whether cancellation was requested (and noticed).
-    pub(crate) fn requested(&self) -> bool {
-        self.deadline.is_some() || self.prompt.is_cancelled() || self.request.is_cancelled()
-    }
-
-    /// Resolves when a not-yet-noticed cancellation arrives.
-    pub(crate) async fn arrives(&self) {
-        tokio::select! {
-            // Either will do: no need to pay for picking one at random.
-            biased;
-            () = self.prompt.cancelled() => {}
-            () = self.request.cancelled() => {}
-        }
-    }
-
-    /// Notes the cancellation and starts the grace period.
-    pub(crate) fn notice(&mut self) {
-        if self.deadline.is_none() {
-            self.deadline = Some(Instant::now() + self.grace);
-        }
-    }
-
-    pub(crate) fn noticed(&self) -> bool {
-        self.deadline.is_some()
-    }
-
-    /// Resolves when the cancellation needs attention: when it arrives, until it is noticed; then
-    /// when the grace period is over. One future for both (only one can be awaited at a time), so
-    /// that a select on it stays small.
-    pub(crate) async fn attention(&self) -> Attention {
-        if self.noticed() {
-            self.expired().await;
-            Attention::Expired
-        } else {
-            self.arrives().await;
-            Attention::Arrived
-        }
-    }
-
-    /// Resolves when the grace period is over (never, before cancellation).
-    pub(crate) async fn expired(&self) {
-        match self.deadline {
-            Some(deadline) => tokio::time::sleep_until(deadline).await,
-            None => std::future::pending().await,
-        }
-    }
-}
-
-/// What [`Cancellation::attention`] resolved with.
-pub(crate) enum Attention {
-    /// A cancellation arrived (not noticed yet).
-    Arrived,
-    /// The grace period after the noticed cancellation is over.
-    Expired,
 }
 
 async fn run_prompt(
@@ -188,13 +117,6 @@ async fn run_prompt(
     drain.until_terminal(&command, &mut cancel).await
 }
 
-/// Interrupts the session's turn, logging a host failure (the prompt still ends `cancelled`).
-pub(crate) async fn interrupt(entry: &SessionEntry) {
-    if let Err(e) = entry.live.interrupt().await {
-        tracing::warn!(session = %entry.id, error = %e.message, "interrupt failed");
-    }
-}
-
 struct Drain<'a> {
     agent: &'a Arc<AgentInner>,
     entry: &'a Arc<SessionEntry>,
@@ -223,7 +145,7 @@ impl Drain<'_> {
                 Step::Send(line) => line,
                 Step::Interrupt => {
                     cancel.notice();
-                    interrupt(self.entry).await;
+                    self.entry.interrupt().await;
                     continue;
                 }
                 Step::Gate(gate) => {
@@ -363,20 +285,6 @@ impl Step {
     }
 }
 
-/// Sends one `session/update` through the ordered writer (serialised before the returned future
-/// is first polled, so the future stays small).
-pub(crate) fn send_update<'a>(
-    agent: &'a AgentInner,
-    session_id: &crate::acp::SessionId,
-    update: SessionUpdate,
-) -> impl Future<Output = Result<(), Error>> + use<'a> {
-    let line = translate::update_line(session_id, update);
-    async move {
-        agent.peer().send_line(line).await?;
-        Ok(())
-    }
-}
-
 /// `session/cancel`: cancels the session's in-flight prompt; a no-op when there is none.
 ///
 /// Synchronous on purpose: it runs on the connection's reader, so it takes effect before any
@@ -389,7 +297,7 @@ pub(crate) fn cancel(agent: &AgentInner, params: Params) {
             return;
         }
     };
-    match resolve_session(agent, &notification.session_id) {
+    match agent.resolve_session(&notification.session_id) {
         Ok(entry) => {
             if !entry.cancel_prompt() {
                 tracing::debug!(session = %entry.id, "`session/cancel` with no prompt in flight");

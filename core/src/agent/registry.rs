@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
-use super::session::SessionEntry;
+use super::session_state::SessionEntry;
 use crate::acp::SessionId;
 use crate::error::{Error, ErrorExt};
 

@@ -1,4 +1,5 @@
-//! `session/load`: rebuild the conversation from the session's Enduring events, then serve it live.
+//! The replay of a session's history for `session/load`: its conversation rebuilt from its
+//! Enduring events.
 //!
 //! Live token and tool-progress events are Ephemeral and never journaled, so the replay is rebuilt
 //! from durable events alone, in four buckets, all before the response:
@@ -11,68 +12,12 @@
 //!
 //! `TurnDone` is never translated: its message repeats content the steps already hold. Only
 //! `Public` events are replayed. The grouping deliberately does not interleave turns.
-//!
-//! As for `session/resume`, the id is reserved before the host is called (a live id or one being
-//! reopened never reaches the host, and two loads can never replay twice), and a loaded session
-//! the facade cannot serve is shut down again.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
-
-use super::close::discard;
-use super::prompt::send_update;
-use super::resume::{ensure_not_live, ensure_same_id, initial_state_or_close};
-use super::session::{register, validate_session_id};
 use super::translate::completed_fields;
-use super::{AgentInner, Reply, cancellable, decode, encode};
-use crate::acp::{
-    ContentBlock, ContentChunk, LoadSessionRequest, LoadSessionResponse, SessionUpdate, ToolCall, ToolCallStatus,
-    ToolKind, UsageUpdate,
-};
-use crate::error::{Error, ErrorExt};
+use crate::acp::{ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallStatus, ToolKind, UsageUpdate};
 use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest};
-use crate::host::Setup;
-
-/// `session/load`.
-pub(crate) fn load_session(agent: &Arc<AgentInner>, params: Value, cancelled: CancellationToken) -> Reply {
-    let agent = agent.clone();
-    Box::pin(async move {
-        let request: LoadSessionRequest = decode(params)?;
-        validate_session_id(&request.session_id.0)?;
-        agent.require_authenticated()?;
-        ensure_not_live(&agent, &request.session_id)?;
-        let setup = Setup::new(request.cwd, request.additional_directories.clone(), request.mcp_servers.clone())?;
-        let host = agent.options.loader.clone().ok_or_else(|| Error::method_not_found_msg("session/load"))?;
-        let reservation = agent.registry.reserve_id(&request.session_id)?;
-        let loaded =
-            cancellable(&cancelled, "session/load", host.load_session(request.session_id.clone(), setup.clone()))
-                .await?;
-        let live = loaded.session;
-        let replayed = async {
-            ensure_same_id(&request.session_id, live.as_ref())?;
-            for update in replay_updates(&loaded.history) {
-                send_update(&agent, &request.session_id, update).await?;
-            }
-            Ok::<_, Error>(())
-        }
-        .await;
-        let entry = match replayed.and_then(|()| register(&agent, reservation, live.clone(), setup)) {
-            Ok(entry) => entry,
-            Err(e) => {
-                discard(&agent, live.as_ref()).await;
-                return Err(e);
-            }
-        };
-        let mut response = LoadSessionResponse::new();
-        if let Some(state) = initial_state_or_close(&agent, &entry).await? {
-            response = response.config_options(state.options).modes(state.modes);
-        }
-        encode(&response)
-    })
-}
 
 /// The replay of `history`, in the four-bucket order.
 pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {

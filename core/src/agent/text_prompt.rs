@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{decode_params, method};
+use super::method;
+use super::wire::decode_params;
 use crate::acp::{ContentBlock, PromptRequest, SessionId, TextContent};
 use crate::error::Error;
 use crate::rpc::Params;
@@ -174,7 +175,7 @@ mod tests {
 
     /// What the generic decoder makes of `params`, as text of the result or of the error.
     fn generic(params: &Value) -> Result<PromptRequest, String> {
-        super::super::decode(params.clone()).map_err(|e| e.message)
+        super::super::wire::decode(params.clone()).map_err(|e| e.message)
     }
 
     fn fast(params: &Value) -> Option<PromptRequest> {

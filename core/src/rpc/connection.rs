@@ -38,6 +38,7 @@ use super::peer::{OUTGOING_QUEUE, Peer};
 use super::trace::{Direction, WireTrace};
 use crate::acp::RequestId;
 use crate::error::{Error, ErrorExt};
+use crate::panic::panic_message;
 
 /// What a connection needs from the code serving it.
 pub trait Handler: Send + Sync + 'static {
@@ -290,17 +291,6 @@ async fn dispatch<H: Handler + ?Sized>(
 fn panic_error(method: &str, message: &str) -> Error {
     tracing::error!(method, panic = message, "a handler panicked");
     Error::internal_msg(format!("internal error while handling `{method}`: {message}"))
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic".to_owned()
-    }
 }
 
 fn cancel_incoming(in_flight: &InFlight, params: &Value) {

@@ -49,7 +49,7 @@ impl WireTrace {
             Direction::In => "in",
             Direction::Out => "out",
         };
-        let mut entry = format!("{{\"ts\":\"{}\",\"dir\":\"{dir}\",\"msg\":", crate::runner::store::now_rfc3339());
+        let mut entry = format!("{{\"ts\":\"{}\",\"dir\":\"{dir}\",\"msg\":", crate::time::now_rfc3339());
         match std::str::from_utf8(line).ok().filter(|s| serde_json::from_str::<&RawValue>(s).is_ok()) {
             Some(json) => entry.push_str(json),
             None => entry.push_str(&serde_json::Value::String(String::from_utf8_lossy(line).into_owned()).to_string()),

@@ -4,7 +4,7 @@
 //! every host part ([`SessionHost`], [`SessionLoader`], [`SessionResumer`], [`SessionCatalog`],
 //! [`SessionDeleter`]) over a [`Store`] (`SQLite` or in-memory), runs each prompt as a [`Turn`] on
 //! the product's [`TurnRunner`], and turns every turn API call into correctly classified and
-//! correlated harness events through a per-session [`EventHub`]. Replay, list, delete and resume
+//! correlated harness events through a per-session [`EventHub`](crate::hub::EventHub). Replay, list, delete and resume
 //! then work with no further product code.
 //!
 //! ```no_run
@@ -29,7 +29,6 @@
 //! # }
 //! ```
 
-pub mod hub;
 pub mod session;
 pub mod sqlite;
 pub mod store;
@@ -40,7 +39,6 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use async_trait::async_trait;
 
-pub use hub::{EventHub, HubFull};
 use session::History;
 pub use session::{JOURNAL_DELAY, RunnerSession};
 pub use sqlite::SqliteStore;
@@ -165,7 +163,7 @@ impl Runner {
             inner: Arc::new(RunnerInner {
                 store,
                 turns,
-                subscriber_capacity: hub::DEFAULT_SUBSCRIBER_CAPACITY,
+                subscriber_capacity: crate::hub::DEFAULT_SUBSCRIBER_CAPACITY,
                 live: Mutex::default(),
                 counter: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -231,7 +229,7 @@ impl Runner {
 impl SessionHost for Runner {
     async fn new_session(&self, setup: Setup) -> Result<Arc<dyn LiveSession>, Error> {
         let id = self.new_id();
-        let now = store::now_rfc3339();
+        let now = crate::time::now_rfc3339();
         self.inner.store.create_session(&SessionRecord {
             id: id.clone(),
             cwd: setup.cwd().to_path_buf(),

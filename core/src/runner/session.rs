@@ -35,8 +35,6 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::RunnerInner;
-use super::hub::EventHub;
-use super::store::now_rfc3339;
 use super::turn::Turn;
 use crate::acp::{
     ContentBlock, SessionConfigId, SessionConfigKind, SessionConfigOption, SessionConfigOptionValue, SessionId,
@@ -47,7 +45,10 @@ use crate::harness::{
     Cause, CommandId, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, GateId, GateResponse, LoopId,
     TurnId, UserMessage, Visibility,
 };
-use crate::host::{Compactor, EventStream, HostResult, LiveSession, RuntimeConfig, SessionCloser};
+use crate::host::{Compactor, EventStream, HostResult, LiveSession, RuntimeConfig, SessionCloser, SessionHistory};
+use crate::hub::EventHub;
+use crate::panic::panic_message;
+use crate::time::now_rfc3339;
 
 /// How long an Enduring event may wait for its batch to be written while its turn runs on.
 pub const JOURNAL_DELAY: Duration = Duration::from_millis(10);
@@ -345,9 +346,7 @@ impl RunnerSession {
             Ok(Ok(_) | Err(_)) if cancelled => EventKind::TurnInterrupted {},
             Ok(Ok(stop)) => EventKind::TurnDone { message: None, stop: Some(stop) },
             Ok(Err(e)) => EventKind::TurnFailed { error: e.message },
-            Err(panic) => EventKind::TurnFailed {
-                error: format!("the turn panicked: {}", crate::rpc::connection::panic_message(&*panic)),
-            },
+            Err(panic) => EventKind::TurnFailed { error: format!("the turn panicked: {}", panic_message(&*panic)) },
         };
         // Clear the slot before the terminal is seen, so the client's next prompt is accepted.
         *self.running.lock().unwrap_or_else(PoisonError::into_inner) = None;
@@ -441,6 +440,19 @@ impl LiveSession for RunnerSession {
         let has_options = !self.config.lock().unwrap_or_else(PoisonError::into_inner).is_empty();
         has_options.then_some(self as &dyn RuntimeConfig)
     }
+
+    fn history(&self) -> Option<&dyn SessionHistory> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl SessionHistory for RunnerSession {
+    /// The journal, once every event published so far is in it.
+    async fn history(&self) -> HostResult<Vec<Event>> {
+        self.flush_journal();
+        Ok(self.runner.store.events(&self.id)?)
+    }
 }
 
 #[async_trait]
@@ -469,9 +481,7 @@ impl Compactor for RunnerSession {
             let kind = match outcome {
                 Ok(Ok(())) => EventKind::CompactWaiterResolved {},
                 Ok(Err(e)) => EventKind::CompactWaiterRejected { reason: e.message },
-                Err(panic) => {
-                    EventKind::CompactWaiterRejected { reason: crate::rpc::connection::panic_message(&*panic) }
-                }
+                Err(panic) => EventKind::CompactWaiterRejected { reason: panic_message(&*panic) },
             };
             this.publish(EventClass::Enduring, Visibility::Public, Some(&reply_to), None, kind).await;
         });

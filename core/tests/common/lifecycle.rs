@@ -20,7 +20,7 @@ use acp_facade::harness::{
 };
 use acp_facade::host::{
     Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog, SessionCatalogEntry,
-    SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
+    SessionCloser, SessionDeleter, SessionHistory, SessionHost, SessionLoader, SessionResumer, Setup,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -105,6 +105,8 @@ pub struct RichSession {
     pub compactor: Option<TestCompactor>,
     on_submit: Option<SubmitHook>,
     on_gate: Option<GateHook>,
+    /// When set, the session tells this as its durable history (it offers `SessionHistory`).
+    pub history: Mutex<Option<Vec<Event>>>,
 }
 
 impl RichSession {
@@ -124,6 +126,7 @@ impl RichSession {
             compactor: spec.compactor.then(|| TestCompactor::new(id)),
             on_submit: spec.on_submit.clone(),
             on_gate: spec.on_gate.clone(),
+            history: Mutex::default(),
         })
     }
 
@@ -214,6 +217,18 @@ impl LiveSession for RichSession {
 
     fn config(&self) -> Option<&dyn RuntimeConfig> {
         self.config.as_ref().map(|c| c as &dyn RuntimeConfig)
+    }
+
+    fn history(&self) -> Option<&dyn SessionHistory> {
+        self.history.lock().unwrap().is_some().then_some(self as &dyn SessionHistory)
+    }
+}
+
+#[async_trait]
+impl SessionHistory for RichSession {
+    async fn history(&self) -> HostResult<Vec<Event>> {
+        self.log.push(format!("{}:history", self.id_str()));
+        Ok(self.history.lock().unwrap().clone().unwrap_or_default())
     }
 }
 
@@ -391,6 +406,10 @@ pub struct RichHost {
     pub deleting: Notify,
     /// When set, `load_session` and `resume_session` open a session with this id instead.
     pub reopen_as: Mutex<Option<String>>,
+    /// When set, `new_session` creates a session with this id instead of a fresh one.
+    pub create_as: Mutex<Option<String>>,
+    /// How many times `list_sessions` was called.
+    pub lists: AtomicUsize,
 }
 
 impl RichHost {
@@ -452,7 +471,8 @@ impl RichHost {
 impl SessionHost for RichHost {
     async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
         let n = self.counter.fetch_add(1, Ordering::SeqCst) + 1;
-        Ok(self.open(&format!("r{n}"), setup))
+        let id = self.create_as.lock().unwrap().clone().unwrap_or_else(|| format!("r{n}"));
+        Ok(self.open(&id, setup))
     }
 }
 
@@ -476,6 +496,7 @@ impl SessionResumer for RichHost {
 #[async_trait]
 impl SessionCatalog for RichHost {
     async fn list_sessions(&self) -> HostResult<Vec<SessionCatalogEntry>> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
         Ok(self.catalog.lock().unwrap().clone())
     }
 }

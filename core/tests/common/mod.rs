@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate)]
 
+pub mod auth;
 pub mod chaos;
 pub mod event;
 pub mod framing_model;

@@ -1,4 +1,4 @@
-//! Validation of every agent message against the pinned ACP schema (v1.20.0).
+//! Validation of every agent message against the pinned ACP schema (v1.21.0).
 //!
 //! Requests and notifications are validated by method; responses by the method of the request
 //! they answer; errors against `Error`. A violation panics, failing the test.
@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-/// The vendored schema (identical to `../shared/acp/schema-v1.20.0/schema.json`).
-pub const SCHEMA: &str = include_str!("../../../schema/acp-v1.20.0.schema.json");
+/// The vendored schema (identical to `../shared/acp/schema-v1.21.0/schema.json`).
+pub const SCHEMA: &str = include_str!("../../../schema/acp-v1.21.0.schema.json");
 
 struct Validators {
     by_def: HashMap<&'static str, jsonschema::Validator>,

@@ -85,16 +85,9 @@ async fn compact_resolves_on_the_matching_reply_and_ignores_decoys() {
 
     let id = client.prompt(&session, "/compact").await;
     let command = compactor.next_call().await;
-    // Decoys: another command's replies, and an internal reply for this one.
+    // Decoys: another command's replies.
     reply(&s, &CommandId::new("someone-else"), EventKind::CompactWaiterRejected { reason: "decoy".into() });
     reply(&s, &CommandId::new("someone-else"), EventKind::CompactWaiterResolved {});
-    s.inner.emit(
-        EventKind::CompactWaiterRejected { reason: "internal".into() },
-        EventClass::Enduring,
-        Visibility::Internal,
-        Some(&command),
-        None,
-    );
     // Even so: nothing is answered until the matching reply.
     let id_probe = client.send_request("session/list", json!({})).await;
     client.response(&id_probe).await;
@@ -137,6 +130,34 @@ async fn compact_fails_with_the_reason_on_the_matching_rejection() {
     reply(&s, &command, EventKind::CompactWaiterRejected { reason: "stale".into() });
     reply(&s, &second, EventKind::CompactWaiterResolved {});
     assert_eq!(client.response(&id).await["result"]["stopReason"], json!("end_turn"));
+    client.hang_up().await;
+}
+
+/// Issue 11: an `Internal` reply to the compaction ends it (a rejection as a generic error whose
+/// reason stays in the host) instead of leaving the prompt waiting until it is cancelled.
+#[tokio::test]
+async fn an_internal_reply_ends_the_compaction_without_leaking_its_reason() {
+    let host = host();
+    let mut client = TestClient::initialized(Options::new(host.clone()).compaction(true)).await;
+    let session = client.new_session().await;
+    let s = host.session(&session);
+    let compactor = s.compactor.as_ref().unwrap();
+    let internal = |command: &CommandId, kind: EventKind| {
+        s.inner.emit(kind, EventClass::Enduring, Visibility::Internal, Some(command), None);
+    };
+
+    let id = client.prompt(&session, "/compact").await;
+    let command = compactor.next_call().await;
+    internal(&command, EventKind::CompactWaiterRejected { reason: "secret internal reason".into() });
+    let response = client.response(&id).await;
+    assert_eq!(response["error"]["code"], json!(-32603), "{response}");
+    assert!(!response.to_string().contains("secret"), "the internal reason stays in the host: {response}");
+
+    let id = client.prompt(&session, "/compact").await;
+    let command = compactor.next_call().await;
+    internal(&command, EventKind::CompactWaiterResolved {});
+    assert_eq!(client.response(&id).await["result"]["stopReason"], json!("end_turn"));
+    assert!(!client.transcript.iter().any(|m| m.to_string().contains("secret")));
     client.hang_up().await;
 }
 

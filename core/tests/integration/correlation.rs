@@ -459,3 +459,27 @@ async fn every_public_event_kind_is_translated_and_turn_markers_are_not() {
     );
     client.hang_up().await;
 }
+
+/// Subscribe before submit (issue 11): a host that runs the whole turn inside `submit`, before it
+/// returns the command id, still has every event of the turn forwarded and the prompt completed.
+#[tokio::test]
+async fn a_turn_run_entirely_inside_submit_is_forwarded_whole() {
+    use common::lifecycle::{RichHost, SessionSpec};
+    let on_submit: common::lifecycle::SubmitHook = Arc::new(|session, command, _prompt| {
+        let at = ("inside", "submit");
+        session.start_turn(command, at);
+        session.live(at, EventKind::TokenDelta { text: "said ".into(), channel: TokenChannel::Message });
+        session.live(at, EventKind::TokenDelta { text: "inside".into(), channel: TokenChannel::Message });
+        session.durable(at, EventKind::TurnDone { message: None, stop: Some(StopReason::MaxTokens) });
+    });
+    let host = RichHost::new(SessionSpec { on_submit: Some(on_submit), ..SessionSpec::default() });
+    let mut client = TestClient::initialized(Options::new(host.clone())).await;
+    let session = client.new_session().await;
+    for _ in 0..3 {
+        let id = client.prompt(&session, "go").await;
+        let (response, before) = client.response_with_preceding(&id).await;
+        assert_eq!(response["result"]["stopReason"], "max_tokens", "{response}");
+        assert_eq!(chunk_texts(&before, "agent_message_chunk"), ["said ", "inside"]);
+    }
+    client.hang_up().await;
+}

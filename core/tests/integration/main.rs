@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod authentication;
 mod bad_input;
 mod cancellation;
 mod close;
@@ -20,6 +21,7 @@ mod initialize;
 mod load_replay;
 mod pagination;
 mod permission_gate;
+mod reattach;
 mod resume;
 mod runner;
 mod session_new;

@@ -380,3 +380,37 @@ async fn the_cwd_filter_finds_a_session_by_the_symlinked_path_it_was_created_wit
     client.hang_up().await;
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// The seed's rule, spelled out (issue 11): entries whose cwd cannot be resolved are dropped
+/// *after* the page is cut, so they still use up page slots — a page may come back short, even
+/// empty, while `nextCursor` is still set — and the cursor stays anchored in the whole catalog.
+#[tokio::test]
+async fn cwd_less_entries_are_dropped_after_the_page_is_cut() {
+    let entry =
+        |id: &str, cwd: Option<&str>| SessionCatalogEntry { cwd: cwd.map(PathBuf::from), ..meta(id, None, None) };
+    let host = RichHost::new(SessionSpec::default());
+    *host.catalog.lock().unwrap() = vec![
+        entry("a", None),
+        entry("b", Some("/tmp")),
+        entry("c", Some("relative/dir")),
+        entry("d", None),
+        entry("e", Some("/tmp")),
+    ];
+    let mut client = TestClient::initialized(Options::new(host.clone()).catalog(host.clone()).max_page_size(2)).await;
+    let ids = |page: &Value| -> Vec<String> {
+        page["sessions"].as_array().unwrap().iter().map(|s| s["sessionId"].as_str().unwrap().to_owned()).collect()
+    };
+    // [a, b]: a has no cwd, so one session and a cursor.
+    let first = client.call_ok("session/list", json!({})).await;
+    assert_eq!(ids(&first), ["b"], "{first}");
+    let cursor = first["nextCursor"].as_str().expect("more pages").to_owned();
+    // [c, d]: neither resolves: an empty page that still points further.
+    let second = client.call_ok("session/list", json!({"cursor": cursor})).await;
+    assert_eq!(ids(&second), Vec::<String>::new(), "{second}");
+    let cursor = second["nextCursor"].as_str().expect("an empty page still has a next one").to_owned();
+    // [e]: the end.
+    let third = client.call_ok("session/list", json!({"cursor": cursor})).await;
+    assert_eq!(ids(&third), ["e"], "{third}");
+    assert!(third.get("nextCursor").is_none_or(Value::is_null), "{third}");
+    client.hang_up().await;
+}

@@ -75,7 +75,7 @@ async fn resume_sends_nothing_before_its_response_and_the_session_is_live_after(
 }
 
 #[tokio::test]
-async fn resume_rejects_a_live_id_a_relative_cwd_and_an_unknown_id() {
+async fn resume_rejects_a_relative_cwd_and_an_unknown_id_and_reattaches_a_live_one() {
     let host = RichHost::new(SessionSpec::default());
     host.store("stored-1", stored_history());
     let mut client = TestClient::initialized(Options::new(host.clone()).resumer(host.clone())).await;
@@ -96,19 +96,26 @@ async fn resume_rejects_a_live_id_a_relative_cwd_and_an_unknown_id() {
 
     // mcpServers is optional for resume.
     client.call_ok("session/resume", json!({"sessionId": "stored-1", "cwd": "/tmp"})).await;
-    let error = client.call_err("session/resume", resume_params("stored-1")).await;
-    assert_eq!(code(&error), -32600, "{error}");
+    // Issue 11: resuming it again while it is live and idle re-attaches it: the answer, with
+    // nothing sent before it, and the host not asked again.
+    let mark = client.transcript.len();
+    client.call_ok("session/resume", resume_params("stored-1")).await;
+    assert!(updates(&client.transcript[mark..]).is_empty(), "resume sends nothing");
     assert_eq!(
         *host.resumes.lock().unwrap(),
         vec!["unknown".to_owned(), "stored-1".to_owned()],
         "an already-live id never reaches the host"
     );
+    // ... but only with the cwd it lives in.
+    let error =
+        client.call_err("session/resume", json!({"sessionId": "stored-1", "cwd": "/var", "mcpServers": []})).await;
+    assert_eq!(code(&error), -32602, "{error}");
+    assert!(error["message"].as_str().unwrap().contains("cwd"), "{error}");
 
     // A session created with session/new is live too.
     let fresh = client.new_session().await;
     host.store(&fresh, Vec::new());
-    let error = client.call_err("session/resume", resume_params(&fresh)).await;
-    assert_eq!(code(&error), -32600, "{error}");
+    client.call_ok("session/resume", resume_params(&fresh)).await;
     assert_eq!(host.resumes.lock().unwrap().len(), 2);
     assert!(updates(&client.transcript).is_empty());
     client.hang_up().await;

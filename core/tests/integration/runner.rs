@@ -825,9 +825,10 @@ async fn load_replays_the_journal_before_its_response() {
         client.response(&id).await;
         prompt(&mut client, &sid, "usage").await;
 
-        // Live sessions cannot be loaded.
-        let error = client.call_err("session/load", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
-        assert!(code(&error) == -32600 || code(&error) == -32602, "{name}: {error}");
+        // Re-attached while live and idle on this connection: the same replay as after a restart.
+        let id = client.send_request("session/load", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
+        let (response, live_replay) = client.response_with_preceding(&id).await;
+        assert!(response.get("result").is_some(), "{name}: {response}");
         client.call_ok("session/close", json!({"sessionId": sid})).await;
 
         // A fresh runner and agent on the same store: as after a restart.
@@ -836,6 +837,7 @@ async fn load_replays_the_journal_before_its_response() {
         let id = client.send_request("session/load", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
         let (response, before) = client.response_with_preceding(&id).await;
         assert!(response.get("result").is_some(), "{name}: {response}");
+        assert_eq!(live_replay, before, "{name}: a live session replays what a stored one does");
         let ups = updates(&before);
         assert_eq!(before.len(), ups.len(), "{name}: only updates precede the response");
         let summary: Vec<String> = ups

@@ -186,3 +186,35 @@ async fn concurrent_creations_never_exceed_the_limit() {
     assert_eq!(host.sessions.lock().unwrap().len(), 3);
     client.hang_up().await;
 }
+
+/// A host that hands back a session with a malformed id (issue 11): the request fails with
+/// `-32603` naming the problem, the session is shut down again (never leaked), nothing is
+/// registered, and the agent keeps serving — for `session/new`, `load` and `resume` alike.
+#[tokio::test]
+async fn a_malformed_session_id_from_the_host_is_an_internal_error_and_the_session_is_discarded() {
+    use common::lifecycle::{RichHost, SessionSpec};
+    let host = RichHost::new(SessionSpec::default());
+    host.store("stored", Vec::new());
+    let options = Options::new(host.clone()).loader(host.clone()).resumer(host.clone());
+    let mut client = TestClient::initialized(options).await;
+    let agent_sessions = |host: &RichHost| host.all_sessions().iter().map(|s| s.shutdown_count()).collect::<Vec<_>>();
+
+    for bad in ["", "line\nbreak", &"x".repeat(300)] {
+        *host.create_as.lock().unwrap() = Some(bad.to_owned());
+        let error = client.call_err("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
+        assert_eq!(code(&error), -32603, "{error}");
+        assert!(error["message"].as_str().unwrap().contains("bad session id"), "{error}");
+    }
+    *host.reopen_as.lock().unwrap() = Some("bad\u{7}id".to_owned());
+    for method in ["session/load", "session/resume"] {
+        let error = client.call_err(method, json!({"sessionId": "stored", "cwd": "/tmp", "mcpServers": []})).await;
+        assert_eq!(code(&error), -32603, "{method}: {error}");
+    }
+    assert_eq!(agent_sessions(&host), [1, 1, 1, 1, 1], "every session the host opened was shut down once");
+    *host.create_as.lock().unwrap() = None;
+    *host.reopen_as.lock().unwrap() = None;
+    client.call_ok("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
+    client.call_ok("session/resume", json!({"sessionId": "stored", "cwd": "/tmp", "mcpServers": []})).await;
+    assert_serving(&mut client).await;
+    client.hang_up().await;
+}

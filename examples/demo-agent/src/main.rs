@@ -4,8 +4,10 @@
 //! Its behaviour is fixed by `docs/DEMO.md` (the same in Rust, Python and Node): `stream N`,
 //! `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, and anything else
 //! echoed word by word. Options: `--store PATH` (default: a file under the user's data directory;
-//! `:memory:` keeps nothing), `--page-size N` (largest `session/list` page), `--help`.
+//! `:memory:` keeps nothing), `--page-size N` (largest `session/list` page), `--auth` (every
+//! session method needs `authenticate` with `demo-login` first), `--help`.
 
+mod auth;
 mod script;
 
 use std::io::Write as _;
@@ -14,16 +16,18 @@ use std::sync::Arc;
 
 use acp_facade::runner::{Runner, SqliteStore};
 
-const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N]
+const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:] [--page-size N] [--auth]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --page-size N    the largest session/list page (default 50)
+  --auth           require `authenticate` with method demo-login before any session method
   -h, --help       this text";
 
 struct Args {
     store: String,
     page_size: usize,
+    auth: bool,
 }
 
 /// What the command line asks for.
@@ -38,6 +42,7 @@ enum Command {
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
     let mut store = None;
     let mut page_size = 50usize;
+    let mut auth = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--store" => store = Some(args.next().ok_or("--store needs a path")?),
@@ -49,6 +54,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("--page-size must be a positive number, got {value:?}"))?;
             }
+            "--auth" => auth = true,
             "--help" | "-h" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -57,7 +63,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
         Some(store) => store,
         None => default_store()?.to_string_lossy().into_owned(),
     };
-    Ok(Command::Serve(Args { store, page_size }))
+    Ok(Command::Serve(Args { store, page_size, auth }))
 }
 
 /// `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`.
@@ -98,8 +104,11 @@ fn main() -> std::process::ExitCode {
         }
     };
     let runner = Runner::new(store, Arc::new(script::Script));
-    let options =
+    let mut options =
         runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
+    if args.auth {
+        options = options.authenticator(Arc::new(auth::DemoLogin));
+    }
     let agent = runner.agent(options);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,

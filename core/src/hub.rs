@@ -1,5 +1,8 @@
 //! The event hub: one per session, many subscribers, each with a bounded queue.
 //!
+//! Any host can use it to publish a [`LiveSession`](crate::host::LiveSession)'s events (the
+//! runner's sessions do, and so do the bindings' host sessions); the facade subscribes to it.
+//!
 //! Invariants:
 //! - Events are numbered (`seq`) and delivered to every subscriber in publish order; publishers
 //!   are serialised by one async lock, so concurrent publishers cannot interleave a delivery.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use acp_facade::harness::Event;
-use acp_facade::runner::EventHub;
+use acp_facade::hub::EventHub;
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
@@ -95,9 +95,8 @@ impl JsEventHub {
     /// @default 256
     #[napi(constructor)]
     pub fn new(capacity: Option<u32>) -> Self {
-        let hub = Arc::new(EventHub::new(
-            capacity.map_or(acp_facade::runner::hub::DEFAULT_SUBSCRIBER_CAPACITY, |c| c as usize),
-        ));
+        let hub =
+            Arc::new(EventHub::new(capacity.map_or(acp_facade::hub::DEFAULT_SUBSCRIBER_CAPACITY, |c| c as usize)));
         let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
         let backlog = Arc::new(Backlog::default());
         let pump_hub = hub.clone();

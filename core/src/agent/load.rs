@@ -1,0 +1,27 @@
+//! `session/load`: reopen a stored session, replay its conversation (see [`replay`](super::replay))
+//! before the response, then serve it live — or re-attach the session when it is already live on
+//! this connection (see `establish`).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::establish::{Reopen, reopen};
+use super::session_state::validate_session_id;
+use super::state::AgentInner;
+use super::wire::{Reply, decode, encode};
+use crate::acp::{LoadSessionRequest, LoadSessionResponse};
+use crate::host::Setup;
+use crate::rpc::RequestContext;
+
+/// `session/load`.
+pub(crate) fn load_session(agent: &Arc<AgentInner>, params: Value, cx: RequestContext) -> Reply {
+    let agent = agent.clone();
+    Box::pin(async move {
+        let request: LoadSessionRequest = decode(params)?;
+        validate_session_id(&request.session_id.0)?;
+        let setup = Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?;
+        let config = reopen(&agent, &request.session_id, setup, Reopen::Load, &cx).await?;
+        encode(&LoadSessionResponse::new().config_options(config.options).modes(config.modes))
+    })
+}

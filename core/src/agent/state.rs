@@ -1,0 +1,89 @@
+//! What one connection's agent holds: its options, live sessions, authentication state, the
+//! client's capabilities and the connection to the client; and the session-scoped helpers every
+//! handler shares (resolving a session id, sending a `session/update`, the authentication gate).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use super::cursor::CursorKey;
+use super::options::Options;
+use super::registry::Registry;
+use super::session_state::{SessionEntry, validate_session_id};
+use super::translate;
+use crate::acp::{ClientCapabilities, SessionId, SessionUpdate};
+use crate::error::{Error, ErrorExt};
+use crate::rpc::Peer;
+
+/// The state of one connection's agent, shared by every handler.
+pub(crate) struct AgentInner {
+    pub(crate) options: Options,
+    pub(crate) registry: Registry,
+    /// Set by the first `initialize`.
+    pub(crate) initialized: AtomicBool,
+    /// Set by a successful `authenticate`, cleared by `logout`.
+    pub(crate) authenticated: AtomicBool,
+    pub(crate) client_capabilities: OnceLock<ClientCapabilities>,
+    peer: OnceLock<Peer>,
+    pub(crate) cursor_key: CursorKey,
+}
+
+impl AgentInner {
+    pub(crate) fn new(options: Options) -> Self {
+        let registry = Registry::new(options.max_sessions);
+        let cursor_key = CursorKey::random();
+        Self {
+            options,
+            registry,
+            initialized: AtomicBool::new(false),
+            authenticated: AtomicBool::new(false),
+            client_capabilities: OnceLock::new(),
+            peer: OnceLock::new(),
+            cursor_key,
+        }
+    }
+
+    /// Records the connection's peer; called once, before the first message is read.
+    pub(crate) fn set_peer(&self, peer: &Peer) {
+        let _ = self.peer.set(peer.clone());
+    }
+
+    pub(crate) fn peer(&self) -> &Peer {
+        self.peer.get().expect("the peer is set before the first message is read")
+    }
+
+    pub(crate) fn client_capabilities(&self) -> ClientCapabilities {
+        self.client_capabilities.get().cloned().unwrap_or_default()
+    }
+
+    /// Fails with `-32000` while the authenticator demands a login: the first check of every
+    /// session method, before its params are even read. An authenticated connection never asks
+    /// the host (its hook may be a round trip into another language).
+    pub(crate) fn require_authenticated(&self) -> Result<(), Error> {
+        match &self.options.authenticator {
+            Some(auth) if !self.authenticated.load(Ordering::Acquire) && auth.requires_authentication() => {
+                Err(Error::auth_required())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Validates `id`, then finds its live session (`-32602` malformed, `-32002` not live).
+    pub(crate) fn resolve_session(&self, id: &SessionId) -> Result<Arc<SessionEntry>, Error> {
+        validate_session_id(&id.0)?;
+        self.registry.get(id).ok_or_else(|| Error::session_not_found(&id.0))
+    }
+
+    /// Sends one `session/update` through the ordered writer (serialised before the returned
+    /// future is first polled, so the future stays small).
+    pub(crate) fn send_update<'a>(
+        &'a self,
+        session_id: &SessionId,
+        update: SessionUpdate,
+    ) -> impl Future<Output = Result<(), Error>> + use<'a> {
+        let line = translate::update_line(session_id, update);
+        async move {
+            self.peer().send_line(line).await?;
+            Ok(())
+        }
+    }
+}
