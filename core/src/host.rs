@@ -27,7 +27,7 @@
 //! # Example
 //!
 //! A host whose sessions echo each prompt: `submit` starts a turn by publishing its events on the
-//! session's [`EventHub`](crate::runner::EventHub) — `TurnStarted` carrying the returned command
+//! session's [`EventHub`](crate::hub::EventHub) — `TurnStarted` carrying the returned command
 //! id, the reply as `TokenDelta`s, `TurnDone` — and the facade turns them into the prompt's
 //! `session/update`s and response. (`docs/first-agent-rust.md` in the repository walks through
 //! it.)
@@ -42,7 +42,7 @@
 //!     GateResponse, LoopId, TokenChannel, TurnId, UserMessage, Visibility,
 //! };
 //! use acp_facade::host::{EventStream, HostResult, LiveSession, SessionHost, Setup};
-//! use acp_facade::runner::EventHub;
+//! use acp_facade::hub::EventHub;
 //!
 //! struct Echo {
 //!     id: SessionId,
