@@ -1,3 +1,4 @@
+/// <reference types="node" />
 // The public types of acp-facade for Node.js: the generated declarations of the native addon
 // (native.d.ts, committed and checked against the build) plus the JavaScript-side additions.
 

@@ -1,9 +1,9 @@
 'use strict'
-// acp-facade for Node.js: the native addon (built from bindings-node/src by `npm install`) plus
-// the few pieces that are JavaScript by nature: the AcpError class and `agent.serve(input, output)`
-// over Node streams. All protocol logic is in Rust.
+// acp-facade for Node.js: the native addon (native.js finds it: a source build in a checkout, or
+// the prebuilt platform package) plus the few pieces that are JavaScript by nature: the AcpError
+// class and `agent.serve(input, output)` over Node streams. All protocol logic is in Rust.
 
-const native = require('./generated/index.js')
+const native = require('./native.js')
 
 /** JSON-RPC error codes the agent answers with. */
 const ErrorCode = Object.freeze({

@@ -186,14 +186,6 @@ export interface TurnRunner {
   compact?(session: { sessionId: string }): MaybePromise<void>
 }
 
-/**
- * Which binding artifact the generated loader actually loaded: `'native'` for
- * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
- * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
- * can point the loader at a WASI artifact this package does not build itself.
- */
-export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
-
 /** An ACP agent for one connection. */
 export declare class Agent {
   /** An agent over a host implementing the host interfaces (see `Host`). */

@@ -1,5 +1,5 @@
 // The Node demo agent and the Rust one (examples/demo-agent) write the same bytes for the same
-// transcript, but for session ids and timestamps (../../../shared/DEMO.md: "behave identically on
+// transcript, but for session ids and timestamps (docs/DEMO.md: "behaving identically on
 // the wire"). Builds the Rust demo with cargo first (incremental after `cargo test`).
 
 import assert from 'node:assert/strict'

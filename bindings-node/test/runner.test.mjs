@@ -1,6 +1,6 @@
 // The Node demo agent (examples/node/demo_host.mjs, on the turn runner) driven as a subprocess by
 // the official TypeScript client, every agent message validated against the pinned schema.
-// Scenarios: ../../../shared/DEMO.md.
+// Scenarios: docs/DEMO.md.
 
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'

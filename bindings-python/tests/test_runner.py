@@ -92,7 +92,7 @@ def test_tool_permission_cancelled_by_client() -> None:
             d.client.permission_answer = None
             sid = await d.new_session()
             response = await d.prompt(sid, "tool rm")
-            # DEMO.md: "Client answered `cancelled`: the turn ends `cancelled`" (no reply text).
+            # docs/DEMO.md: the client answers `cancelled`: the turn ends `cancelled` (no reply text).
             assert response.stop_reason == "cancelled"
             await _settle(d)
             assert d.client.chunks() == []

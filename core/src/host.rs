@@ -23,6 +23,92 @@
 //! completed call would have handed over — e.g. open a session's resources at the end of
 //! `new_session`, not before an `.await`. Once a host call has returned, the facade finishes the
 //! lifecycle step (registering, replaying, closing) whatever the client sends.
+//!
+//! # Example
+//!
+//! A host whose sessions echo each prompt: `submit` starts a turn by publishing its events on the
+//! session's [`EventHub`](crate::hub::EventHub) — `TurnStarted` carrying the returned command
+//! id, the reply as `TokenDelta`s, `TurnDone` — and the facade turns them into the prompt's
+//! `session/update`s and response. (`docs/first-agent-rust.md` in the repository walks through
+//! it.)
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! use acp_facade::acp::{ContentBlock, SessionId};
+//! use acp_facade::harness::{
+//!     Cause, CommandId, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, GateId,
+//!     GateResponse, LoopId, TokenChannel, TurnId, UserMessage, Visibility,
+//! };
+//! use acp_facade::host::{EventStream, HostResult, LiveSession, SessionHost, Setup};
+//! use acp_facade::hub::EventHub;
+//!
+//! struct Echo {
+//!     id: SessionId,
+//!     events: EventHub,
+//!     turns: AtomicU64,
+//!     published: AtomicU64,
+//! }
+//!
+//! impl Echo {
+//!     fn event(&self, n: u64, kind: EventKind, class: EventClass, command: Option<CommandId>) -> Event {
+//!         let id = EventId::new(format!("{}-e{}", self.id, self.published.fetch_add(1, Ordering::Relaxed)));
+//!         let coordinates = Coordinates { loop_id: Some(LoopId::new("main")), turn_id: Some(TurnId::new(format!("t{n}"))) };
+//!         let cause = Cause { command_id: command };
+//!         Event { header: EventHeader { id, seq: 0, class, visibility: Visibility::Public, cause, coordinates }, kind }
+//!     }
+//! }
+//!
+//! #[async_trait::async_trait]
+//! impl LiveSession for Echo {
+//!     fn id(&self) -> SessionId {
+//!         self.id.clone()
+//!     }
+//!
+//!     fn subscribe_events(&self) -> HostResult<EventStream> {
+//!         Ok(self.events.subscribe())
+//!     }
+//!
+//!     async fn submit(&self, prompt: Vec<ContentBlock>) -> HostResult<CommandId> {
+//!         let n = self.turns.fetch_add(1, Ordering::Relaxed) + 1;
+//!         let command = CommandId::new(format!("{}/c{n}", self.id));
+//!         let text = prompt.iter().filter_map(|b| if let ContentBlock::Text(t) = b { Some(t.text.clone()) } else { None }).collect();
+//!         let started = EventKind::TurnStarted { message: UserMessage { content: prompt } };
+//!         self.events.publish(self.event(n, started, EventClass::Enduring, Some(command.clone()))).await;
+//!         let delta = EventKind::TokenDelta { text, channel: TokenChannel::Message };
+//!         self.events.publish(self.event(n, delta, EventClass::Ephemeral, None)).await;
+//!         let done = EventKind::TurnDone { message: None, stop: None };
+//!         self.events.publish(self.event(n, done, EventClass::Enduring, None)).await;
+//!         Ok(command)
+//!     }
+//!
+//!     async fn interrupt(&self) -> HostResult<()> {
+//!         Ok(()) // stop the running turn; it ends with `EventKind::TurnInterrupted`
+//!     }
+//!
+//!     async fn respond_gate(&self, _gate: GateId, _response: GateResponse) -> HostResult<()> {
+//!         Ok(()) // the answer to a gate (a permission request) the session opened
+//!     }
+//! }
+//!
+//! struct EchoHost(AtomicU64);
+//!
+//! #[async_trait::async_trait]
+//! impl SessionHost for EchoHost {
+//!     async fn new_session(&self, _setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
+//!         let n = self.0.fetch_add(1, Ordering::Relaxed) + 1;
+//!         let id = SessionId::new(format!("echo-{n}"));
+//!         let (turns, published) = (AtomicU64::new(0), AtomicU64::new(0));
+//!         Ok(Arc::new(Echo { id, events: EventHub::new(256), turns, published }))
+//!     }
+//! }
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let options = acp_facade::Options::new(Arc::new(EchoHost(AtomicU64::new(0)))).agent_info("echo", "1.0.0");
+//! acp_facade::Agent::new(options).serve_stdio().await
+//! # }
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

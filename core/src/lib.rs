@@ -48,7 +48,19 @@ pub use agent_client_protocol_schema::v1 as acp;
 pub use agent::{Agent, Options};
 pub use error::{Error, ErrorCode};
 
-/// The README's Rust quick start, compiled as a doc test so it cannot rot.
+/// The repository README's Rust quick start, compiled as a doc test so it cannot rot. (The file is
+/// outside the published crate: these doc tests run from the repository.)
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeQuickStart;
+
+/// The Rust guide's programs (`docs/first-agent-rust.md`), compiled as doc tests. (Outside the
+/// published crate, like the repository README.)
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/first-agent-rust.md")]
+pub struct FirstAgentGuide;
+
+/// The crate README's example (the README crates.io shows), compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadme;

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // The acp-facade demo agent on the Node turn runner: an ACP agent over stdio with a scripted
 // "model" and an SQLite store (or PostgreSQL, for a postgres:// URL). It behaves exactly like the
-// Rust one (examples/demo-agent) on the
-// wire; see ../../../shared/DEMO.md:
+// Rust one (examples/demo-agent) on the wire, as docs/DEMO.md describes:
 //   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing;
 //          a postgres:// URL keeps them in PostgreSQL, shared by every process using it),
 //          --page-size N (the largest session/list page, default 50),
-//          --auth (every session method needs `authenticate` with demo-login first).
+//          --auth (every session method needs `authenticate` with demo-login first), --help.
+// The npm package ships this file as its command `acp-facade-demo` (node_modules/.bin/).
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
 
 import { readFileSync } from 'node:fs'
@@ -17,14 +17,19 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 import { PostgresStore, Runner, SqliteStore } from 'acp-facade'
 
-const USAGE = `usage: demo_host.mjs [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+const USAGE = `usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+   or: node demo_host.mjs [...]
 
-An Agent Client Protocol agent over stdio (the acp-facade demo, on Node).
+An Agent Client Protocol agent over stdio (the acp-facade demo on Node; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
                    process using the same database
   --page-size N    the largest session/list page (default 50)
-  --auth           require \`authenticate\` with method demo-login before any session method`
+  --auth           require \`authenticate\` with method demo-login before any session method
+  -h, --help       this text`
+
+/** `--help` was asked for: the usage goes to stdout, exit 0. */
+class Help extends Error {}
 
 /** The context window the demo reports. */
 const CONTEXT_SIZE = 200000
@@ -54,9 +59,9 @@ function parseArgs(argv) {
     } else if (arg === '--auth') {
       auth = true
     } else if (arg === '--help' || arg === '-h') {
-      throw new Error(USAGE)
+      throw new Help()
     } else {
-      throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`)
+      throw new Error(`unknown argument ${JSON.stringify(arg)}`)
     }
   }
   return { store: store ?? defaultStore(), pageSize, auth }
@@ -225,11 +230,16 @@ const demoLogin = {
 }
 
 async function main() {
+  // Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
   let args
   try {
     args = parseArgs(process.argv.slice(2))
   } catch (e) {
-    return fail(e.message, 2)
+    if (e instanceof Help) {
+      process.stdout.write(`${USAGE}\n`)
+      return undefined
+    }
+    return fail(`demo_host.mjs: ${e.message} (see --help)`, 2)
   }
   const postgres = /^postgres(ql)?:\/\//.test(args.store)
   let store

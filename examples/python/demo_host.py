@@ -2,11 +2,15 @@
 """acp-facade-demo in Python: the demo agent of acp-facade on the Python turn runner.
 
 An ACP agent over stdio with a scripted "model" and a SQLite store (or PostgreSQL, for a
-``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``): ``stream N``,
-``think TEXT``, ``tool NAME``, ``sleep MS``, ``ask QUESTION``, ``fail``, ``/compact``, and anything
-else echoed word by word.
+``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``) as
+``docs/DEMO.md`` describes: ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
+``ask QUESTION``, ``fail``, ``/compact``, and anything else echoed word by word.
 
-usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth] [--help]
+
+The installed package carries this file as ``acp_facade.demo`` (a link in
+``bindings-python/python/acp_facade/``), so the command ``acp-facade-demo`` (and
+``python -m acp_facade.demo``) runs it without a checkout.
 
 Nothing but protocol goes to stdout; diagnostics go to stderr.
 """
@@ -40,14 +44,19 @@ from acp_facade import (
     text_block,
 )
 
-USAGE = """usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+PROG = "acp_facade.demo"
 
-An Agent Client Protocol agent over stdio (the acp-facade demo).
+USAGE = """usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+   or: python -m acp_facade.demo [...]
+   or: python examples/python/demo_host.py [...]
+
+An Agent Client Protocol agent over stdio (the acp-facade demo on Python; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
                    process using the same database
   --page-size N    the largest session/list page (default 50)
-  --auth           require `authenticate` with method demo-login before any session method"""
+  --auth           require `authenticate` with method demo-login before any session method
+  -h, --help       this text"""
 
 CONTEXT_SIZE = 200_000
 """The context window the demo reports."""
@@ -187,9 +196,13 @@ class DemoLogin(Authenticator):
         return None
 
 
+class Help(Exception):
+    """``--help`` was asked for: print the usage on stdout and exit 0."""
+
+
 def parse_args(argv: List[str]) -> Tuple[str, int, bool]:
-    """The store path, the page size and whether `--auth` is on, or `ValueError` with the message
-    to print."""
+    """The store path, the page size and whether `--auth` is on; `Help` for ``--help``,
+    `ValueError` with the one-line reason for a bad command line."""
     store: Optional[str] = None
     page_size = 50
     auth = False
@@ -209,9 +222,9 @@ def parse_args(argv: List[str]) -> Tuple[str, int, bool]:
         elif arg == "--auth":
             auth = True
         elif arg in ("--help", "-h"):
-            raise ValueError(USAGE)
+            raise Help()
         else:
-            raise ValueError(f"unknown argument {arg!r}\n{USAGE}")
+            raise ValueError(f"unknown argument {arg!r}")
     return (store if store is not None else str(default_store())), page_size, auth
 
 
@@ -237,10 +250,14 @@ async def serve(store: Union[SqliteStore, PostgresStore], page_size: int, auth: 
 
 def main() -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
     try:
         store, page_size, auth = parse_args(sys.argv[1:])
+    except Help:
+        sys.stdout.write(USAGE + "\n")
+        return 0
     except ValueError as e:
-        log.error("%s", e)
+        sys.stderr.write(f"{PROG}: {e} (see --help)\n")
         return 2
     try:
         opened = open_store(store)

@@ -14,6 +14,19 @@ setup_python_binding() {
         --no-build-isolation --force-reinstall --no-deps .
 }
 
+# The Python binding for the test suites: the same venv and test tools, with the wheel that
+# scripts/release built (`scripts/release build`: the shipped artifact, built from the sdist) in
+# place of a second build by `pip install .`.
+install_python_wheel() {
+    local wheel
+    wheel="$(ls dist/acp_facade-*.whl)"
+    if [ ! -x "$PY_VENV/bin/python" ]; then
+        python3 -m venv "$PY_VENV"
+    fi
+    "$PY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r bindings-python/requirements-test.txt
+    "$PY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+}
+
 # The Node binding: `npm ci` installs the pinned tools from package-lock.json (the official TS ACP
 # SDK among them) and builds the addon (the root package.json "prepare" script). $1 is the addon's
 # profile: `release` (what `npm install` builds) or `debug` (quicker right after `cargo test`, whose

@@ -4,7 +4,7 @@
   (checked as the lines arrive, see ``wire``);
 - every client request gets exactly one response, and no response names an id never asked;
 - every ``session/prompt`` answered ``end_turn`` was preceded by a ``usage_update`` of its turn
-  (except ``/compact``: it runs no turn of the script, so no step reports usage — DEMO.md's "every
+  (except ``/compact``: it runs no turn of the script, so no step reports usage — docs/DEMO.md's "every
   finished step also reports context usage");
 - a ``session/update`` for a session is only written while a request naming that session is in
   flight: never after a turn's ``session/prompt`` response, never unprompted;

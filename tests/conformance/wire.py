@@ -515,11 +515,7 @@ class Run:
         if store is not None:
             argv += ["--store", store]
         argv += list(args)
-        full_env = dict(os.environ)
-        full_env.pop("ACP_FACADE_WIRE_TRACE", None)
-        full_env.update({"HOME": str(self.dir), "XDG_DATA_HOME": str(self.dir / "data"), "NO_COLOR": "1"})
-        full_env.update(env or {})
-        peer = Peer(self, len(self.peers) + 1, argv, full_env)
+        peer = Peer(self, len(self.peers) + 1, argv, self._env(env))
         self.peers.append(peer)
         await peer._spawn()
         if sdk:
@@ -528,6 +524,36 @@ class Run:
                 reply = await peer.initialize()
                 assert reply.ok, reply.raw
         return peer
+
+    def _env(self, env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+        """The agents' environment: a home and data directory of this run's own."""
+        full_env = dict(os.environ)
+        full_env.pop("ACP_FACADE_WIRE_TRACE", None)
+        full_env.update({"HOME": str(self.dir), "XDG_DATA_HOME": str(self.dir / "data"), "NO_COLOR": "1"})
+        full_env.update(env or {})
+        return full_env
+
+    async def command(self, *args: str, timeout: float = 30.0) -> "tuple[int, bytes, bytes]":
+        """Runs the agent with exactly ``args`` and no client (stdin closed) until it exits: its
+        exit status, stdout and stderr. For the command line itself (``--help``, bad arguments);
+        nothing of it enters the transcript."""
+        process = await asyncio.create_subprocess_exec(
+            *(self.agent.command or ()),
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self._env(),
+            cwd=str(self.dir),
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), timeout)
+        except asyncio.TimeoutError:
+            process.kill()
+            await process.wait()
+            raise ScenarioError(f"{' '.join(args)}: the agent did not exit within {timeout}s") from None
+        assert process.returncode is not None
+        return process.returncode, out, err
 
     async def finish(self) -> None:
         """Hangs up every process still running (each must exit 0 on EOF)."""

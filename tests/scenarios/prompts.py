@@ -1,4 +1,4 @@
-"""DEMO.md's prompt script: stream, think, tool, sleep, ask, fail, /compact, echo; usage and titles."""
+"""docs/DEMO.md's prompt script: stream, think, tool, sleep, ask, fail, /compact, echo; usage and titles."""
 
 from __future__ import annotations
 

@@ -146,11 +146,19 @@ async def list_default_page_size(run: Run) -> None:
 
 @scenario()
 async def command_line(run: Run) -> None:
-    """A bad command line (or --help) exits 2 before serving, writing nothing on stdout."""
-    for args in (("--page-size", "0"), ("--page-size", "-3"), ("--page-size", "many"), ("--bogus",), ("--help",), ("--store",)):
-        p = await run.start(*args, sdk=False)
-        assert await p.hang_up() == 2, args
-        assert run.count_out(p.index) == 0, args
+    """A bad command line exits 2 before serving: exactly one line on stderr, nothing on stdout.
+    ``--help`` (and ``-h``) prints the usage on stdout and exits 0, nothing on stderr."""
+    for args in (("--page-size", "0"), ("--page-size", "-3"), ("--page-size", "many"), ("--bogus",), ("--store",)):
+        code, out, err = await run.command("--store", ":memory:", *args)
+        assert code == 2, (args, code, err)
+        assert out == b"", (args, out)
+        lines = err.decode().splitlines()
+        assert len(lines) == 1 and err.endswith(b"\n") and lines[0].strip(), (args, err)
+    for args in (("--help",), ("-h",), ("--store", ":memory:", "--help")):
+        code, out, err = await run.command(*args)
+        assert code == 0, (args, code, err)
+        assert out.startswith(b"usage: ") and b"--store" in out and b"--page-size" in out, (args, out)
+        assert err == b"", (args, err)
 
 
 @scenario()

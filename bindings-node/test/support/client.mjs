@@ -92,9 +92,9 @@ export function connect(toAgent, fromAgent, { permission = 'allow_once' } = {}) 
 }
 
 /** Spawns the Node demo host (or any agent command) and connects the official client to it. */
-export function spawnAgent(args = [], { command = process.execPath, script = DEMO_HOST, permission, env } = {}) {
+export function spawnAgent(args = [], { command = process.execPath, script = DEMO_HOST, permission, env, cwd } = {}) {
   const argv = script ? [script, ...args] : args
-  const child = spawn(command, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } })
+  const child = spawn(command, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env }, cwd })
   let stderr = ''
   child.stderr.setEncoding('utf8')
   child.stderr.on('data', (d) => (stderr += d))

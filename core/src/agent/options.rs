@@ -8,6 +8,28 @@ use crate::acp::{Implementation, McpCapabilities, PromptCapabilities};
 use crate::host::{Authenticator, SessionCatalog, SessionDeleter, SessionHost, SessionLoader, SessionResumer};
 
 /// The host parts and settings of an agent. Optional parts switch the matching ACP capability on.
+///
+/// Built from the one required part, the [`SessionHost`], then refined builder-style; each
+/// optional part added advertises its capability in `initialize`:
+///
+/// ```no_run
+/// # fn build(
+/// #     host: std::sync::Arc<dyn acp_facade::host::SessionHost>,
+/// #     catalog: std::sync::Arc<dyn acp_facade::host::SessionCatalog>,
+/// # ) -> acp_facade::Agent {
+/// use std::time::Duration;
+/// use acp_facade::{Agent, Options};
+///
+/// let options = Options::new(host)
+///     .agent_info("my-agent", "1.0.0") // `agentInfo`
+///     .catalog(catalog) // `session/list`, advertised as `sessionCapabilities.list`
+///     .max_page_size(100) // the largest `session/list` page
+///     .cancel_grace(Duration::from_secs(5)); // how long a cancelled turn may take to stop
+/// Agent::new(options)
+/// # }
+/// ```
+///
+/// The [`Runner`](crate::runner::Runner) fills every part in: `runner.options()`.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Options {

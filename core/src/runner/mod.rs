@@ -110,6 +110,37 @@ pub trait TurnRunner: Send + Sync + 'static {
 }
 
 /// The runner: host parts over a store and a [`TurnRunner`]. Cheap to clone.
+///
+/// One runner serves any number of connections: [`Runner::agent`] makes the agent of one
+/// connection, sharing the runner's sessions and store.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use acp_facade::acp::StopReason;
+/// use acp_facade::runner::{Runner, SqliteStore, Turn, TurnRunner};
+///
+/// struct Upper;
+///
+/// #[async_trait::async_trait]
+/// impl TurnRunner for Upper {
+///     async fn run_turn(&self, turn: &Turn) -> Result<StopReason, acp_facade::Error> {
+///         turn.text(turn.prompt_text().to_uppercase()).await;
+///         Ok(StopReason::EndTurn)
+///     }
+///
+///     // Optional hooks: the session title from the first prompt, config options, `/compact`.
+///     fn title(&self, first_prompt: &str) -> Option<String> {
+///         Some(first_prompt.chars().take(40).collect())
+///     }
+/// }
+///
+/// # async fn run() -> std::io::Result<()> {
+/// let store = Arc::new(SqliteStore::open("sessions.sqlite").expect("open the store"));
+/// let runner = Runner::new(store, Arc::new(Upper));
+/// let options = runner.options().agent_info("upper", "1.0.0").max_page_size(20);
+/// runner.agent(options).serve_stdio().await
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Runner {
     inner: Arc<RunnerInner>,

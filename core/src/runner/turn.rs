@@ -74,6 +74,41 @@ impl Step {
 }
 
 /// One running turn, handed to [`TurnRunner::run_turn`](super::TurnRunner::run_turn).
+///
+/// Everything a turn reports goes to the client as it happens: text and thoughts stream as
+/// `agent_message_chunk` / `agent_thought_chunk`, tool calls as `tool_call` and
+/// `tool_call_update`, a permission question as `session/request_permission`. Awaiting a call
+/// waits only when the client reads slower than the turn writes. The turn sees its cancellation
+/// (`session/cancel`, `$/cancel_request`, close) through [`Turn::cancelled`] and
+/// [`Turn::is_cancelled`].
+///
+/// ```no_run
+/// use acp_facade::acp::{StopReason, ToolKind};
+/// use acp_facade::harness::ApprovalAction;
+/// use acp_facade::harness::content::text_block;
+/// use acp_facade::runner::{Permission, Turn};
+///
+/// async fn run_turn(turn: &Turn) -> Result<StopReason, acp_facade::Error> {
+///     turn.thought("The user wants the tests run.").await;
+///     let call = turn.start_tool_call("cargo test", ToolKind::Execute, serde_json::json!({ "cmd": "cargo test" })).await;
+///     let choices = [ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny];
+///     match turn.request_permission(&call, "Run the tests?", &choices).await {
+///         Permission::Cancelled => return Ok(StopReason::Cancelled),
+///         answer if answer.is_allowed() => {
+///             let output = tokio::select! {
+///                 () = turn.cancelled() => return Ok(StopReason::Cancelled),
+///                 output = run_the_tests() => output,
+///             };
+///             turn.complete_tool_call(&call, vec![text_block(output)]).await;
+///             turn.text("The tests pass.").await;
+///         }
+///         _ => turn.fail_tool_call(&call, vec![text_block("denied")]).await,
+///     }
+///     turn.usage(1_200, 200_000).await; // context usage: `usage_update`
+///     Ok(StopReason::EndTurn)
+/// }
+/// # async fn run_the_tests() -> String { String::new() }
+/// ```
 #[allow(clippy::struct_field_names, reason = "`turn_id` names the harness id, as on events")]
 pub struct Turn {
     pub(crate) session: Arc<RunnerSession>,

@@ -227,7 +227,7 @@ async fn many_sessions_with_interleaved_lifecycles_settle_exactly_once() {
         };
         let expected = match group_of(*index) {
             "plain" => "end_turn",
-            // A permission prompt answered `cancelled` cancels the turn (DEMO.md).
+            // A permission prompt answered `cancelled` cancels the turn (docs/DEMO.md).
             "permission" if index % 2 == 0 => "end_turn",
             _ => "cancelled",
         };

@@ -1,23 +1,24 @@
 //! `acp-facade-demo`: the demo agent of acp-facade — an ACP agent over stdio, built on the
 //! batteries-included runner with a scripted "model" and a store in one `SQLite` file.
 //!
-//! Its behaviour is fixed by the project's demo contract (the same in Rust, Python and Node):
-//! `stream N`, `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, the
-//! calls to the client `read PATH`, `write PATH TEXT`, `run CMD ARG…`, `open URL`, the tool call
-//! `edit PATH`, `plan N`, `switch MODE`, `mcp`, and anything else echoed word by word; a prompt's
+//! Its behaviour is fixed by `docs/DEMO.md` (the same in Rust, Python and Node): `stream N`,
+//! `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, the calls to the
+//! client `read PATH`, `write PATH TEXT`, `run CMD ARG…`, `open URL`, the tool call `edit PATH`,
+//! `plan N`, `switch MODE`, `mcp`, and anything else echoed word by word; a prompt's
 //! `_meta.traceparent` comes back in the response's `_meta`. Options: `--store PATH` (default: a
 //! file under the user's data directory; `:memory:` keeps nothing; a `postgres://` URL keeps them
 //! in `PostgreSQL`, shared by every process started with it), `--page-size N` (largest
 //! `session/list` page), `--auth` (every session method needs `authenticate` with `demo-login`
-//! first) and `--rich`: advertise and serve the rich input of the contract (image, audio and
-//! embedded-resource prompts, a prompt's first block deciding the turn, http MCP servers, the
-//! `/shout` command, the `_demo/echo` extension method) — an option only until the Python and Node
-//! demos have it too, so that the three answer `initialize` alike meanwhile.
+//! first), `--help`, and `--rich`: advertise and serve the rich input of the contract (image,
+//! audio and embedded-resource prompts, a prompt's first block deciding the turn, http MCP
+//! servers, the `/shout` command, the `_demo/echo` extension method) — an option only until the
+//! Python and Node demos have it too, so that the three answer `initialize` alike meanwhile.
 
 mod auth;
 mod client;
 mod script;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -30,14 +31,15 @@ use serde_json::Value;
 
 const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth] [--rich]
 
-An Agent Client Protocol agent over stdio (the acp-facade demo).
+An Agent Client Protocol agent over stdio (the acp-facade demo; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
                    process using the same database
   --page-size N    the largest session/list page (default 50)
   --auth           require `authenticate` with method demo-login before any session method
   --rich           also advertise image, audio and embedded-resource prompts, http MCP servers,
-                   the /shout command and the _demo/echo extension method";
+                   the /shout command and the _demo/echo extension method
+  -h, --help       this text";
 
 struct Args {
     store: String,
@@ -66,12 +68,20 @@ fn rich(options: acp_facade::Options) -> Result<acp_facade::Options, acp_facade:
         .extensions(extensions))
 }
 
-fn parse_args() -> Result<Args, String> {
+/// What the command line asks for.
+enum Command {
+    /// Serve ACP over stdio.
+    Serve(Args),
+    /// Print the usage on stdout and exit 0.
+    Help,
+}
+
+/// The command line, or the one-line reason it is wrong.
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
     let mut store = None;
     let mut page_size = 50usize;
     let mut auth = false;
     let mut rich = false;
-    let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--store" => store = Some(args.next().ok_or("--store needs a path")?),
@@ -85,15 +95,15 @@ fn parse_args() -> Result<Args, String> {
                     .ok_or_else(|| format!("--page-size must be a positive number, got {value:?}"))?;
             }
             "--auth" => auth = true,
-            "--help" | "-h" => return Err(USAGE.to_owned()),
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            "--help" | "-h" => return Ok(Command::Help),
+            other => return Err(format!("unknown argument {other:?}")),
         }
     }
     let store = match store {
         Some(store) => store,
         None => default_store()?.to_string_lossy().into_owned(),
     };
-    Ok(Args { store, page_size, auth, rich })
+    Ok(Command::Serve(Args { store, page_size, auth, rich }))
 }
 
 /// `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`.
@@ -119,10 +129,15 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let args = match parse_args() {
-        Ok(args) => args,
+    // Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Command::Serve(args)) => args,
+        Ok(Command::Help) => {
+            let _ = writeln!(std::io::stdout().lock(), "{USAGE}");
+            return std::process::ExitCode::SUCCESS;
+        }
         Err(message) => {
-            tracing::error!("{message}");
+            let _ = writeln!(std::io::stderr().lock(), "acp-facade-demo: {message} (see acp-facade-demo --help)");
             return std::process::ExitCode::from(2);
         }
     };

@@ -1,4 +1,4 @@
-//! The demo agent contract (`shared/DEMO.md`), over the real binary's stdio: every prompt of the
+//! The demo agent's behaviour (`docs/DEMO.md`), over the real binary's stdio: every prompt of the
 //! script, usage reporting, config options and modes, titles, and every session capability.
 //! Every message the agent writes is validated against the pinned ACP schema.
 
@@ -165,7 +165,7 @@ fn tool_answered_cancelled_without_session_cancel_ends_the_turn_cancelled() {
     let sid = demo.new_session();
     let id = demo.prompt(&sid, "tool rm");
     let request = demo.permission_request();
-    // The user dismissed the permission prompt: DEMO.md says the turn ends `cancelled`.
+    // The user dismissed the permission prompt: docs/DEMO.md says the turn ends `cancelled`.
     demo.respond(&request["id"], json!({"outcome": {"outcome": "cancelled"}}));
     let (response, before) = demo.response_with_preceding(&id);
     assert_eq!(stop_reason(&response), "cancelled");

@@ -1,0 +1,1 @@
+../../../examples/python/demo_host.py

@@ -1,0 +1,110 @@
+"""The README's snippets, each checked in its own language: the Python quick start runs as an agent
+under the official ACP Python client; the JSON and TOML snippets parse and name what exists. (The
+Rust quick start is a doc test of the core crate, the Node one runs in bindings-node/test, and the
+Install commands run in the release verification, packaging/verify.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import List, Tuple
+
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+
+from conftest import ROOT, RecordingClient, SchemaObserver, run
+
+README = ROOT / "README.md"
+
+
+def blocks() -> List[Tuple[str, str, str]]:
+    """Every fenced block of the README: (language, the `## ` section it is in, its text)."""
+    found = []
+    section = ""
+    language = None
+    lines: List[str] = []
+    for line in README.read_text().splitlines():
+        if language is None:
+            if line.startswith("## "):
+                section = line[3:].strip()
+            elif line.startswith("```"):
+                language, lines = line[3:].strip().split(",")[0], []
+        elif line.startswith("```"):
+            found.append((language, section, "\n".join(lines) + "\n"))
+            language = None
+        else:
+            lines.append(line)
+    assert language is None, "an unclosed code block"
+    return found
+
+
+def of(language: str) -> List[str]:
+    return [text for lang, _, text in blocks() if lang == language]
+
+
+CHECKED_ELSEWHERE = {
+    "rust": "a doc test of the core crate (core/src/lib.rs includes the README)",
+    "js": "bindings-node/test/readme.test.mjs",
+}
+
+
+def test_every_snippet_is_checked_somewhere() -> None:
+    here = {"python", "json", "toml"}
+    for language, section, text in blocks():
+        if language == "sh":
+            # Install commands run in the release verification; the others are this test suite's
+            # own command and the demo under acpx (its build and acpx's download are not repeated).
+            assert section in ("Install", "Try it", "Test"), (section, text)
+            if section == "Test":
+                assert text.strip() == "scripts/test", text
+            continue
+        assert language in here or language in CHECKED_ELSEWHERE, f"a {language!r} snippet nobody checks: {text}"
+
+
+def test_python_quick_start_serves_the_official_client() -> None:
+    (snippet,) = of("python")
+
+    async def body() -> None:
+        with tempfile.TemporaryDirectory() as cwd:
+            script = Path(cwd) / "quick_start.py"
+            script.write_text(snippet)
+            client, observer = RecordingClient(), SchemaObserver()
+            async with spawn_agent_process(client, sys.executable, str(script), cwd=cwd, observers=[observer]) as (conn, _):
+                init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                assert init.agent_info is not None and (init.agent_info.name, init.agent_info.version) == ("echo", "1.0.0")
+                session = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+                reply = await conn.prompt(session_id=session, prompt=[text_block("hello brave  world")])
+                assert reply.stop_reason == "end_turn"
+                assert client.chunks() == ["hello ", "brave ", "world "]
+                usage = [u for _, u in client.updates if u.session_update == "usage_update"]
+                assert [(u.used, u.size) for u in usage] == [(42, 200_000)]
+            assert (Path(cwd) / "sessions.sqlite").is_file(), "the quick start keeps its sessions in SQLite"
+            assert not observer.violations, observer.violations
+
+    run(body)
+
+
+def test_zed_settings_name_the_three_demos() -> None:
+    (settings,) = [json.loads(text) for text in of("json") if "agent_servers" in text]
+    servers = settings["agent_servers"]
+    assert len(servers) == 3
+    commands = [" ".join([entry["command"], *entry["args"]]) for entry in servers.values()]
+    assert any(c.endswith("target/release/acp-facade-demo --store /absolute/path/to/demo.sqlite") for c in commands), commands
+    assert any(c.startswith("/absolute/path/to/.venv/bin/acp-facade-demo ") for c in commands), commands
+    assert any(c.startswith("/absolute/path/to/node_modules/.bin/acp-facade-demo ") for c in commands), commands
+    for entry in servers.values():
+        assert entry["type"] == "custom" and isinstance(entry["args"], list)
+
+
+def test_rust_dependencies_match_the_release() -> None:
+    with open(ROOT / "Cargo.toml", "rb") as f:
+        version = tomllib.load(f)["workspace"]["package"]["version"]
+    (manifest,) = [tomllib.loads(text) for text in of("toml")]
+    dependencies = manifest["dependencies"]
+    assert dependencies["acp-facade"]["path"] == f"vendor/acp-facade-{version}"
+    assert {"async-trait", "tokio", "serde_json"} <= set(dependencies)
+    (extract,) = [text for lang, section, text in blocks() if lang == "sh" and section == "Install" and ".crate" in text]
+    assert re.search(rf"dist/acp-facade-{re.escape(version)}\.crate -C vendor", extract), extract

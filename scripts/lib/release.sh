@@ -1,0 +1,78 @@
+# The release build and its verification (sourced by scripts/release and scripts/test, from the
+# repository root). One build per artifact, every build directory under $CARGO_TARGET_DIR.
+
+RELEASE_TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
+case "$RELEASE_TARGET" in /*) ;; *) RELEASE_TARGET="$PWD/$RELEASE_TARGET" ;; esac
+RELEASE_TOOLS="$RELEASE_TARGET/release-tools"
+DIST="$PWD/dist"
+# The glibc the native artifacts are linked against (zig): the manylinux_2_17 wheel tag.
+RELEASE_GLIBC=2.17
+RELEASE_TRIPLE=x86_64-unknown-linux-gnu
+
+release_version() {
+    sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' Cargo.toml
+}
+
+# The pinned release tools in their own venv; zig's caches under the target directory too.
+release_tools() {
+    if [ ! -x "$RELEASE_TOOLS/bin/python" ]; then
+        python3 -m venv "$RELEASE_TOOLS"
+    fi
+    "$RELEASE_TOOLS/bin/python" -m pip install --quiet --disable-pip-version-check -r packaging/requirements-release.txt
+    export XDG_CACHE_HOME="$RELEASE_TARGET/release-cache"
+    export ZIG_GLOBAL_CACHE_DIR="$XDG_CACHE_HOME/zig"
+}
+
+# The sdist, then the wheel built FROM it (what `pip install acp-facade` from source does), with
+# the stripped `dist` profile and zig linking against glibc 2.17.
+release_build_python() {
+    local version="$1"
+    PATH="$RELEASE_TOOLS/bin:$PATH" maturin sdist --out "$DIST"
+    PATH="$RELEASE_TOOLS/bin:$PATH" CARGO_TARGET_DIR="$RELEASE_TARGET/dist-build/python" \
+        MATURIN_PEP517_ARGS="--profile dist --zig --compatibility manylinux_${RELEASE_GLIBC/./_}" \
+        "$RELEASE_TOOLS/bin/python" -m pip wheel --no-build-isolation --no-deps --no-cache-dir \
+        --disable-pip-version-check --quiet -w "$DIST" "$DIST/acp_facade-$version.tar.gz"
+}
+
+# The addon (the `dist` profile, zig, glibc 2.17), then the two npm packages around it.
+release_build_node() {
+    local dir="$RELEASE_TARGET/dist-build/node"
+    PATH="$RELEASE_TOOLS/bin:$PATH" cargo-zigbuild build --locked --profile dist -p acp-facade-node \
+        --target "$RELEASE_TRIPLE.$RELEASE_GLIBC" --target-dir "$dir"
+    node packaging/npm/pack.mjs "$dir/$RELEASE_TRIPLE/dist/libacp_facade_node.so" \
+        "$RELEASE_TARGET/release-work/npm" "$DIST" >/dev/null
+}
+
+# `cargo package` checks the crate's manifest and compiles the packaged sources on their own.
+release_build_crate() {
+    local version="$1"
+    cargo package -p acp-facade --locked --allow-dirty --quiet
+    cp "$RELEASE_TARGET/package/acp-facade-$version.crate" "$DIST/"
+}
+
+release_build() {
+    local version started
+    version="$(release_version)"
+    started=$SECONDS
+    release_tools
+    rm -rf "$DIST"
+    mkdir -p "$DIST"
+    echo "-- release $version: python wheel and sdist"
+    release_build_python "$version"
+    echo "-- release $version: npm packages"
+    release_build_node
+    echo "-- release $version: crate"
+    release_build_crate "$version"
+    echo "-- release $version built in $((SECONDS - started)) s:"
+    ls -l "$DIST"
+}
+
+# Every artifact inspected, installed and run in fresh environments without Rust.
+release_verify() {
+    local started=$SECONDS
+    release_tools
+    ACP_RELEASE_DIST="$DIST" ACP_RELEASE_WORK="$RELEASE_TARGET/release-verify" \
+        "$RELEASE_TOOLS/bin/python" -m pytest packaging/verify -c packaging/verify/pytest.ini \
+        --rootdir packaging/verify -p no:cacheprovider -q
+    echo "-- release verified in $((SECONDS - started)) s"
+}
