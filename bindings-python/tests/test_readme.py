@@ -56,8 +56,10 @@ def test_every_snippet_is_checked_somewhere() -> None:
     for language, section, text in blocks():
         if language == "sh":
             # Install commands run in the release verification; the others are this test suite's
-            # own command and the demo under acpx (its build and acpx's download are not repeated).
-            assert section in ("Install", "Try it", "Test"), (section, text)
+            # own command and the demo under acpx (its build and acpx's download are not repeated),
+            # on an SQLite file or on a PostgreSQL database of the reader's (the demos on a real
+            # PostgreSQL server: the fleet scenarios of tests/scenarios/fleet.py).
+            assert section in ("Install", "Try it", "Test", "A fleet on PostgreSQL"), (section, text)
             if section == "Test":
                 assert text.strip() == "scripts/test", text
             continue
