@@ -29,6 +29,7 @@
 //! # }
 //! ```
 
+pub mod ops;
 pub mod session;
 pub mod sqlite;
 pub mod store;

@@ -28,4 +28,5 @@ mod session_new;
 mod smoke;
 mod stress;
 mod stress_lifecycle;
+mod turn_ops;
 mod visibility;
