@@ -5,30 +5,13 @@
 
 import assert from 'node:assert/strict'
 import { tmpdir } from 'node:os'
-import { PassThrough, Readable, Writable } from 'node:stream'
 import { describe, test } from 'node:test'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
 import { AcpError, Agent, ErrorCode, EventHub, MemoryStore, Runner } from 'acp-facade'
 
-import { chunkText, connect, textPrompt } from './support/client.mjs'
-
-function serveInProcess(agent) {
-  const toAgent = new PassThrough()
-  const fromAgent = new PassThrough()
-  const done = agent.serve(toAgent, fromAgent)
-  const client = connect(Writable.toWeb(toAgent), Readable.toWeb(fromAgent))
-  return {
-    ...client,
-    done,
-    async end() {
-      toAgent.end()
-      await done
-      client.assertValid()
-    },
-  }
-}
+import { chunkText, serveInProcess, textPrompt } from './support/client.mjs'
 
 /** A minimal live session: echoes the prompt as one chunk, or never ends with `hang`. */
 class EchoSession {
