@@ -6,15 +6,12 @@ methods where async is required."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import sys
 import time
-from typing import Any, AsyncIterator, List, Optional
+from typing import Any, List
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError
-from acp.client.connection import ClientSideConnection
+from acp import RequestError
 
 import acp_facade
 from acp_facade import (
@@ -31,29 +28,10 @@ from acp_facade import (
     Turn,
     TurnRunner,
 )
-from conftest import ROOT, RecordingClient, SchemaObserver, run
+from conftest import ROOT, RecordingClient, connect, run
 
 sys.path.insert(0, str(ROOT / "examples" / "python"))
 from host_example import EchoHost, EchoSession  # noqa: E402
-
-
-@contextlib.asynccontextmanager
-async def connect(agent: Agent, client: Optional[RecordingClient] = None) -> AsyncIterator[ClientSideConnection]:
-    """Serves ``agent`` over a socket pair in this loop and connects the official client to it."""
-    ours, theirs = socket.socketpair()
-    agent_reader, agent_writer = await asyncio.open_connection(sock=ours)
-    client_reader, client_writer = await asyncio.open_connection(sock=theirs)
-    serving = asyncio.ensure_future(agent.serve(agent_reader, agent_writer))
-    observer = SchemaObserver()
-    conn = ClientSideConnection(client or RecordingClient(), client_writer, client_reader, observers=[observer])
-    try:
-        conn.init_response = await conn.initialize(protocol_version=PROTOCOL_VERSION)  # type: ignore[attr-defined]
-        yield conn
-    finally:
-        await conn.close()
-        client_writer.close()
-        await asyncio.wait_for(serving, 15)
-    assert not observer.violations, observer.violations
 
 
 class RaisingHost(SessionHost):
