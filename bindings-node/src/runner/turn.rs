@@ -205,7 +205,7 @@ impl Turn {
             Some(kind) => enum_value::<ToolKind>("tool kind", &kind)?,
             None => ToolKind::Other,
         };
-        let input = input.unwrap_or(Value::Null);
+        let input = Box::new(input.unwrap_or(Value::Null));
         self.ask(env, |reply| TurnOp::StartToolCall { title, kind, input, reply }, |id: ToolCallId| id.to_string())
     }
 

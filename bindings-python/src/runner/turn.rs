@@ -145,7 +145,7 @@ impl PyTurn {
         future: u64,
     ) -> PyResult<()> {
         let kind = extract(kind, "tool kind")?;
-        let input = crate::harness::py_to_json(input)?;
+        let input = Box::new(crate::harness::py_to_json(input)?);
         let reply = answer(future, |py, id: ToolCallId| Ok(pyo3::types::PyString::new(py, id.as_str()).into_any()));
         self.push(TurnOp::StartToolCall { title, kind, input, reply }).map(|_| ())
     }

@@ -20,7 +20,8 @@
 //! ## Adding an operation
 //!
 //! 1. A variant of [`TurnOp`] named after the [`Turn`] method it calls, carrying that method's
-//!    arguments as owned core values, plus a [`Reply`] when the method returns something.
+//!    arguments as owned core values (large ones boxed, see [`TurnOp`]), plus a [`Reply`] when
+//!    the method returns something.
 //! 2. Its arm in `TurnOp::apply` (this file): call the method, send the answer.
 //! 3. In each binding (`bindings-python/src/runner/turn.rs`, `bindings-node/src/runner/turn.rs`),
 //!    one method that converts the arguments, pushes the variant and converts the answer (or the
@@ -38,6 +39,10 @@ use crate::harness::{ApprovalAction, ToolCallId};
 use crate::pace::{Backlog, Pace, Refused};
 
 /// One call on a running turn, applied in order by [`TurnOpQueue::apply_until`].
+///
+/// Every operation, a streamed text too, is moved through the queue at its enum's full size, so
+/// variants stay small: box a payload of more than a few words (as `StartToolCall`'s input is).
+/// A compile-time check keeps a queued operation within [`MAX_QUEUED_SIZE`] bytes.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum TurnOp {
@@ -51,8 +56,8 @@ pub enum TurnOp {
         title: String,
         /// Its kind.
         kind: ToolKind,
-        /// Its raw input.
-        input: Value,
+        /// Its raw input (boxed: see the size note on [`TurnOp`]).
+        input: Box<Value>,
         /// Answered with the call's id.
         reply: Reply<ToolCallId>,
     },
@@ -114,7 +119,7 @@ impl TurnOp {
             Self::Text(text) => turn.text(text).await,
             Self::Thought(text) => turn.thought(text).await,
             Self::StartToolCall { title, kind, input, reply } => {
-                reply.send(turn.start_tool_call(title, kind, input).await);
+                reply.send(turn.start_tool_call(title, kind, *input).await);
             }
             Self::ToolProgress { call_id, status, content } => turn.tool_progress(&call_id, status, content).await,
             Self::CompleteToolCall { call_id, output } => turn.complete_tool_call(&call_id, output).await,
@@ -187,6 +192,15 @@ struct Queued {
     done: Option<Reply<()>>,
 }
 
+/// The most bytes a queued operation may take. Up to about this size a move is a few register
+/// copies; beyond it the compiler calls `memcpy`, on every push and pop of every `text`.
+pub const MAX_QUEUED_SIZE: usize = 112;
+
+const _: () = assert!(
+    std::mem::size_of::<Queued>() <= MAX_QUEUED_SIZE,
+    "a TurnOp variant grew too large: box its payload (see TurnOp's doc)"
+);
+
 /// A new queue: the handle a binding's `Turn` object keeps, and the queue its `run_turn` applies.
 pub fn channel() -> (TurnOps, TurnOpQueue) {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -249,23 +263,28 @@ impl TurnOpQueue {
     /// preferred over `host`: one pushed before the host's call settled is never lost.
     pub async fn apply_until<F: Future>(mut self, turn: &Turn, host: F) -> F::Output {
         tokio::pin!(host);
+        // The operation's future is awaited right here, not inside a helper `async fn`: each
+        // layer of future would copy it whole once more for every operation.
         let outcome = loop {
             tokio::select! {
                 biased;
-                Some(queued) = self.rx.recv() => self.apply(turn, queued).await,
+                Some(Queued { op, done }) = self.rx.recv() => {
+                    op.apply(turn).await;
+                    self.applied(done);
+                }
                 outcome = &mut host => break outcome,
             }
         };
         self.rx.close();
-        while let Ok(queued) = self.rx.try_recv() {
-            self.apply(turn, queued).await;
+        while let Ok(Queued { op, done }) = self.rx.try_recv() {
+            op.apply(turn).await;
+            self.applied(done);
         }
         outcome
     }
 
-    async fn apply(&self, turn: &Turn, queued: Queued) {
-        queued.op.apply(turn).await;
-        if let Some(done) = queued.done {
+    fn applied(&self, done: Option<Reply<()>>) {
+        if let Some(done) = done {
             done.send(());
         }
         self.backlog.done();

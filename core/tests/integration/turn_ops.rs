@@ -92,7 +92,12 @@ async fn operations_are_applied_in_push_order_and_answered() {
     let script: Script = Arc::new(|ops, seen| {
         let _ = ops.push(TurnOp::Text("a ".into())).unwrap();
         let (reply, call) = Reply::channel();
-        let _ = ops.push(TurnOp::StartToolCall { title: "Read".into(), kind: ToolKind::Read, input: json!({}), reply });
+        let _ = ops.push(TurnOp::StartToolCall {
+            title: "Read".into(),
+            kind: ToolKind::Read,
+            input: Box::new(json!({})),
+            reply,
+        });
         let call = block_on(call).unwrap();
         seen.note(format!("call {call}"));
         let progress =
