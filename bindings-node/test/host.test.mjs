@@ -77,6 +77,24 @@ describe('host interfaces', () => {
     await conn.end()
   })
 
+  test('newSession receives the setup as { cwd, additionalDirectories, mcpServers }', async () => {
+    const setups = []
+    const conn = serveInProcess(
+      new Agent({
+        newSession(setup) {
+          setups.push(setup)
+          return new EchoSession('setup-1')
+        },
+      }),
+    )
+    await conn.initialize()
+    const server = { name: 'fs', command: '/bin/mcp-fs', args: ['--ro'], env: [] }
+    await conn.connection.newSession({ cwd: '/nonexistent/acp-facade', mcpServers: [server] })
+    assert.deepEqual(setups, [{ cwd: '/nonexistent/acp-facade', additionalDirectories: [], mcpServers: [server] }])
+    assert.deepEqual(Object.keys(setups[0]), ['cwd', 'additionalDirectories', 'mcpServers'])
+    await conn.end()
+  })
+
   test('the agent holds a live session until it is closed, then lets it be collected', async () => {
     // A host that keeps no session itself: only the agent's reference keeps one alive.
     setFlagsFromString('--expose-gc')

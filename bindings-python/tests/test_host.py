@@ -135,6 +135,23 @@ def test_optional_methods_switch_capabilities_on() -> None:
     run(body)
 
 
+def test_new_session_receives_the_setup() -> None:
+    setups: List[Setup] = []
+
+    class Host(SessionHost):
+        async def new_session(self, setup: Setup) -> LiveSession:
+            setups.append(setup)
+            return EchoSession("setup-1")
+
+    async def body() -> None:
+        server = {"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": []}
+        async with connect(Agent(Options(Host()))) as conn:
+            await conn.new_session(cwd="/nonexistent/acp-facade", mcp_servers=[server])  # type: ignore[list-item]
+        assert setups == [Setup("/nonexistent/acp-facade", [], [server])]
+
+    run(body)
+
+
 def test_echo_host_over_streams() -> None:
     async def body() -> None:
         client = RecordingClient()

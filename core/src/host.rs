@@ -84,17 +84,16 @@ impl Setup {
 }
 
 /// The form hosts in other languages receive (the bindings pass it on as is):
-/// `{"additionalDirectories": ["/abs/other"], "cwd": "/abs/path", "mcpServers": [<ACP McpServer>]}`.
-/// Paths are strings (a path that is not UTF-8 is converted lossily); MCP servers keep their ACP
-/// wire form. The fields come in alphabetical order, as from a JSON map, so a host sees the same
-/// object whether a binding converts it directly or through `serde_json::Value`.
+/// `{"cwd": "/abs/path", "additionalDirectories": ["/abs/other"], "mcpServers": [<ACP McpServer>]}`,
+/// in that order. Paths are strings (a path that is not UTF-8 is converted lossily); MCP servers
+/// keep their ACP wire form.
 impl serde::Serialize for Setup {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut setup = serializer.serialize_struct("Setup", 3)?;
+        setup.serialize_field("cwd", &self.cwd.to_string_lossy())?;
         let directories: Vec<_> = self.additional_directories.iter().map(|d| d.to_string_lossy()).collect();
         setup.serialize_field("additionalDirectories", &directories)?;
-        setup.serialize_field("cwd", &self.cwd.to_string_lossy())?;
         setup.serialize_field("mcpServers", &self.mcp_servers)?;
         setup.end()
     }
@@ -309,8 +308,8 @@ mod tests {
         .unwrap();
         assert_eq!(
             serde_json::to_string(&setup).unwrap(),
-            r#"{"additionalDirectories":["/nonexistent/acp-facade/lib"],"cwd":"/nonexistent/acp-facade/project","mcpServers":[{"name":"fs","command":"/bin/mcp-fs","args":["--ro"],"env":[]}]}"#,
-            "fields in alphabetical order"
+            r#"{"cwd":"/nonexistent/acp-facade/project","additionalDirectories":["/nonexistent/acp-facade/lib"],"mcpServers":[{"name":"fs","command":"/bin/mcp-fs","args":["--ro"],"env":[]}]}"#,
+            "the fields in the order hosts have always seen them"
         );
         assert_eq!(
             serde_json::to_value(&setup).unwrap(),
