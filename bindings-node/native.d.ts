@@ -223,7 +223,8 @@ export declare class EventHub {
   constructor(capacity?: number | undefined | null)
   /**
    * Publishes one event, in order. Returns `null`, or a Promise to await when the client
-   * reads slower than the host publishes.
+   * reads slower than the host publishes. A caller that never awaits is refused (throws
+   * `ERR_ACP_QUEUE_FULL`) at 16384 queued events.
    */
   publish(event: HarnessEvent): Promise<void> | null
   /** How many subscriptions are alive. */
@@ -302,7 +303,8 @@ export declare class Turn {
   configValue(configId: string): string | null
   /**
    * Streams reply text (`agent_message_chunk`). Returns `null`, or a Promise to await when
-   * the client reads slower than the turn writes; `await turn.text(..)` works either way.
+   * the client reads slower than the turn writes; `await turn.text(..)` works either way. A
+   * caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued calls.
    */
   text(text: string): Promise<void> | null
   /** Streams reasoning (`agent_thought_chunk`); paced like `text`. */

@@ -21,6 +21,9 @@ pub enum Code {
     Io,
     /// A turn API call after the turn ended: `ERR_ACP_TURN_ENDED`.
     TurnEnded,
+    /// A streaming call (`turn.text`, `events.publish`, …) whose caller never awaited the Promises
+    /// it was handed, refused at the hard bound of its queue: `ERR_ACP_QUEUE_FULL`.
+    QueueFull,
     /// The agent answered an ACP error (see the message): `ERR_ACP_PROTOCOL`.
     Protocol,
     /// Anything else: `ERR_ACP_INTERNAL`.
@@ -34,6 +37,7 @@ impl AsRef<str> for Code {
             Self::Store => "ERR_ACP_STORE",
             Self::Io => "ERR_ACP_IO",
             Self::TurnEnded => "ERR_ACP_TURN_ENDED",
+            Self::QueueFull => "ERR_ACP_QUEUE_FULL",
             Self::Protocol => "ERR_ACP_PROTOCOL",
             Self::Internal => "ERR_ACP_INTERNAL",
         }
@@ -149,6 +153,7 @@ mod tests {
     #[test]
     fn codes_are_stable() {
         assert_eq!(Code::TurnEnded.as_ref(), "ERR_ACP_TURN_ENDED");
+        assert_eq!(Code::QueueFull.as_ref(), "ERR_ACP_QUEUE_FULL");
         assert_eq!(Code::from(napi::Status::StringExpected), Code::InvalidArg);
         assert_eq!(Code::from(napi::Status::GenericFailure), Code::Internal);
     }

@@ -1,5 +1,4 @@
-//! Conversion of the harness model: events a JS host publishes, and the values the core hands
-//! to JS (setups, gate answers).
+//! Conversion of the harness model: the events a JS host publishes.
 //!
 //! A JS event is `{ kind, class?, visibility?, commandId?, loopId?, turnId?, id? }`: `kind` is
 //! the core's [`EventKind`] in its serde form (`{ type: "token_delta", text, channel }`, …);
@@ -10,9 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use acp_facade::harness::{
     Cause, CommandId, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, LoopId, TurnId, Visibility,
 };
-use acp_facade::host::Setup;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// An event as a JS host writes it.
 #[derive(Debug, Deserialize)]
@@ -59,17 +57,4 @@ impl EventInput {
 /// Decodes a JS event.
 pub fn event_from_json(value: Value) -> Result<Event, String> {
     serde_json::from_value::<EventInput>(value).map(EventInput::into_event).map_err(|e| format!("invalid event: {e}"))
-}
-
-/// A setup as JS sees it: `{ cwd, additionalDirectories, mcpServers }`.
-pub fn setup_to_json(setup: &Setup) -> Value {
-    json!({
-        "cwd": setup.cwd().to_string_lossy(),
-        "additionalDirectories": setup
-            .additional_directories()
-            .iter()
-            .map(|d| d.to_string_lossy().into_owned())
-            .collect::<Vec<_>>(),
-        "mcpServers": serde_json::to_value(setup.mcp_servers()).unwrap_or(Value::Array(Vec::new())),
-    })
 }

@@ -33,12 +33,26 @@ use acp_facade::host::{
 use acp_facade::hub::EventHub;
 use async_trait::async_trait;
 use napi::bindgen_prelude::{ClassInstance, JsObjectValue, Object, Unknown};
-use napi::{Env, ValueType};
+use napi::{Env, JsValue, ValueType};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::callback::{Convert, Invoker, JsMethod, SharedObject, ignore, no_args, serde_args, serde_convert};
-use crate::harness::{event_from_json, setup_to_json};
+use crate::callback::{
+    BuildArgs, Convert, Invoker, JsMethod, SharedObject, ignore, no_args, serde_args, serde_convert,
+};
+use crate::harness::event_from_json;
+
+/// `([sessionId,] setup)` as JS arguments; the core gives the setup its shape (see [`Setup`]).
+fn setup_args(session_id: Option<SessionId>, setup: Setup) -> BuildArgs {
+    Box::new(move |env| {
+        let mut args = Vec::with_capacity(2);
+        if let Some(id) = &session_id {
+            args.push(env.to_js_value(&id.0)?.raw());
+        }
+        args.push(env.to_js_value(&setup)?.raw());
+        Ok(args)
+    })
+}
 
 fn method(object: &Object<'_>, name: &str) -> napi::Result<Option<JsMethod>> {
     JsMethod::get(object, name)
@@ -95,7 +109,7 @@ struct JsHost {
 impl SessionHost for JsHost {
     async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
         let convert = live_session_convert(self.invoker.clone());
-        let session = self.new_session.call(serde_args(vec![setup_to_json(&setup)]), convert).await?;
+        let session = self.new_session.call(setup_args(None, setup), convert).await?;
         Ok(session)
     }
 }
@@ -105,7 +119,7 @@ struct JsLoader(JsMethod, Invoker);
 #[async_trait]
 impl SessionLoader for JsLoader {
     async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession> {
-        let args = serde_args(vec![json!(session_id.0), setup_to_json(&setup)]);
+        let args = setup_args(Some(session_id), setup);
         let invoker = self.1.clone();
         let convert: Convert<LoadedSession> = Box::new(move |env, value| {
             let object = as_object(&value, "loadSession result")?;
@@ -137,7 +151,7 @@ struct JsResumer(JsMethod, Invoker);
 #[async_trait]
 impl SessionResumer for JsResumer {
     async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
-        let args = serde_args(vec![json!(session_id.0), setup_to_json(&setup)]);
+        let args = setup_args(Some(session_id), setup);
         self.0.call(args, live_session_convert(self.1.clone())).await
     }
 }

@@ -8,6 +8,7 @@
 //!   threadsafe functions, `this` bound to the host object, Promise or plain return values).
 //! - [`host`]: JS objects implementing the host interfaces.
 //! - [`hub`]: the `EventHub` a JS live session publishes to.
+//! - [`pace`]: the core's back-pressure as JS sees it (`null` or a Promise; `ERR_ACP_QUEUE_FULL`).
 //! - [`harness`]: conversion of harness events and gate answers.
 //! - [`agent`]: the `Agent` class, its options, and serving over stdio or caller-supplied streams.
 //! - [`runner`]: the batteries-included runner: stores, the JS turn runner and the `Turn` handle.
@@ -35,6 +36,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod hub;
+pub mod pace;
 pub mod rpc;
 pub mod runner;
 

@@ -5,30 +5,13 @@
 
 import assert from 'node:assert/strict'
 import { tmpdir } from 'node:os'
-import { PassThrough, Readable, Writable } from 'node:stream'
 import { describe, test } from 'node:test'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
 import { AcpError, Agent, ErrorCode, EventHub, MemoryStore, Runner } from 'acp-facade'
 
-import { chunkText, connect, textPrompt } from './support/client.mjs'
-
-function serveInProcess(agent) {
-  const toAgent = new PassThrough()
-  const fromAgent = new PassThrough()
-  const done = agent.serve(toAgent, fromAgent)
-  const client = connect(Writable.toWeb(toAgent), Readable.toWeb(fromAgent))
-  return {
-    ...client,
-    done,
-    async end() {
-      toAgent.end()
-      await done
-      client.assertValid()
-    },
-  }
-}
+import { chunkText, serveInProcess, textPrompt } from './support/client.mjs'
 
 /** A minimal live session: echoes the prompt as one chunk, or never ends with `hang`. */
 class EchoSession {
@@ -91,6 +74,24 @@ describe('host interfaces', () => {
     const response = await conn.connection.prompt(textPrompt(sessionId, 'hi there'))
     assert.equal(response.stopReason, 'end_turn')
     assert.equal(chunkText(conn.updatesOf(sessionId)), 'echo: hi there')
+    await conn.end()
+  })
+
+  test('newSession receives the setup as { cwd, additionalDirectories, mcpServers }', async () => {
+    const setups = []
+    const conn = serveInProcess(
+      new Agent({
+        newSession(setup) {
+          setups.push(setup)
+          return new EchoSession('setup-1')
+        },
+      }),
+    )
+    await conn.initialize()
+    const server = { name: 'fs', command: '/bin/mcp-fs', args: ['--ro'], env: [] }
+    await conn.connection.newSession({ cwd: '/nonexistent/acp-facade', mcpServers: [server] })
+    assert.deepEqual(setups, [{ cwd: '/nonexistent/acp-facade', additionalDirectories: [], mcpServers: [server] }])
+    assert.deepEqual(Object.keys(setups[0]), ['cwd', 'additionalDirectories', 'mcpServers'])
     await conn.end()
   })
 

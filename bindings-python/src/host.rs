@@ -40,20 +40,6 @@ where
     values.into_pyobject(py).map_err(Into::into)
 }
 
-/// The setup as plain data: `{"cwd", "additionalDirectories", "mcpServers"}`.
-fn setup_to_py<'py>(py: Python<'py>, setup: &Setup) -> PyResult<Bound<'py, PyAny>> {
-    let value = serde_json::json!({
-        "cwd": setup.cwd().to_string_lossy(),
-        "additionalDirectories": setup
-            .additional_directories()
-            .iter()
-            .map(|d| d.to_string_lossy().into_owned())
-            .collect::<Vec<_>>(),
-        "mcpServers": serde_json::to_value(setup.mcp_servers()).unwrap_or_default(),
-    });
-    crate::harness::json_to_py(py, &value)
-}
-
 /// The Python adapter of the product's host object.
 pub(crate) struct PyHost {
     pub(crate) target: Target,
@@ -72,7 +58,7 @@ fn live_from_py(value: &Bound<'_, PyAny>) -> Result<Arc<dyn LiveSession>, Error>
         value.extract().map_err(invalid)?;
     Ok(Arc::new(PyLiveSession {
         id: SessionId::new(id),
-        hub: hub.get().hub.clone(),
+        hub: hub.get().hub(),
         target: Arc::new(target),
         closer: caps.0,
         compactor: caps.1,
@@ -83,7 +69,7 @@ fn live_from_py(value: &Bound<'_, PyAny>) -> Result<Arc<dyn LiveSession>, Error>
 #[async_trait]
 impl SessionHost for PyHost {
     async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
-        bridge::call(&self.target, "new_session", move |py| args(py, (setup_to_py(py, &setup)?,)), live_from_py).await
+        bridge::call(&self.target, "new_session", move |py| args(py, (encode(py, &setup)?,)), live_from_py).await
     }
 }
 
@@ -93,7 +79,7 @@ impl SessionLoader for PyHost {
         bridge::call(
             &self.target,
             "load_session",
-            move |py| args(py, (session_id.0.to_string(), setup_to_py(py, &setup)?)),
+            move |py| args(py, (session_id.0.to_string(), encode(py, &setup)?)),
             |value| {
                 let (live, history): (Bound<'_, PyAny>, Bound<'_, PyAny>) = value
                     .extract()
@@ -113,7 +99,7 @@ impl SessionResumer for PyHost {
         bridge::call(
             &self.target,
             "resume_session",
-            move |py| args(py, (session_id.0.to_string(), setup_to_py(py, &setup)?)),
+            move |py| args(py, (session_id.0.to_string(), encode(py, &setup)?)),
             live_from_py,
         )
         .await

@@ -1,19 +1,26 @@
 //! The core's event hub, for Python hosts that implement the host interfaces themselves: a live
-//! session publishes its events here and the facade subscribes.
+//! session publishes its events here, through the core's [`Publisher`] (in order, without
+//! awaiting; bounded back-pressure, see [`crate::pace`]), and the facade subscribes.
 
 use std::sync::Arc;
 
-use acp_facade::hub::EventHub;
+use acp_facade::hub::{EventHub, Publisher};
 use pyo3::prelude::*;
 
-use crate::bridge;
 use crate::harness::extract;
 
 /// A session's event fan-out, for hosts that implement the host interfaces themselves: publish
 /// events here; the facade subscribes.
 #[pyclass(name = "EventHub", module = "acp_facade._native", frozen)]
 pub struct PyEventHub {
-    pub(crate) hub: Arc<EventHub>,
+    publisher: Publisher,
+}
+
+impl PyEventHub {
+    /// The core hub.
+    pub(crate) fn hub(&self) -> Arc<EventHub> {
+        self.publisher.hub().clone()
+    }
 }
 
 #[pymethods]
@@ -21,29 +28,27 @@ impl PyEventHub {
     #[new]
     #[pyo3(signature = (capacity = 256))]
     fn new(capacity: usize) -> Self {
-        Self { hub: Arc::new(EventHub::new(capacity)) }
-    }
-
-    /// Publishes without waiting; `False` (nothing delivered) when a subscriber's queue is full.
-    fn try_publish(&self, event: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let event = extract(event, "event")?;
-        Ok(self.hub.try_publish(event).is_ok())
-    }
-
-    /// Publishes, waiting for room; completes the Python future `future` when delivered.
-    fn publish(&self, event: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
-        let event = extract(event, "event")?;
-        let hub = self.hub.clone();
-        crate::runtime().spawn(async move {
-            hub.publish(event).await;
-            bridge::resolve_none(future);
+        let publisher = Publisher::new(Arc::new(EventHub::new(capacity)), |pump| {
+            crate::runtime().spawn(pump);
         });
-        Ok(())
+        Self { publisher }
+    }
+
+    /// Publishes after every event published before; `True` asks the caller to await `drained`
+    /// (back-pressure).
+    fn publish(&self, event: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let event = extract(event, "event")?;
+        crate::pace::should_wait(self.publisher.publish(event), "the event hub is closed")
+    }
+
+    /// Completes the Python future `future` once the backlog is short again.
+    fn drained(&self, future: u64) {
+        crate::pace::resolve_when_drained(self.publisher.drained(), future);
     }
 
     /// How many subscriptions are alive.
     fn subscriber_count(&self) -> usize {
-        self.hub.subscriber_count()
+        self.publisher.hub().subscriber_count()
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Only conversion and callback plumbing lives here; every piece of protocol logic stays in the
 //! `acp-facade` core. One file per core module it wraps ([`agent`], [`error`], [`harness`],
-//! [`host`], [`hub`], [`runner`]), plus [`bridge`], the binding's own plumbing between the one process-wide
+//! [`host`], [`hub`], [`pace`], [`runner`]), plus [`bridge`], the binding's own plumbing between the one process-wide
 //! Tokio runtime and the caller's asyncio loop.
 //!
 //! Architecture invariant: Tokio threads never touch the interpreter. A call into Python is
@@ -23,6 +23,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod hub;
+pub mod pace;
 pub mod runner;
 
 /// The one process-wide Tokio runtime of the binding.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple
@@ -161,6 +162,30 @@ async def demo(*args: str, client: Optional[RecordingClient] = None, script: Pat
         harness = Demo(conn, process, client, observer)
         yield harness
         harness.assert_schema_clean()
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    agent: Any, client: Optional[RecordingClient] = None, validate: bool = True
+) -> AsyncIterator[ClientSideConnection]:
+    """Serves ``agent`` (an :class:`acp_facade.Agent`) over a socket pair in this loop and connects
+    the official client to it; with ``validate``, every message the agent sends is checked against
+    the schema (off for floods of thousands of identical chunks, where it is most of the time)."""
+    ours, theirs = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=ours)
+    client_reader, client_writer = await asyncio.open_connection(sock=theirs)
+    serving = asyncio.ensure_future(agent.serve(agent_reader, agent_writer))
+    observer = SchemaObserver()
+    observers = [observer] if validate else []
+    conn = ClientSideConnection(client or RecordingClient(), client_writer, client_reader, observers=observers)
+    try:
+        conn.init_response = await conn.initialize(protocol_version=PROTOCOL_VERSION)  # type: ignore[attr-defined]
+        yield conn
+    finally:
+        await conn.close()
+        client_writer.close()
+        await asyncio.wait_for(serving, 15)
+    assert not observer.violations, observer.violations
 
 
 def run(coro_fn: Callable[[], Any]) -> Any:

@@ -6,15 +6,12 @@ methods where async is required."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import sys
 import time
-from typing import Any, AsyncIterator, List, Optional
+from typing import Any, List
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError
-from acp.client.connection import ClientSideConnection
+from acp import RequestError
 
 import acp_facade
 from acp_facade import (
@@ -31,29 +28,10 @@ from acp_facade import (
     Turn,
     TurnRunner,
 )
-from conftest import ROOT, RecordingClient, SchemaObserver, run
+from conftest import ROOT, RecordingClient, connect, run
 
 sys.path.insert(0, str(ROOT / "examples" / "python"))
 from host_example import EchoHost, EchoSession  # noqa: E402
-
-
-@contextlib.asynccontextmanager
-async def connect(agent: Agent, client: Optional[RecordingClient] = None) -> AsyncIterator[ClientSideConnection]:
-    """Serves ``agent`` over a socket pair in this loop and connects the official client to it."""
-    ours, theirs = socket.socketpair()
-    agent_reader, agent_writer = await asyncio.open_connection(sock=ours)
-    client_reader, client_writer = await asyncio.open_connection(sock=theirs)
-    serving = asyncio.ensure_future(agent.serve(agent_reader, agent_writer))
-    observer = SchemaObserver()
-    conn = ClientSideConnection(client or RecordingClient(), client_writer, client_reader, observers=[observer])
-    try:
-        conn.init_response = await conn.initialize(protocol_version=PROTOCOL_VERSION)  # type: ignore[attr-defined]
-        yield conn
-    finally:
-        await conn.close()
-        client_writer.close()
-        await asyncio.wait_for(serving, 15)
-    assert not observer.violations, observer.violations
 
 
 class RaisingHost(SessionHost):
@@ -153,6 +131,23 @@ def test_optional_methods_switch_capabilities_on() -> None:
                     with pytest.raises(RequestError) as info:
                         await conn.load_session(cwd="/tmp", session_id="stored-2", mcp_servers=[])
                     assert info.value.code == -32002
+
+    run(body)
+
+
+def test_new_session_receives_the_setup() -> None:
+    setups: List[Setup] = []
+
+    class Host(SessionHost):
+        async def new_session(self, setup: Setup) -> LiveSession:
+            setups.append(setup)
+            return EchoSession("setup-1")
+
+    async def body() -> None:
+        server = {"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": []}
+        async with connect(Agent(Options(Host()))) as conn:
+            await conn.new_session(cwd="/nonexistent/acp-facade", mcp_servers=[server])  # type: ignore[list-item]
+        assert setups == [Setup("/nonexistent/acp-facade", [], [server])]
 
     run(body)
 

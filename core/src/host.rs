@@ -223,6 +223,22 @@ impl Setup {
     }
 }
 
+/// The form hosts in other languages receive (the bindings pass it on as is):
+/// `{"cwd": "/abs/path", "additionalDirectories": ["/abs/other"], "mcpServers": [<ACP McpServer>]}`,
+/// in that order. Paths are strings (a path that is not UTF-8 is converted lossily); MCP servers
+/// keep their ACP wire form.
+impl serde::Serialize for Setup {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut setup = serializer.serialize_struct("Setup", 3)?;
+        setup.serialize_field("cwd", &self.cwd.to_string_lossy())?;
+        let directories: Vec<_> = self.additional_directories.iter().map(|d| d.to_string_lossy()).collect();
+        setup.serialize_field("additionalDirectories", &directories)?;
+        setup.serialize_field("mcpServers", &self.mcp_servers)?;
+        setup.end()
+    }
+}
+
 fn absolute(field: &str, path: PathBuf) -> Result<PathBuf, Error> {
     if !path.is_absolute() {
         return Err(Error::invalid_params_msg(format!("`{field}` must be an absolute path, got {}", path.display())));
@@ -492,3 +508,34 @@ pub trait RuntimeConfig: Send + Sync {
 
 /// The well-known config option id served as the session's modes.
 pub const MODE_CONFIG_ID: &str = "mode";
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_setup_serializes_as_hosts_in_other_languages_receive_it() {
+        let server = json!({"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": []});
+        let setup = Setup::new(
+            "/nonexistent/acp-facade/project",
+            vec![PathBuf::from("/nonexistent/acp-facade/lib")],
+            vec![serde_json::from_value(server.clone()).unwrap()],
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_string(&setup).unwrap(),
+            r#"{"cwd":"/nonexistent/acp-facade/project","additionalDirectories":["/nonexistent/acp-facade/lib"],"mcpServers":[{"name":"fs","command":"/bin/mcp-fs","args":["--ro"],"env":[]}]}"#,
+            "the fields in the order hosts have always seen them"
+        );
+        assert_eq!(
+            serde_json::to_value(&setup).unwrap(),
+            json!({
+                "cwd": "/nonexistent/acp-facade/project",
+                "additionalDirectories": ["/nonexistent/acp-facade/lib"],
+                "mcpServers": [server],
+            })
+        );
+    }
+}

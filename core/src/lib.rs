@@ -17,6 +17,7 @@
 //!   the client advertised and cancelled with their turn.
 //! - [`harness`]: the runtime model a host speaks: sessions, loops, turns and their events.
 //! - [`host`]: the traits a product implements; [`hub`]: the event fan-out a host publishes to.
+//! - [`pace`]: the bounded back-pressure of queues fed by callers that cannot await (bindings).
 //! - [`agent`]: the facade that turns host events into ACP and ACP requests into host calls.
 //!
 //! ## Architecture invariants
@@ -37,6 +38,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod hub;
+pub mod pace;
 mod panic;
 pub mod rpc;
 pub mod runner;

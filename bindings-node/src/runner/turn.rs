@@ -1,18 +1,19 @@
 //! `Turn`: the JS handle of one running turn.
 //!
 //! The core's [`Turn`](acp_facade::runner::Turn) is borrowed by `run_turn` for the duration of
-//! the turn, so the JS handle does not touch it directly: each call queues an [`Op`] that
-//! [`run`] applies to the core turn, in call order, while it awaits the JS `runTurn` Promise.
-//! Streaming calls (`text`, `thought`, tool progress, usage) are therefore one cheap queue push
-//! that returns `null`, or a Promise to await when the backlog is long (the client reads slower
-//! than the turn writes). Calls with an answer (`startToolCall`, `requestPermission`, `askUser`)
-//! return Promises.
+//! the turn, so the JS handle drives it through the core's turn-operation queue
+//! ([`acp_facade::runner::ops`]): each method converts its arguments and pushes one [`TurnOp`],
+//! which [`run`] applies in call order while it awaits the JS `runTurn` Promise. Streaming calls
+//! (`text`, `thought`, tool progress, usage) return `null`, or a Promise to await when the client
+//! reads slower than the turn writes (see [`crate::pace`]); calls with an answer
+//! (`startToolCall`, `requestPermission`, `askUser`) return a Promise of it.
 //!
 //! Cancellation: `turn.signal` is an `AbortSignal` aborted on `session/cancel`, `$/cancel_request`
 //! or close; `turn.isCancelled` reads the same state synchronously. A turn whose `runTurn` has
 //! not settled [`CANCEL_GRACE`] after cancellation ends `cancelled` anyway.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use acp_facade::acp::{ContentBlock, StopReason, ToolCallStatus, ToolKind};
 use acp_facade::error::Error as AcpError;
 use acp_facade::harness::content::text_block;
 use acp_facade::harness::{ApprovalAction, ToolCallId};
+use acp_facade::runner::ops::{self, Reply, TurnOp, TurnOps};
 use acp_facade::runner::{Permission, Turn as CoreTurn};
 use napi::bindgen_prelude::{
     Function, JsObjectValue, Object, ObjectFinalize, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
@@ -27,53 +29,16 @@ use napi::bindgen_prelude::{
 use napi::{Env, JsValue};
 use napi_derive::napi;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::callback::{BuildArgs, Invoker, JsMethod, SharedObject, serde_convert};
 use crate::error::{Code, Result, js_error, recode};
-use crate::hub::Backlog;
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
 
-/// One queued turn API call.
-enum Op {
-    Text(String),
-    Thought(String),
-    StartTool { title: String, kind: ToolKind, input: Value, reply: oneshot::Sender<ToolCallId> },
-    Progress { call: ToolCallId, status: Option<ToolCallStatus>, content: Option<Vec<ContentBlock>> },
-    Finish { call: ToolCallId, output: Vec<ContentBlock>, failed: bool },
-    Permission { call: ToolCallId, title: String, controls: Vec<ApprovalAction>, reply: oneshot::Sender<Permission> },
-    Ask { question: String, reply: oneshot::Sender<Option<Value>> },
-    Usage { used: u64, size: u64 },
-    EndStep,
-}
-
-async fn apply(turn: &CoreTurn, op: Op) {
-    match op {
-        Op::Text(text) => turn.text(text).await,
-        Op::Thought(text) => turn.thought(text).await,
-        Op::StartTool { title, kind, input, reply } => {
-            let _ = reply.send(turn.start_tool_call(title, kind, input).await);
-        }
-        Op::Progress { call, status, content } => turn.tool_progress(&call, status, content).await,
-        Op::Finish { call, output, failed: false } => turn.complete_tool_call(&call, output).await,
-        Op::Finish { call, output, failed: true } => turn.fail_tool_call(&call, output).await,
-        Op::Permission { call, title, controls, reply } => {
-            let _ = reply.send(turn.request_permission(&call, title, &controls).await);
-        }
-        Op::Ask { question, reply } => {
-            let _ = reply.send(turn.ask_user(question).await);
-        }
-        Op::Usage { used, size } => turn.usage(used, size).await,
-        Op::EndStep => turn.end_step().await,
-    }
-}
-
 /// State shared by the JS handle and [`run`].
 struct Shared {
-    backlog: Arc<Backlog>,
     cancel: CancellationToken,
     abort: OnceLock<JsMethod>,
 }
@@ -88,7 +53,7 @@ impl Shared {
 
 /// What the JS handle is built from.
 struct TurnInit {
-    tx: mpsc::UnboundedSender<Op>,
+    ops: TurnOps,
     shared: Arc<Shared>,
     invoker: Invoker,
     session_id: String,
@@ -101,7 +66,7 @@ struct TurnInit {
 /// One running turn, handed to `runTurn`.
 #[napi(custom_finalize)]
 pub struct Turn {
-    tx: mpsc::UnboundedSender<Op>,
+    ops: TurnOps,
     shared: Arc<Shared>,
     session_id: String,
     cwd: String,
@@ -189,27 +154,20 @@ impl Turn {
         self.config.get(&config_id).cloned()
     }
 
-    fn push<'env>(&self, env: &'env Env, op: Op) -> Result<Option<PromiseRaw<'env, ()>>> {
-        let wait = self.shared.backlog.added();
-        if self.tx.send(op).is_err() {
-            self.shared.backlog.not_added();
-            return Err(ended());
-        }
-        self.shared.backlog.pace(env, wait)
+    fn push<'env>(&self, env: &'env Env, op: TurnOp) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let pace = self.ops.push(op).map_err(|e| crate::pace::refused(e, ended))?;
+        crate::pace::promise(env, pace, || self.ops.drained())
     }
 
     fn ask<'env, T: Send + ToNapiValue + 'static, R: Send + 'static>(
         &self,
         env: &'env Env,
-        make: impl FnOnce(oneshot::Sender<R>) -> Op,
+        make: impl FnOnce(Reply<R>) -> TurnOp,
         map: impl FnOnce(R) -> T + Send + 'static,
     ) -> Result<PromiseRaw<'env, T>> {
-        let (reply, answer) = oneshot::channel();
-        self.shared.backlog.added();
-        if self.tx.send(make(reply)).is_err() {
-            self.shared.backlog.not_added();
-            return Err(ended());
-        }
+        let (reply, answer) = Reply::channel();
+        // An answer's Promise is the pace: the caller awaits it anyway.
+        let _ = self.ops.push(make(reply)).map_err(|e| crate::pace::refused(e, ended))?;
         env.spawn_future(async move {
             answer
                 .await
@@ -220,16 +178,17 @@ impl Turn {
     }
 
     /// Streams reply text (`agent_message_chunk`). Returns `null`, or a Promise to await when
-    /// the client reads slower than the turn writes; `await turn.text(..)` works either way.
+    /// the client reads slower than the turn writes; `await turn.text(..)` works either way. A
+    /// caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued calls.
     #[napi(ts_return_type = "Promise<void> | null")]
     pub fn text<'env>(&self, env: &'env Env, text: String) -> Result<Option<PromiseRaw<'env, ()>>> {
-        self.push(env, Op::Text(text))
+        self.push(env, TurnOp::Text(text))
     }
 
     /// Streams reasoning (`agent_thought_chunk`); paced like `text`.
     #[napi(ts_return_type = "Promise<void> | null")]
     pub fn thought<'env>(&self, env: &'env Env, text: String) -> Result<Option<PromiseRaw<'env, ()>>> {
-        self.push(env, Op::Thought(text))
+        self.push(env, TurnOp::Thought(text))
     }
 
     /// Announces a tool call (`tool_call`, status pending); resolves with its id.
@@ -246,8 +205,8 @@ impl Turn {
             Some(kind) => enum_value::<ToolKind>("tool kind", &kind)?,
             None => ToolKind::Other,
         };
-        let input = input.unwrap_or(Value::Null);
-        self.ask(env, |reply| Op::StartTool { title, kind, input, reply }, |id: ToolCallId| id.to_string())
+        let input = Box::new(input.unwrap_or(Value::Null));
+        self.ask(env, |reply| TurnOp::StartToolCall { title, kind, input, reply }, |id: ToolCallId| id.to_string())
     }
 
     /// Reports progress of a tool call (`tool_call_update`); paced like `text`.
@@ -267,7 +226,7 @@ impl Turn {
             None | Some(Value::Null) => None,
             some => Some(self::content(some)?),
         };
-        self.push(env, Op::Progress { call: ToolCallId::new(call_id), status, content })
+        self.push(env, TurnOp::ToolProgress { call_id: ToolCallId::new(call_id), status, content })
     }
 
     /// Finishes a tool call successfully (`tool_call_update`, status completed).
@@ -279,7 +238,7 @@ impl Turn {
         output: Option<Value>,
     ) -> Result<Option<PromiseRaw<'env, ()>>> {
         let output = content(output)?;
-        self.push(env, Op::Finish { call: ToolCallId::new(call_id), output, failed: false })
+        self.push(env, TurnOp::CompleteToolCall { call_id: ToolCallId::new(call_id), output })
     }
 
     /// Finishes a tool call as failed (`tool_call_update`, status failed).
@@ -291,7 +250,7 @@ impl Turn {
         output: Option<Value>,
     ) -> Result<Option<PromiseRaw<'env, ()>>> {
         let output = content(output)?;
-        self.push(env, Op::Finish { call: ToolCallId::new(call_id), output, failed: true })
+        self.push(env, TurnOp::FailToolCall { call_id: ToolCallId::new(call_id), output })
     }
 
     /// Asks the client for permission to run a tool call (`session/request_permission`);
@@ -314,19 +273,11 @@ impl Turn {
             }
             None => vec![ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny],
         };
-        let call = ToolCallId::new(call_id);
+        let call_id = ToolCallId::new(call_id);
         self.ask(
             env,
-            |reply| Op::Permission { call, title, controls, reply },
-            |answer: Permission| {
-                match answer {
-                    Permission::Allowed => "allowed",
-                    Permission::AllowedAlways => "allowed_always",
-                    Permission::Denied => "denied",
-                    Permission::Cancelled => "cancelled",
-                }
-                .to_owned()
-            },
+            |reply| TurnOp::RequestPermission { call_id, title, controls, reply },
+            |answer: Permission| answer.as_str().to_owned(),
         )
     }
 
@@ -334,20 +285,20 @@ impl Turn {
     /// `null` when the turn is cancelled.
     #[napi(ts_return_type = "Promise<unknown>")]
     pub fn ask_user<'env>(&self, env: &'env Env, question: String) -> Result<PromiseRaw<'env, Option<Value>>> {
-        self.ask(env, |reply| Op::Ask { question, reply }, |answer| answer)
+        self.ask(env, |reply| TurnOp::AskUser { question, reply }, |answer| answer)
     }
 
     /// Reports context usage (`usage_update`); closes the current step first.
     #[napi(ts_return_type = "Promise<void> | null")]
     pub fn usage<'env>(&self, env: &'env Env, used: f64, size: f64) -> Result<Option<PromiseRaw<'env, ()>>> {
         let (used, size) = (u64_arg("used", used)?, u64_arg("size", size)?);
-        self.push(env, Op::Usage { used, size })
+        self.push(env, TurnOp::Usage { used, size })
     }
 
     /// Closes the current step, if it has content.
     #[napi(ts_return_type = "Promise<void> | null")]
     pub fn end_step<'env>(&self, env: &'env Env) -> Result<Option<PromiseRaw<'env, ()>>> {
-        self.push(env, Op::EndStep)
+        self.push(env, TurnOp::EndStep)
     }
 }
 
@@ -369,7 +320,7 @@ impl TurnInit {
             abort_now.apply(controller, ())?;
         }
         let turn = Turn {
-            tx: self.tx,
+            ops: self.ops,
             shared: self.shared,
             session_id: self.session_id,
             cwd: self.cwd,
@@ -391,14 +342,10 @@ pub async fn run(
     turn: &CoreTurn,
     config_ids: &[String],
 ) -> Result<StopReason, AcpError> {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let shared = Arc::new(Shared {
-        backlog: Arc::new(Backlog::default()),
-        cancel: turn.cancellation().clone(),
-        abort: OnceLock::new(),
-    });
+    let (ops, queue) = ops::channel();
+    let shared = Arc::new(Shared { cancel: turn.cancellation().clone(), abort: OnceLock::new() });
     let init = TurnInit {
-        tx,
+        ops,
         shared: shared.clone(),
         invoker: invoker.clone(),
         session_id: turn.session_id().0.to_string(),
@@ -409,38 +356,29 @@ pub async fn run(
     };
     let args: BuildArgs = Box::new(move |env| init.into_js(env).map(|turn| vec![turn]));
     let outcome = run_turn.call(args, serde_convert::<Option<StopReason>>("stop reason"));
-    tokio::pin!(outcome);
-    let mut open = true;
-    let mut aborted = false;
-    let grace = tokio::time::sleep(Duration::from_secs(365 * 86_400));
-    tokio::pin!(grace);
-    let result = loop {
-        tokio::select! {
-            biased;
-            op = rx.recv(), if open => match op {
-                Some(op) => {
-                    shared.backlog.took();
-                    apply(turn, op).await;
-                }
-                None => open = false,
-            },
-            result = &mut outcome => break result,
-            () = turn.cancelled(), if !aborted => {
-                aborted = true;
-                shared.abort();
-                grace.as_mut().reset(tokio::time::Instant::now() + CANCEL_GRACE);
-            }
-            () = &mut grace, if aborted => {
-                tracing::debug!("a cancelled Node turn did not settle in time; ending it as cancelled");
-                break Ok(Some(StopReason::Cancelled));
-            }
-        }
-    };
-    // Calls made before `runTurn` settled are applied; later ones fail with ERR_ACP_TURN_ENDED.
-    rx.close();
-    while let Ok(op) = rx.try_recv() {
-        shared.backlog.took();
-        apply(turn, op).await;
-    }
+    // Calls made before `runTurn` settled are applied; later ones throw ERR_ACP_TURN_ENDED.
+    let result = queue.apply_until(turn, settled(outcome, turn, &shared)).await;
     result.map(|stop| stop.unwrap_or(StopReason::EndTurn))
+}
+
+/// `runTurn`'s outcome; on cancellation, aborts its signal and waits at most [`CANCEL_GRACE`].
+async fn settled(
+    outcome: impl Future<Output = Result<Option<StopReason>, AcpError>>,
+    turn: &CoreTurn,
+    shared: &Shared,
+) -> Result<Option<StopReason>, AcpError> {
+    tokio::pin!(outcome);
+    tokio::select! {
+        biased;
+        result = &mut outcome => return result,
+        () = turn.cancelled() => shared.abort(),
+    }
+    tokio::select! {
+        biased;
+        result = &mut outcome => result,
+        () = tokio::time::sleep(CANCEL_GRACE) => {
+            tracing::debug!("a cancelled Node turn did not settle in time; ending it as cancelled");
+            Ok(Some(StopReason::Cancelled))
+        }
+    }
 }

@@ -2,7 +2,7 @@
 // with every agent message validated against the pinned schema and recorded.
 
 import { spawn } from 'node:child_process'
-import { Readable, Writable } from 'node:stream'
+import { PassThrough, Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 
 import { ClientSideConnection, ndJsonStream, PROTOCOL_VERSION } from '@agentclientprotocol/sdk'
@@ -109,6 +109,24 @@ export function spawnAgent(args = [], { command = process.execPath, script = DEM
     async hangUp() {
       child.stdin.end()
       return exited
+    },
+  }
+}
+
+/** Serves `agent` in this process over caller-supplied streams (`agent.serve`) to the official
+ * client, which reads on this very thread. */
+export function serveInProcess(agent, options) {
+  const toAgent = new PassThrough()
+  const fromAgent = new PassThrough()
+  const done = agent.serve(toAgent, fromAgent)
+  const client = connect(Writable.toWeb(toAgent), Readable.toWeb(fromAgent), options)
+  return {
+    ...client,
+    done,
+    async end() {
+      toAgent.end()
+      await done
+      client.assertValid()
     },
   }
 }

@@ -167,9 +167,11 @@ class Authenticator:
 class EventHub:
     """A session's event fan-out: publish the session's events here, in order.
 
-    ``publish`` is a cheap synchronous call into a Rust queue; it returns an awaitable that is
-    already complete unless a subscriber's queue is full (then awaiting it waits for room).
-    Always ``await`` it, so events keep their order.
+    ``publish`` is a cheap synchronous call into a Rust queue that delivers events in publish
+    order; it returns an awaitable that is already complete unless the client reads slower than
+    the session publishes and the queue is long (then awaiting it waits: back-pressure). Always
+    ``await`` it: a caller that ignores it is refused with :class:`RuntimeError` once the queue
+    holds its hard bound of events (nothing is queued then; memory stays bounded).
     """
 
     __slots__ = ("_native",)
@@ -178,10 +180,10 @@ class EventHub:
         self._native = _native.EventHub(capacity)
 
     def publish(self, event: Event) -> Awaitable[None]:
-        """Publishes ``event`` to every subscriber."""
-        if self._native.try_publish(event):
-            return DONE
-        return dispatcher.wait(self._native.publish, event)
+        """Publishes ``event`` to every subscriber, after every event published before it."""
+        if self._native.publish(event):
+            return dispatcher.wait(self._native.drained)
+        return DONE
 
     def subscriber_count(self) -> int:
         """How many subscriptions are alive."""

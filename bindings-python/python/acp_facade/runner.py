@@ -58,9 +58,11 @@ class Turn:
 
     Streaming calls (:meth:`text`, :meth:`thought`) are cheap synchronous calls into a Rust queue
     that return an awaitable: already complete, unless the client is slow to read and the queue
-    is long (then awaiting it waits: back-pressure). Always ``await`` them. When the turn is
-    cancelled (``session/cancel``, close) the ``run_turn`` task is cancelled too; a loop that never
-    awaits should check :meth:`is_cancelled`.
+    is long (then awaiting it waits: back-pressure). Always ``await`` them: a caller that ignores
+    them is refused with :class:`RuntimeError` once the queue holds its hard bound of operations
+    (nothing is queued then; memory stays bounded). When the turn is cancelled
+    (``session/cancel``, close) the ``run_turn`` task is cancelled too; a loop that never awaits
+    should check :meth:`is_cancelled`.
     """
 
     __slots__ = ("_n",)
@@ -107,13 +109,13 @@ class Turn:
     def text(self, text: str) -> Awaitable[None]:
         """Streams reply text (``agent_message_chunk``)."""
         if self._n.text(text):
-            return dispatcher.wait(self._n.barrier)
+            return dispatcher.wait(self._n.drained)
         return DONE
 
     def thought(self, text: str) -> Awaitable[None]:
         """Streams reasoning (``agent_thought_chunk``)."""
         if self._n.thought(text):
-            return dispatcher.wait(self._n.barrier)
+            return dispatcher.wait(self._n.drained)
         return DONE
 
     async def start_tool_call(self, title: str, kind: ToolKind = ToolKind.OTHER, input: Any = None) -> str:

@@ -36,6 +36,7 @@
 pub mod gates;
 mod journal;
 mod live;
+pub mod ops;
 pub mod postgres;
 pub mod session;
 pub mod sqlite;

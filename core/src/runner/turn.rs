@@ -43,6 +43,16 @@ impl Permission {
     pub fn is_allowed(self) -> bool {
         matches!(self, Self::Allowed | Self::AllowedAlways)
     }
+
+    /// Its name in the bindings: `allowed`, `allowed_always`, `denied` or `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allowed => "allowed",
+            Self::AllowedAlways => "allowed_always",
+            Self::Denied => "denied",
+            Self::Cancelled => "cancelled",
+        }
+    }
 }
 
 #[derive(Default)]

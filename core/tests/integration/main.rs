@@ -47,4 +47,5 @@ mod store_failure;
 mod stress;
 mod stress_lifecycle;
 mod tool_calls;
+mod turn_ops;
 mod visibility;

@@ -9,13 +9,19 @@
 //! - No event is ever dropped for a live subscriber: [`EventHub::publish`] waits for room in every
 //!   subscriber's queue, so a slow subscriber slows the producer and memory stays bounded by
 //!   `capacity` events per subscriber. A subscriber whose stream was dropped is forgotten.
-//! - [`EventHub::try_publish`], for hosts that cannot await, never blocks: it reports
-//!   [`HubFull`] (delivering to nobody) when any queue lacks room.
+//! - [`EventHub::try_publish`] never blocks: it reports [`HubFull`] (delivering to nobody) when
+//!   any queue lacks room.
+//! - Hosts that cannot await (the bindings' `EventHub.publish`) publish through a [`Publisher`]:
+//!   in order, without waiting, with the bounded back-pressure of [`pace`](crate::pace).
+
+mod publisher;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
+
+pub use publisher::{Publisher, Spawn};
 
 use crate::harness::Event;
 use crate::host::EventStream;

@@ -1,0 +1,248 @@
+//! `Turn`: the native half of a running turn (wrapped by `acp_facade.Turn`).
+//!
+//! The core's [`Turn`] is borrowed by `run_turn` for the duration of the turn, so the Python
+//! handle drives it through the core's turn-operation queue ([`acp_facade::runner::ops`]): each
+//! method converts its arguments and pushes one [`TurnOp`], which [`run`] applies in call order
+//! while the product's `run_turn` coroutine runs. `text` and `thought` return whether the caller
+//! should await `drained` (back-pressure, see [`crate::pace`]); the other calls carry the id of a
+//! Python future that their answer, or their being applied, completes through the bridge.
+//! Cancelling the turn cancels the Python task.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use acp_facade::Error;
+use acp_facade::acp::{ContentBlock, ErrorCode, StopReason};
+use acp_facade::harness::ToolCallId;
+use acp_facade::runner::Turn;
+use acp_facade::runner::ops::{self, Reply, TurnEnded, TurnOp, TurnOps};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+use crate::bridge::{self, MakeValue};
+use crate::harness::{decode, encode, extract, json_to_py};
+use crate::host::{Target, args};
+
+/// What a Python caller is told when it calls a turn that is over.
+const OVER: &str = "the turn is over";
+
+fn stop_reason(value: &Bound<'_, PyAny>) -> Result<StopReason, Error> {
+    if value.is_none() {
+        return Ok(StopReason::EndTurn);
+    }
+    decode(value, "stop reason")
+}
+
+/// Runs one turn on the adapter's `run_turn` coroutine: builds the handle, applies its calls in
+/// order and returns what the coroutine returned (`None` is `end_turn`).
+pub(crate) async fn run(target: &Target, turn: &Turn, config_ids: &[String]) -> Result<StopReason, Error> {
+    let (ops, queue) = ops::channel();
+    let handle = PyTurn {
+        ops,
+        cancel: turn.cancellation().clone(),
+        step_text: Mutex::default(),
+        session_id: turn.session_id().0.to_string(),
+        cwd: turn.cwd().to_string_lossy().into_owned(),
+        prompt: turn.prompt().to_vec(),
+        config: config_ids.iter().filter_map(|id| turn.config_value(id).map(|v| (id.clone(), v))).collect(),
+    };
+    let mut call = bridge::call(target, "run_turn", move |py| args(py, (Bound::new(py, handle)?,)), stop_reason);
+    // Operations queued before the coroutine returned still belong to the turn.
+    let outcome = queue
+        .apply_until(turn, async {
+            tokio::select! {
+                biased;
+                result = &mut call => return result,
+                () = turn.cancelled() => call.cancel_task(),
+            }
+            call.await
+        })
+        .await;
+    match outcome {
+        Err(e) if e.code == ErrorCode::RequestCancelled => Ok(StopReason::Cancelled),
+        other => other,
+    }
+}
+
+/// A reply that completes the Python future `future` with the answer, built on the loop's thread;
+/// a turn that ended first raises `RuntimeError` there.
+fn answer<T: Send + 'static>(
+    future: u64,
+    value: impl for<'py> FnOnce(Python<'py>, T) -> PyResult<Bound<'py, PyAny>> + Send + 'static,
+) -> Reply<T> {
+    Reply::new(move |answer: Result<T, TurnEnded>| {
+        let make: MakeValue = match answer {
+            Ok(answer) => Box::new(move |py| value(py, answer)),
+            Err(TurnEnded) => Box::new(|_| Err(PyRuntimeError::new_err(OVER))),
+        };
+        bridge::resolve(future, Ok(make));
+    })
+}
+
+/// A reply that completes the Python future `future` with `None` once its operation is applied.
+fn applied(future: u64) -> Reply<()> {
+    answer(future, |py, ()| Ok(py.None().into_bound(py)))
+}
+
+/// The native half of a running turn (wrapped by `acp_facade.Turn`).
+#[pyclass(name = "Turn", module = "acp_facade._native", frozen)]
+pub struct PyTurn {
+    ops: TurnOps,
+    cancel: CancellationToken,
+    /// The reply text of the current step, mirrored as operations are queued (`step_text` must
+    /// see text the queue has not applied yet).
+    step_text: Mutex<String>,
+    session_id: String,
+    cwd: String,
+    prompt: Vec<ContentBlock>,
+    config: HashMap<String, String>,
+}
+
+impl PyTurn {
+    fn step(&self) -> std::sync::MutexGuard<'_, String> {
+        self.step_text.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, op: TurnOp) -> PyResult<bool> {
+        crate::pace::should_wait(self.ops.push(op), OVER)
+    }
+
+    fn push_then(&self, op: TurnOp, future: u64) -> PyResult<()> {
+        crate::pace::should_wait(self.ops.push_then(op, applied(future)), OVER).map(|_| ())
+    }
+}
+
+#[pymethods]
+impl PyTurn {
+    /// Queues reply text; `True` asks the caller to await `drained` (back-pressure).
+    fn text(&self, text: String) -> PyResult<bool> {
+        let mut step = self.step();
+        let before = step.len();
+        step.push_str(&text);
+        let pushed = self.push(TurnOp::Text(text));
+        if pushed.is_err() {
+            step.truncate(before);
+        }
+        pushed
+    }
+
+    /// Queues reasoning text; like `text`.
+    fn thought(&self, text: String) -> PyResult<bool> {
+        self.push(TurnOp::Thought(text))
+    }
+
+    /// Completes `future` once the queue is short again.
+    fn drained(&self, future: u64) {
+        crate::pace::resolve_when_drained(self.ops.drained(), future);
+    }
+
+    fn start_tool_call(
+        &self,
+        title: String,
+        kind: &Bound<'_, PyAny>,
+        input: &Bound<'_, PyAny>,
+        future: u64,
+    ) -> PyResult<()> {
+        let kind = extract(kind, "tool kind")?;
+        let input = Box::new(crate::harness::py_to_json(input)?);
+        let reply = answer(future, |py, id: ToolCallId| Ok(pyo3::types::PyString::new(py, id.as_str()).into_any()));
+        self.push(TurnOp::StartToolCall { title, kind, input, reply }).map(|_| ())
+    }
+
+    #[pyo3(signature = (call_id, status, content, future))]
+    fn tool_progress(
+        &self,
+        call_id: String,
+        status: Option<&Bound<'_, PyAny>>,
+        content: Option<&Bound<'_, PyAny>>,
+        future: u64,
+    ) -> PyResult<()> {
+        let status = status.map(|s| extract(s, "tool call status")).transpose()?;
+        let content = content.map(|c| extract(c, "content")).transpose()?;
+        self.push_then(TurnOp::ToolProgress { call_id: ToolCallId::new(call_id), status, content }, future)
+    }
+
+    fn finish_tool_call(&self, call_id: String, output: &Bound<'_, PyAny>, failed: bool, future: u64) -> PyResult<()> {
+        let call_id = ToolCallId::new(call_id);
+        let output = extract(output, "content")?;
+        let op = if failed {
+            TurnOp::FailToolCall { call_id, output }
+        } else {
+            TurnOp::CompleteToolCall { call_id, output }
+        };
+        self.push_then(op, future)
+    }
+
+    fn request_permission(
+        &self,
+        call_id: String,
+        title: String,
+        controls: &Bound<'_, PyAny>,
+        future: u64,
+    ) -> PyResult<()> {
+        let controls = extract(controls, "approval controls")?;
+        let reply = answer(future, |py, answer: acp_facade::runner::Permission| {
+            Ok(pyo3::types::PyString::new(py, answer.as_str()).into_any())
+        });
+        self.push(TurnOp::RequestPermission { call_id: ToolCallId::new(call_id), title, controls, reply }).map(|_| ())
+    }
+
+    fn ask_user(&self, question: String, future: u64) -> PyResult<()> {
+        let reply = answer(future, |py, answer: Option<serde_json::Value>| match answer {
+            Some(value) => json_to_py(py, &value),
+            None => Ok(py.None().into_bound(py)),
+        });
+        self.push(TurnOp::AskUser { question, reply }).map(|_| ())
+    }
+
+    fn usage(&self, used: u64, size: u64, future: u64) -> PyResult<()> {
+        self.step().clear();
+        self.push_then(TurnOp::Usage { used, size }, future)
+    }
+
+    fn end_step(&self, future: u64) -> PyResult<()> {
+        self.step().clear();
+        self.push_then(TurnOp::EndStep, future)
+    }
+
+    /// Completes `future` when the turn is cancelled.
+    fn cancelled(&self, future: u64) {
+        let cancel = self.cancel.clone();
+        crate::runtime().spawn(async move {
+            cancel.cancelled().await;
+            bridge::resolve_none(future);
+        });
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    #[getter]
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    #[getter]
+    fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// The prompt's content blocks, in their ACP JSON form.
+    fn prompt<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        encode(py, &self.prompt)
+    }
+
+    fn prompt_text(&self) -> String {
+        acp_facade::harness::content::plain_text(&self.prompt)
+    }
+
+    fn config_value(&self, config_id: &str) -> Option<String> {
+        self.config.get(config_id).cloned()
+    }
+
+    fn step_text(&self) -> String {
+        self.step().clone()
+    }
+}

@@ -1,0 +1,300 @@
+//! Turn operations: how code that cannot borrow the running [`Turn`] drives it — the bindings'
+//! `Turn` objects, called synchronously from Python or JavaScript.
+//!
+//! `run_turn` borrows the core [`Turn`] for the duration of the turn, so a binding's handle holds a
+//! [`TurnOps`] instead: each call converts its arguments, pushes one [`TurnOp`] (a cheap count and
+//! a lock-free queue push) and returns at once. Meanwhile the binding's `run_turn` awaits its
+//! host's `run_turn` inside [`TurnOpQueue::apply_until`], which applies the operations to the core
+//! [`Turn`] one at a time, in push order, until the host's call settles, then applies those pushed
+//! before that and refuses later ones ([`Refused::Closed`]).
+//!
+//! Answers travel in a [`Reply`]: a callback the binding supplies (Python completes its future
+//! through the bridge; Node sends on a channel, see [`Reply::channel`], and awaits it in a
+//! Promise). A reply is always answered once: with the value when its operation is applied, with
+//! [`TurnEnded`] when the operation is dropped unapplied.
+//!
+//! Back-pressure is the [`pace`](crate::pace) policy: a push answers [`Pace::Wait`] above the soft
+//! mark (the binding hands its caller [`TurnOps::drained`] to await) and [`Refused::Full`] at the
+//! hard limit, so the queue is bounded for every caller, awaiting or not.
+//!
+//! ## Adding an operation
+//!
+//! 1. A variant of [`TurnOp`] named after the [`Turn`] method it calls, carrying that method's
+//!    arguments as owned core values (large ones boxed, see [`TurnOp`]), plus a [`Reply`] when
+//!    the method returns something.
+//! 2. Its arm in `TurnOp::apply` (this file): call the method, send the answer.
+//! 3. In each binding (`bindings-python/src/runner/turn.rs`, `bindings-node/src/runner/turn.rs`),
+//!    one method that converts the arguments, pushes the variant and converts the answer (or the
+//!    [`Pace`]) into its language's awaitable. Nothing else: no queue, no counting, no ordering.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::turn::{Permission, Turn};
+use crate::acp::{ContentBlock, ToolCallStatus, ToolKind};
+use crate::harness::{ApprovalAction, ToolCallId};
+use crate::pace::{Backlog, Pace, Refused};
+
+/// One call on a running turn, applied in order by [`TurnOpQueue::apply_until`].
+///
+/// Every operation, a streamed text too, is moved through the queue at its enum's full size, so
+/// variants stay small: box a payload of more than a few words (as `StartToolCall`'s input is).
+/// A compile-time check keeps a queued operation within [`MAX_QUEUED_SIZE`] bytes.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TurnOp {
+    /// [`Turn::text`].
+    Text(String),
+    /// [`Turn::thought`].
+    Thought(String),
+    /// [`Turn::start_tool_call`]; answers the new call's id.
+    StartToolCall {
+        /// The call's title.
+        title: String,
+        /// Its kind.
+        kind: ToolKind,
+        /// Its raw input (boxed: see the size note on [`TurnOp`]).
+        input: Box<Value>,
+        /// Answered with the call's id.
+        reply: Reply<ToolCallId>,
+    },
+    /// [`Turn::tool_progress`].
+    ToolProgress {
+        /// The call.
+        call_id: ToolCallId,
+        /// Its new status, if it changed.
+        status: Option<ToolCallStatus>,
+        /// Its content so far, if any.
+        content: Option<Vec<ContentBlock>>,
+    },
+    /// [`Turn::complete_tool_call`].
+    CompleteToolCall {
+        /// The call.
+        call_id: ToolCallId,
+        /// Its output.
+        output: Vec<ContentBlock>,
+    },
+    /// [`Turn::fail_tool_call`].
+    FailToolCall {
+        /// The call.
+        call_id: ToolCallId,
+        /// Its output.
+        output: Vec<ContentBlock>,
+    },
+    /// [`Turn::request_permission`]; answers how the client answered.
+    RequestPermission {
+        /// The tool call asking.
+        call_id: ToolCallId,
+        /// What the client shows.
+        title: String,
+        /// The choices offered.
+        controls: Vec<ApprovalAction>,
+        /// Answered with the permission.
+        reply: Reply<Permission>,
+    },
+    /// [`Turn::ask_user`]; answers the user's answer (`None` when cancelled).
+    AskUser {
+        /// The question.
+        question: String,
+        /// Answered with the answer.
+        reply: Reply<Option<Value>>,
+    },
+    /// [`Turn::usage`].
+    Usage {
+        /// Tokens used.
+        used: u64,
+        /// The context window's size.
+        size: u64,
+    },
+    /// [`Turn::end_step`].
+    EndStep,
+}
+
+impl TurnOp {
+    async fn apply(self, turn: &Turn) {
+        match self {
+            Self::Text(text) => turn.text(text).await,
+            Self::Thought(text) => turn.thought(text).await,
+            Self::StartToolCall { title, kind, input, reply } => {
+                reply.send(turn.start_tool_call(title, kind, *input).await);
+            }
+            Self::ToolProgress { call_id, status, content } => turn.tool_progress(&call_id, status, content).await,
+            Self::CompleteToolCall { call_id, output } => turn.complete_tool_call(&call_id, output).await,
+            Self::FailToolCall { call_id, output } => turn.fail_tool_call(&call_id, output).await,
+            Self::RequestPermission { call_id, title, controls, reply } => {
+                reply.send(turn.request_permission(&call_id, title, &controls).await);
+            }
+            Self::AskUser { question, reply } => reply.send(turn.ask_user(question).await),
+            Self::Usage { used, size } => turn.usage(used, size).await,
+            Self::EndStep => turn.end_step().await,
+        }
+    }
+}
+
+/// The operation was dropped before it was applied: the turn had ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the turn has ended")]
+pub struct TurnEnded;
+
+/// What a [`Reply`] calls with the answer.
+type Answer<T> = Box<dyn FnOnce(Result<T, TurnEnded>) + Send>;
+
+/// The answer to one operation: a callback called exactly once, with the value when the operation
+/// is applied, or with [`TurnEnded`] when it is dropped unapplied.
+pub struct Reply<T>(Option<Answer<T>>);
+
+impl<T> std::fmt::Debug for Reply<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reply").field("answered", &self.0.is_none()).finish()
+    }
+}
+
+impl<T: Send + 'static> Reply<T> {
+    /// A reply that calls `answer` (on whichever thread applies or drops the operation: it must
+    /// not block).
+    pub fn new(answer: impl FnOnce(Result<T, TurnEnded>) + Send + 'static) -> Self {
+        Self(Some(Box::new(answer)))
+    }
+
+    /// A reply and the future of its answer.
+    pub fn channel() -> (Self, impl Future<Output = Result<T, TurnEnded>> + Send + 'static) {
+        let (tx, rx) = oneshot::channel();
+        let reply = Self::new(move |answer| {
+            let _ = tx.send(answer);
+        });
+        (reply, async move { rx.await.unwrap_or(Err(TurnEnded)) })
+    }
+}
+
+impl<T> Reply<T> {
+    /// Answers with `value`.
+    pub fn send(mut self, value: T) {
+        if let Some(answer) = self.0.take() {
+            answer(Ok(value));
+        }
+    }
+}
+
+impl<T> Drop for Reply<T> {
+    fn drop(&mut self) {
+        if let Some(answer) = self.0.take() {
+            answer(Err(TurnEnded));
+        }
+    }
+}
+
+/// One queued operation, and who waits for it to be applied.
+struct Queued {
+    op: TurnOp,
+    done: Option<Reply<()>>,
+}
+
+/// The most bytes a queued operation may take (it is 104). Small moves are inlined register
+/// copies; at 144 bytes (an unboxed tool input) callgrind showed a `memcpy` call on every push and
+/// pop, every `text` included. 112 is what the bindings' own queues used to carry.
+pub const MAX_QUEUED_SIZE: usize = 112;
+
+const _: () = assert!(
+    std::mem::size_of::<Queued>() <= MAX_QUEUED_SIZE,
+    "a TurnOp variant grew too large: box its payload (see TurnOp's doc)"
+);
+
+/// A new queue: the handle a binding's `Turn` object keeps, and the queue its `run_turn` applies.
+pub fn channel() -> (TurnOps, TurnOpQueue) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let backlog = Arc::new(Backlog::default());
+    (TurnOps { tx, backlog: backlog.clone() }, TurnOpQueue { rx, backlog })
+}
+
+/// Pushes operations on a running turn; cheap to clone, callable from any thread.
+#[derive(Debug, Clone)]
+pub struct TurnOps {
+    tx: mpsc::UnboundedSender<Queued>,
+    backlog: Arc<Backlog>,
+}
+
+impl TurnOps {
+    /// Queues `op`. On a refusal `op` is dropped (its reply answered [`TurnEnded`]).
+    pub fn push(&self, op: TurnOp) -> Result<Pace, Refused> {
+        self.queue(Queued { op, done: None })
+    }
+
+    /// Queues `op`; `done` is answered once it is applied.
+    pub fn push_then(&self, op: TurnOp, done: Reply<()>) -> Result<Pace, Refused> {
+        self.queue(Queued { op, done: Some(done) })
+    }
+
+    fn queue(&self, queued: Queued) -> Result<Pace, Refused> {
+        // Counted before sending, so the queue's uncount never comes first.
+        let depth = self.backlog.add()?;
+        if self.tx.send(queued).is_err() {
+            self.backlog.unadd();
+            return Err(Refused::Closed);
+        }
+        Ok(Backlog::pace(depth))
+    }
+
+    /// Resolves once the queue is short again (or the turn is over): what a caller told
+    /// [`Pace::Wait`] awaits.
+    pub fn drained(&self) -> impl Future<Output = ()> + Send + 'static {
+        let backlog = self.backlog.clone();
+        async move { backlog.drained().await }
+    }
+
+    /// How many operations are queued and not yet applied.
+    pub fn queued(&self) -> usize {
+        self.backlog.depth()
+    }
+}
+
+/// The consuming half: applies the operations to the core [`Turn`].
+#[derive(Debug)]
+pub struct TurnOpQueue {
+    rx: mpsc::UnboundedReceiver<Queued>,
+    backlog: Arc<Backlog>,
+}
+
+impl TurnOpQueue {
+    /// Applies the queued operations to `turn`, in order, until `host` (the binding's call of its
+    /// host's `run_turn`, with its cancellation handling) completes; then applies the operations
+    /// pushed before that, refuses later pushes, and returns what `host` returned. Operations are
+    /// preferred over `host`: one pushed before the host's call settled is never lost.
+    pub async fn apply_until<F: Future>(mut self, turn: &Turn, host: F) -> F::Output {
+        tokio::pin!(host);
+        // The operation's future is awaited right here, not inside a helper `async fn`: each
+        // layer of future would copy it whole once more for every operation.
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some(Queued { op, done }) = self.rx.recv() => {
+                    op.apply(turn).await;
+                    self.applied(done);
+                }
+                outcome = &mut host => break outcome,
+            }
+        };
+        self.rx.close();
+        while let Ok(Queued { op, done }) = self.rx.try_recv() {
+            op.apply(turn).await;
+            self.applied(done);
+        }
+        outcome
+    }
+
+    fn applied(&self, done: Option<Reply<()>>) {
+        if let Some(done) = done {
+            done.send(());
+        }
+        self.backlog.done();
+    }
+}
+
+impl Drop for TurnOpQueue {
+    fn drop(&mut self) {
+        // Whatever is still queued is dropped with the receiver, answering its replies.
+        self.backlog.close();
+    }
+}
