@@ -38,6 +38,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod hub;
+mod json_text;
 pub mod pace;
 mod panic;
 pub mod rpc;

@@ -33,6 +33,7 @@
 //! # }
 //! ```
 
+mod event_json;
 pub mod gates;
 mod journal;
 mod live;
