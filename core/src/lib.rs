@@ -38,7 +38,6 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod hub;
-mod json_text;
 pub mod pace;
 mod panic;
 pub mod rpc;

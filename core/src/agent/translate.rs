@@ -12,7 +12,6 @@ use crate::acp::{
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use crate::harness::{Event, EventKind, TokenChannel, ToolCallChanges};
-use crate::json_text::{number as json_number, string as json_string};
 use crate::rpc::message::notification_line;
 
 use super::method::SESSION_UPDATE;
@@ -191,6 +190,16 @@ pub(crate) fn usage_line(head: &UpdateHead, used: u64, size: u64) -> Vec<u8> {
     json_number(&mut line, size);
     line.extend_from_slice(TAIL);
     line
+}
+
+fn json_string(out: &mut Vec<u8>, s: &str) {
+    // Writing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+fn json_number(out: &mut Vec<u8>, n: u64) {
+    // Writing a number into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &n);
 }
 
 #[cfg(test)]

@@ -33,7 +33,6 @@
 //! # }
 //! ```
 
-mod event_json;
 pub mod gates;
 mod journal;
 mod live;

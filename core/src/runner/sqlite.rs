@@ -31,7 +31,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use async_trait::async_trait;
@@ -204,10 +203,13 @@ impl Drop for OpenTransaction<'_> {
     }
 }
 
-/// One journal entry: the events as a JSON array, in order (UTF-8 text, bound as `TEXT`).
-fn encode_events(id: &SessionId, events: &[Event]) -> Result<Vec<u8>, StoreError> {
-    super::event_json::encode_events(events)
-        .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
+/// One journal entry: the events as a JSON array, in order.
+fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError> {
+    // Sized for typical events, so the buffer rarely grows while serde writes into it.
+    let mut entry = Vec::with_capacity(256 * events.len());
+    serde_json::to_writer(&mut entry, events)
+        .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))?;
+    String::from_utf8(entry).map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
 }
 
 /// Appends one journal entry holding `events` (nothing when there are none); "no such session"
@@ -219,7 +221,7 @@ fn insert_events(conn: &Connection, id: &SessionId, events: &[Event]) -> Result<
     let entry = encode_events(id, events)?;
     let inserted = conn
         .prepare_cached("INSERT INTO journal (session_id, events) SELECT id, ?2 FROM sessions WHERE id = ?1")
-        .and_then(|mut stmt| stmt.execute(params![&*id.0, ToSqlOutput::Borrowed(ValueRef::Text(&entry))]))
+        .and_then(|mut stmt| stmt.execute(params![&*id.0, entry]))
         .map_err(|e| sql_error("append events", &e))?;
     if inserted == 0 {
         return Err(StoreError::new(format!("no session {id}")));

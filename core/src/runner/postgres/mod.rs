@@ -193,7 +193,8 @@ fn first_seq(id: &SessionId, events: &[Event]) -> Result<i64, StoreError> {
 
 /// The events of one append as a JSON array.
 fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError> {
-    let entry = super::event_json::encode_events(events)
+    let mut entry = Vec::with_capacity(256 * events.len());
+    serde_json::to_writer(&mut entry, events)
         .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))?;
     String::from_utf8(entry).map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
 }
