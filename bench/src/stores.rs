@@ -43,7 +43,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Config {
         creators: 4,
         creates: 500,
         timeout: Duration::from_secs(120),
-        demo: "target/release/acp-facade-demo".into(),
+        demo: super::sibling("acp-facade-demo"),
         stores: Vec::new(),
         postmaster_pid_file: None,
         markdown: None,
