@@ -14,11 +14,12 @@
 //!
 //! For every callback host (`--callback NAME=COMMAND`) it measures host-method round trips/s:
 //! `session/new` requests answered by the host's `new_session`, first one at a time, then with 64
-//! in flight (`--concurrency`).
+//! in flight (`--concurrency`). For every start-up floor (`--floor NAME=COMMAND`: a bare
+//! interpreter answering `initialize` with a canned line) it measures only the start-up.
 //!
 //! Usage: `acp-facade-bench [--runs R] [--chunks N] [--echo-turns T] [--starts S] [--stall-max-ms MS]
 //!         [--callback-requests N] [--concurrency C] [--raw PATH] [--agent NAME=COMMAND ...]
-//!         [--callback NAME=COMMAND ...] [--markdown FILE] [--note TEXT ...]`
+//!         [--callback NAME=COMMAND ...] [--floor NAME=COMMAND ...] [--markdown FILE] [--note TEXT ...]`
 //!
 //! Commands are split on whitespace (no quoting). A measurement that fails (the agent exits, errs,
 //! or takes longer than `--timeout-s`) is reported as failed; the others go on.
@@ -34,6 +35,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod binding_goals;
 mod stores;
 
 struct Config {
@@ -48,6 +50,7 @@ struct Config {
     raw: String,
     agents: Vec<(String, String)>,
     callbacks: Vec<(String, String)>,
+    floors: Vec<(String, String)>,
     markdown: Option<String>,
     notes: Vec<String>,
 }
@@ -79,6 +82,7 @@ fn parse() -> Config {
         raw: sibling("raw-writer"),
         agents: Vec::new(),
         callbacks: Vec::new(),
+        floors: Vec::new(),
         markdown: None,
         notes: Vec::new(),
     };
@@ -97,6 +101,7 @@ fn parse() -> Config {
             "--raw" => config.raw = value(),
             "--agent" => config.agents.push(named(&value(), "--agent")),
             "--callback" => config.callbacks.push(named(&value(), "--callback")),
+            "--floor" => config.floors.push(named(&value(), "--floor")),
             "--markdown" => config.markdown = Some(value()),
             "--note" => config.notes.push(value()),
             other => panic!("unknown argument {other}"),
@@ -586,11 +591,11 @@ fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
 }
 
 /// The medians of one agent's runs.
-struct AgentSummary {
+pub(crate) struct AgentSummary {
     stream: Duration,
-    startup: Duration,
-    cpu: Duration,
-    cpu_one: Option<Duration>,
+    pub(crate) startup: Duration,
+    pub(crate) cpu: Duration,
+    pub(crate) cpu_one: Option<Duration>,
     idle: u64,
     peak: u64,
     growth: i64,
@@ -691,6 +696,7 @@ fn main() {
     let mut raw_echo = Vec::new();
     let mut results: Vec<Vec<AgentRun>> = config.agents.iter().map(|_| Vec::new()).collect();
     let mut callbacks: Vec<Vec<CallbackRun>> = config.callbacks.iter().map(|_| Vec::new()).collect();
+    let mut floors: Vec<Vec<Duration>> = config.floors.iter().map(|_| Vec::new()).collect();
     for run in 0..config.runs {
         eprintln!(
             "run {}/{} ({:.0} s so far, load {})",
@@ -711,6 +717,10 @@ fn main() {
         for (i, (name, command)) in config.callbacks.iter().enumerate() {
             eprintln!("  {name} (callbacks)");
             callbacks[i].extend(attempt(name, || run_callback(command, &config)));
+        }
+        for (i, (name, command)) in config.floors.iter().enumerate() {
+            eprintln!("  {name} (start-up floor)");
+            floors[i].extend(attempt(name, || startup(command, &config)));
         }
     }
     let elapsed = started.elapsed();
@@ -791,7 +801,28 @@ fn main() {
         }
         summaries.push((name.clone(), summary));
     }
+    let floor_medians: Vec<(String, Option<Duration>)> =
+        config.floors.iter().zip(floors).map(|((name, _), starts)| (name.clone(), median(starts))).collect();
+    if !floor_medians.is_empty() {
+        let _ = writeln!(
+            table,
+            "\nStart-up floors: spawn to a canned `initialize` response from a bare interpreter (no package, no protocol), median of {} starts per run, median of the runs.\n\n| floor | startup (ms) | × raw startup |\n|---|---:|---:|",
+            config.starts.max(1)
+        );
+        for (name, floor) in &floor_medians {
+            match floor {
+                Some(d) => {
+                    let _ =
+                        writeln!(table, "| {name} | {} | {:.2} |", ms(*d), d.as_secs_f64() / raw_start.as_secs_f64());
+                }
+                None => {
+                    let _ = writeln!(table, "| {name} | failed | |");
+                }
+            }
+        }
+    }
 
+    let mut callback_medians = Vec::new();
     if !config.callbacks.is_empty() {
         let n = config.callback_requests;
         let _ = writeln!(
@@ -809,6 +840,7 @@ fn main() {
         for ((name, _), runs) in config.callbacks.iter().zip(&callbacks) {
             let seq = median(runs.iter().map(|r| r.sequential).collect());
             let con = median(runs.iter().map(|r| r.concurrent).collect());
+            callback_medians.push((name.clone(), seq.zip(con)));
             match (seq, con) {
                 (Some(seq), Some(con)) => {
                     let per_s = |d: Duration| n as f64 / d.as_secs_f64();
@@ -831,6 +863,11 @@ fn main() {
     let goal_table = goals(&config, raw_time, raw_start, raw_echo, &summaries);
     if goal_table.lines().count() > 2 {
         let _ = write!(table, "\n### Goals (issues 5, 8 and 11)\n\n{goal_table}");
+    }
+    let binding_table = binding_goals::table(&summaries, &callback_medians, &floor_medians);
+    if binding_table.lines().count() > 2 {
+        let _ =
+            write!(table, "\n### Goals (issue 11: the Python and Node bindings against their SDKs)\n\n{binding_table}");
     }
 
     println!("{table}");

@@ -44,6 +44,14 @@ use napi_derive::module_init;
 
 #[module_init]
 fn init() {
+    // The runtime the core runs on (napi-rs's own would start one worker per CPU): see
+    // ARCHITECTURE.md, "The bindings' threads". A runtime that cannot start leaves napi-rs to
+    // start its default one.
+    if let Ok(runtime) =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("acp-facade").enable_all().build()
+    {
+        napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+    }
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;

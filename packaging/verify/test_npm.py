@@ -50,6 +50,7 @@ def test_main_package_has_no_addon_and_depends_on_the_platform_package() -> None
     assert pkg["peerDependencies"]["@types/node"] and pkg["peerDependenciesMeta"]["@types/node"]["optional"] is True
     for name in (
         "bindings-node/index.js",
+        "bindings-node/index.mjs",
         "bindings-node/native.js",
         "bindings-node/index.d.ts",
         "bindings-node/native.d.ts",

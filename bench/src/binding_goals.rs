@@ -1,0 +1,85 @@
+//! The goals of issue 11 for the Python and Node bindings, checked against rows of the same run:
+//! each demo's agent CPU per echo turn (across CPUs and on one CPU) at most its official SDK's,
+//! each binding's host-callback round trips (one at a time and in flight) at least its SDK's, and
+//! the demos' start-up to the `initialize` response under a fixed bound (the bare interpreters'
+//! floors shown beside it). Rows are found by the names `scripts/bench` gives them.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::AgentSummary;
+
+/// Median sequential and concurrent durations of one callback host's requests, by row name.
+pub(crate) type CallbackMedians = [(String, Option<(Duration, Duration)>)];
+
+/// The start-up bounds of issue 11.
+const PYTHON_DEMO_STARTUP: Duration = Duration::from_millis(40);
+const NODE_DEMO_STARTUP: Duration = Duration::from_millis(80);
+
+/// The goal table (header only when none of its rows were measured).
+pub(crate) fn table(
+    summaries: &[(String, Option<AgentSummary>)],
+    callbacks: &CallbackMedians,
+    floors: &[(String, Option<Duration>)],
+) -> String {
+    let agent = |name: &str| summaries.iter().find(|(n, _)| n == name).and_then(|(_, s)| s.as_ref());
+    let host = |name: &str| callbacks.iter().find(|(n, _)| n == name).and_then(|(_, m)| *m);
+    let floor = |name: &str| floors.iter().find(|(n, _)| n == name).and_then(|(_, d)| *d);
+    let verdict = |ok: bool| if ok { "met" } else { "**not met**" };
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let mut out = String::from("| goal | measured | |\n|---|---:|---|\n");
+
+    for (lang, demo, sdk, sdk_label) in
+        [("Python", "python demo", "python sdk", "Python SDK"), ("Node", "node demo", "ts sdk", "TS SDK")]
+    {
+        let (Some(ours), Some(theirs)) = (agent(demo), agent(sdk)) else { continue };
+        let across = ours.cpu.as_secs_f64() / theirs.cpu.as_secs_f64();
+        let _ = writeln!(
+            out,
+            "| {lang} demo echo CPU/turn ≤ the {sdk_label}'s, across CPUs | {:.1} µs vs {:.1} µs: {across:.2}× | {} |",
+            us(ours.cpu),
+            us(theirs.cpu),
+            verdict(across <= 1.0)
+        );
+        if let (Some(a), Some(b)) = (ours.cpu_one, theirs.cpu_one) {
+            let one = a.as_secs_f64() / b.as_secs_f64();
+            let _ = writeln!(
+                out,
+                "| {lang} demo echo CPU/turn ≤ the {sdk_label}'s, on one CPU | {:.1} µs vs {:.1} µs: {one:.2}× | {} |",
+                us(a),
+                us(b),
+                verdict(one <= 1.0)
+            );
+        }
+    }
+    for (lang, ours, sdk, sdk_label) in
+        [("Python", "python host", "python sdk", "Python SDK"), ("Node", "node host", "ts sdk", "TS SDK")]
+    {
+        let (Some((seq, con)), Some((sdk_seq, sdk_con))) = (host(ours), host(sdk)) else { continue };
+        // Same request count on both sides: the rate ratio is the inverse duration ratio.
+        for (what, a, b) in [("one at a time", seq, sdk_seq), ("in flight", con, sdk_con)] {
+            let x = b.as_secs_f64() / a.as_secs_f64();
+            let _ = writeln!(
+                out,
+                "| {lang} host-callback round trips/s ≥ the {sdk_label}'s, {what} | {x:.2}× | {} |",
+                verdict(x >= 1.0)
+            );
+        }
+    }
+    for (lang, demo, bound, floor_row) in [
+        ("Python", "python demo", PYTHON_DEMO_STARTUP, "python + import asyncio"),
+        ("Node", "node demo", NODE_DEMO_STARTUP, "node (ES module)"),
+    ] {
+        let Some(ours) = agent(demo) else { continue };
+        let context = floor(floor_row)
+            .map_or_else(String::new, |f| format!(" (floor `{floor_row}`: {:.1} ms)", f.as_secs_f64() * 1e3));
+        let _ = writeln!(
+            out,
+            "| {lang} demo start-up ≤ {} ms | {:.1} ms{context} | {} |",
+            bound.as_millis(),
+            ours.startup.as_secs_f64() * 1e3,
+            verdict(ours.startup <= bound)
+        );
+    }
+    out
+}
