@@ -11,7 +11,8 @@ subclass of its kind: :class:`UnsupportedError`, :class:`RelativePathError`,
 own JSON-RPC error: its ``code``, ``message`` and ``data``), :class:`ProtocolError` or
 :class:`ReleasedError`. Each is an :class:`AcpError` with the code the Rust core gives the kind
 (``-32601`` unsupported, ``-32602`` bad arguments, ``-32600`` released, ``-32603`` otherwise; the
-client's own for a rejection), so a turn that lets one propagate fails with that code. A call that
+client's own for a rejection), so a host method that lets one propagate answers with that code (a
+runner turn that does fails with ``-32603`` and its message). A call that
 is cancelled with its turn raises :class:`asyncio.CancelledError` instead: the language's
 cancellation, not an error.
 
