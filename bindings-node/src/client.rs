@@ -76,10 +76,10 @@ fn queue<T: Send + 'static>(
 }
 
 /// The answer of one call made at once.
-fn direct<T: Send + 'static>(
+async fn direct<T: Send + 'static>(
     call: impl Future<Output = std::result::Result<T, ClientError>> + Send + 'static,
-) -> impl Future<Output = Outcome<T>> + Send + 'static {
-    async move { Ok(call.await) }
+) -> Outcome<T> {
+    Ok(call.await)
 }
 
 fn turn_ended() -> napi::Error<Code> {
