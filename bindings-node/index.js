@@ -1,7 +1,8 @@
 'use strict'
 // acp-facade for Node.js: the native addon (native.js finds it: a source build in a checkout, or
-// the prebuilt platform package) plus the few pieces that are JavaScript by nature: the AcpError
-// class and `agent.serve(input, output)` over Node streams. All protocol logic is in Rust.
+// the prebuilt platform package) plus the few pieces that are JavaScript by nature: the error
+// classes (AcpError and the ClientError family), `agent.serve(input, output)` over Node streams,
+// and `await using` for terminals. All protocol logic is in Rust.
 
 const native = require('./native.js')
 
@@ -32,6 +33,78 @@ class AcpError extends Error {
 Object.defineProperty(AcpError.prototype, 'name', { value: 'AcpError', writable: true, configurable: true })
 
 /**
+ * A call to the client failed. `kind` names why (the Rust core's `ClientError::kind`); `code` is
+ * the JSON-RPC code the core gives the kind (-32601 unsupported, -32602 bad arguments, -32600
+ * released, -32603 otherwise; the client's own for a rejection), so a host method that lets one
+ * propagate answers with that code (a runner turn that does fails with -32603 and its message).
+ * `method` is the ACP method called, when there is one.
+ */
+class ClientError extends AcpError {
+  constructor(code, message, data, details) {
+    super(code, message, data)
+    const { kind, ...rest } = details ?? {}
+    this.kind = kind ?? new.target.kind ?? 'unknown'
+    if (!('method' in rest)) this.method = null
+    Object.assign(this, rest)
+  }
+}
+
+/** Defines a `ClientError` subclass for `kind`, named `name`. */
+function clientErrorClass(name, kind, base = ClientError) {
+  const cls = { [name]: class extends base {} }[name]
+  Object.defineProperty(cls, 'kind', { value: kind })
+  Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true })
+  return cls
+}
+
+Object.defineProperty(ClientError.prototype, 'name', { value: 'ClientError', writable: true, configurable: true })
+/** The client did not advertise `capability`, which `method` needs; nothing was sent. */
+const UnsupportedError = clientErrorClass('UnsupportedError', 'unsupported')
+/** The path given as `field` (`path`, `cwd`) is not absolute; nothing was sent. */
+const RelativePathError = clientErrorClass('RelativePathError', 'relative_path')
+/** The argument `field` is not valid for the call (`reason` says why); nothing was sent. */
+const InvalidArgumentError = clientErrorClass('InvalidArgumentError', 'invalid_argument')
+/** The session is not established yet (a call made while `newSession` still runs); nothing was sent. */
+const NotEstablishedError = clientErrorClass('NotEstablishedError', 'not_established')
+/** The client answered with a JSON-RPC error: `code`, `message` and `data` are the client's. */
+const RejectedError = clientErrorClass('RejectedError', 'rejected')
+/** The client's answer does not match the pinned schema; `detail` says how. */
+const ProtocolError = clientErrorClass('ProtocolError', 'protocol')
+/** The terminal `terminalId` was already released; nothing was sent. */
+const ReleasedError = clientErrorClass('ReleasedError', 'released')
+
+const CLIENT_ERRORS = new Map(
+  [UnsupportedError, RelativePathError, InvalidArgumentError, NotEstablishedError, RejectedError, ProtocolError, ReleasedError].map(
+    (cls) => [cls.kind, cls],
+  ),
+)
+
+/**
+ * The error of a failed call to the client (called by the native addon): the `ClientError`
+ * subclass of its kind, or, for a call cancelled with its turn, an `AbortError` as Node's own
+ * cancellations (`name` "AbortError", `code` "ABORT_ERR") carrying `method`.
+ */
+function clientError({ kind, code, message, data, ...details }) {
+  if (kind === 'cancelled') {
+    const error = new Error(message)
+    error.name = 'AbortError'
+    error.code = 'ABORT_ERR'
+    error.method = details.method ?? null
+    return error
+  }
+  const cls = CLIENT_ERRORS.get(kind) ?? ClientError
+  return new cls(code, message, data ?? undefined, { kind, ...details })
+}
+native.__registerClientErrors(clientError)
+
+/** Leaving `await using` releases the terminal (once; a released terminal sends nothing). */
+if (Symbol.asyncDispose) {
+  native.Terminal.prototype[Symbol.asyncDispose] = function asyncDispose() {
+    return this.release()
+  }
+}
+
+/**
  * Serves this agent over a pair of Node streams (e.g. a child's stdio, a socket, PassThroughs in a
  * test) until `input` ends; resolves when every session is closed and all output written.
  */
@@ -57,6 +130,16 @@ native.Agent.prototype.serve = function serve(input, output) {
 }
 
 exports.AcpError = AcpError
+exports.ClientError = ClientError
+exports.UnsupportedError = UnsupportedError
+exports.RelativePathError = RelativePathError
+exports.InvalidArgumentError = InvalidArgumentError
+exports.NotEstablishedError = NotEstablishedError
+exports.RejectedError = RejectedError
+exports.ProtocolError = ProtocolError
+exports.ReleasedError = ReleasedError
+exports.Client = native.Client
+exports.Terminal = native.Terminal
 exports.ErrorCode = ErrorCode
 exports.Agent = native.Agent
 exports.Connection = native.Connection

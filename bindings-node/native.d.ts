@@ -34,16 +34,136 @@ export type SessionConfigOption = {
   | { type: 'boolean'; currentValue: boolean }
 )
 
-/** An authentication method advertised by `initialize` (ACP `AuthMethod`). */
-export interface AuthMethod { id: string; name: string; description?: string | null }
+/**
+ * An authentication method advertised by `initialize` (ACP `AuthMethod`): an agent method (the
+ * default: the agent authenticates through `authenticate`), or, schema v1.21.0, a `terminal`
+ * method: a client that advertised `auth.terminal` reruns the agent's launch command with `args`
+ * and `env` in a terminal, where the process logs the user in and exits 0 (it never sends
+ * `authenticate` for it). Terminal methods are listed only to clients that advertised them.
+ */
+export type AuthMethod =
+  | { type?: 'agent'; id: string; name: string; description?: string | null; _meta?: Record<string, unknown> | null }
+  | { type: 'terminal'; id: string; name: string; description?: string | null; args?: string[]; env?: Record<string, string>; _meta?: Record<string, unknown> | null }
+
+/** An ACP permission option (`PermissionOption`): offered to the user with a permission request. */
+export interface PermissionOption {
+  optionId: string
+  name: string
+  kind: 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always'
+  _meta?: Record<string, unknown> | null
+}
+
+/** Content of a tool call: a content block (bare or `{ type: 'content', content }`), a diff, or a terminal's live output. */
+export type ToolCallContent =
+  | ContentBlock
+  | { type: 'content'; content: ContentBlock }
+  | { type: 'diff'; path: string; oldText?: string | null; newText: string }
+  | { type: 'terminal'; terminalId: string }
+
+/** A file (and line) a tool call works on. */
+export interface ToolCallLocation { path: string; line?: number | null }
+
+/** A tool call to announce (`turn.startTool`). */
+export interface ToolCallSpec {
+  title: string
+  /** @default 'other' */
+  kind?: ToolKind
+  /** @default 'pending' */
+  status?: ToolCallStatus
+  content?: ToolCallContent[]
+  locations?: ToolCallLocation[]
+  rawInput?: unknown
+  rawOutput?: unknown
+}
+
+/** A change of a tool call (`turn.updateTool`): every field given replaces the call's. */
+export interface ToolCallFields {
+  title?: string
+  kind?: ToolKind
+  status?: ToolCallStatus
+  content?: ToolCallContent[]
+  locations?: ToolCallLocation[]
+  rawInput?: unknown
+  rawOutput?: unknown
+}
+
+/** How the user answered a question of the turn (`turn.ask`, `turn.fillForm`, `turn.openUrl`). */
+export type Reply =
+  | { kind: 'answered'; value: unknown }
+  | { kind: 'declined' }
+  | { kind: 'dismissed' }
+  | { kind: 'cancelled' }
+
+/** How a permission request with options was answered. */
+export type PermissionAnswer =
+  | { kind: 'action'; action: ApprovalAction }
+  | { kind: 'selected'; optionId: string }
+  | { kind: 'cancelled' }
+
+// ---- The client handle (acp_facade::client) ----
+
+/** What the client advertised in `initialize`. */
+export interface ClientCapabilities {
+  /** `fs.readTextFile`: `client.readTextFile` may be called. */
+  readTextFile: boolean
+  /** `fs.writeTextFile`: `client.writeTextFile` may be called. */
+  writeTextFile: boolean
+  /** `terminal`: `client.createTerminal` may be called. */
+  terminal: boolean
+  /** `elicitation.form`: `client.elicitForm` may be called. */
+  elicitationForm: boolean
+  /** `elicitation.url`: `client.elicitUrl` may be called. */
+  elicitationUrl: boolean
+  /** `auth.terminal`: terminal auth methods are advertised to it. */
+  authTerminal: boolean
+  /** The client's `_meta`, as sent. */
+  meta: Record<string, unknown> | null
+}
+
+/** An environment variable for a terminal command. */
+export interface EnvVariable { name: string; value: string }
+
+/** How a terminal's command exited: its exit code, or the signal that ended it. */
+export interface TerminalExitStatus { exitCode?: number | null; signal?: string | null }
+
+/** A terminal's output so far (`terminal/output`). */
+export interface TerminalOutput { output: string; truncated: boolean; exitStatus?: TerminalExitStatus | null }
+
+/**
+ * The restricted JSON Schema of a form elicitation (ACP `ElicitationSchema`): an object of
+ * primitive fields (string, number, integer, boolean, enums).
+ */
+export interface ElicitationSchema {
+  type?: 'object'
+  title?: string | null
+  description?: string | null
+  properties: Record<string, Record<string, unknown>>
+  required?: string[] | null
+}
+
+/** How the user answered an elicitation. */
+export type ElicitationAnswer =
+  | { action: 'accept'; values: Record<string, unknown> | null }
+  | { action: 'decline' }
+  | { action: 'cancel' }
+  | { action: 'other'; name: string }
+
+/** A URL elicitation: its id (for `client.completeElicitation`) and the user's answer. */
+export interface UrlElicitation { elicitationId: string; answer: ElicitationAnswer }
 
 /** An MCP server a client asked a session to use (ACP `McpServer`), passed through as sent. */
 export type McpServer = Record<string, unknown>
 
 // ---- The harness model (acp_facade::harness) ----
 
-/** A session's validated setup: absolute, canonical `cwd`. */
-export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[] }
+/**
+ * A session's validated setup: absolute, canonical `cwd`, extra roots, MCP servers, and the
+ * session's handle on the client (`client`): keep it with the session; it works once the session
+ * is established (after `newSession`, `loadSession` or `resumeSession` returned) and until it
+ * closes. Its calls made while a prompt is in flight are cancelled with that prompt, and go out
+ * after the updates of the events the session published before them.
+ */
+export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[]; client: Client }
 
 /** The closed control set of a permission gate. */
 export type ApprovalAction = 'approve' | 'approve_always' | 'deny'
@@ -204,6 +324,65 @@ export declare class Agent {
   get liveSessions(): number
 }
 
+/**
+ * The agent's handle on the client (the editor): files through its buffers, commands in its
+ * terminals, questions to the user. A host gets its session's as `setup.client`; a runner turn
+ * gets one tied to the turn as `turn.client`.
+ *
+ * Nothing is sent for a capability the client did not advertise (the Promise rejects with an
+ * `UnsupportedError` at once), nor with a relative path (`RelativePathError`). A call is
+ * cancelled with its turn (`session/cancel`, close, the client going away): the request is
+ * abandoned with `$/cancel_request` and the Promise rejects with an `AbortError`. The client's
+ * JSON-RPC error rejects with a `RejectedError` (its `code`, `message` and `data`).
+ */
+export declare class Client {
+  /** What the client advertised in `initialize`. */
+  get capabilities(): ClientCapabilities
+  /** The session's id, once the session is established. */
+  get sessionId(): string | null
+  /**
+   * Whether calls through this handle are cancelled now (its turn was cancelled, its session
+   * closed, the client went away).
+   */
+  get isCancelled(): boolean
+  /**
+   * Reads a text file through the client (`fs/read_text_file`): the editor's buffer when the
+   * file is open, unsaved edits included. `line` is the 1-based first line, `limit` the most
+   * lines to read. A missing file is conventionally the client's -32002 (`RejectedError`).
+   */
+  readTextFile(path: string, line?: number | null, limit?: number | null): Promise<string>
+  /**
+   * Writes a text file through the client (`fs/write_text_file`); the client creates it when
+   * missing.
+   */
+  writeTextFile(path: string, content: string): Promise<undefined>
+  /**
+   * Starts `command` with `args` in a terminal of the client (`terminal/create`); the command
+   * runs on after the Promise resolves. `env` adds environment variables, `cwd` (absolute) sets
+   * the working directory, `outputByteLimit` caps the output the client keeps.
+   */
+  createTerminal(command: string, args?: string[], env?: Record<string, string> | EnvVariable[] | null, cwd?: string | null, outputByteLimit?: number | null): Promise<Terminal>
+  /**
+   * Asks the user to fill in a form (`elicitation/create`, form mode) described by `schema`;
+   * never for secrets (passwords, keys, tokens: use `elicitUrl`). An accepted answer that does
+   * not fit the schema rejects with a `ProtocolError`.
+   */
+  elicitForm(message: string, schema: ElicitationSchema): Promise<ElicitationAnswer>
+  /**
+   * Asks the user to open `url` (`elicitation/create`, URL mode) under a fresh elicitation id.
+   * Accepting only means the user agreed to open it: when the step behind it is done, call
+   * `completeElicitation`. A URL that is not absolute rejects with an `InvalidArgumentError`.
+   */
+  elicitUrl(message: string, url: string): Promise<UrlElicitation>
+  /** Tells the client that the step behind a URL elicitation is done (`elicitation/complete`). */
+  completeElicitation(elicitationId: string): Promise<undefined>
+  /**
+   * Releases every terminal created through this handle's turn (the session's handle: every
+   * terminal of the session) and not released yet.
+   */
+  releaseTerminals(): Promise<undefined>
+}
+
 /** The agent's input, fed by the caller. */
 export declare class Connection {
   /** A new, open input. */
@@ -285,6 +464,43 @@ export declare class SqliteStore {
   static open(path: string): SqliteStore
 }
 
+/**
+ * A terminal the client runs for the agent (from `client.createTerminal`).
+ *
+ * Released exactly once: by `release()`, when leaving `await using`
+ * (`[Symbol.asyncDispose]`), when the object is garbage-collected, when its turn ends (killed
+ * first when the turn was cancelled), or when its session closes. After that every call rejects
+ * with a `ReleasedError`, sending nothing (`release()` again resolves and sends nothing).
+ */
+export declare class Terminal {
+  /** The terminal's id. */
+  get id(): string
+  /**
+   * Tool-call content embedding the terminal's live output, `{ type: "terminal", terminalId }`:
+   * put it in a tool call before releasing the terminal.
+   */
+  get content(): { type: 'terminal'; terminalId: string }
+  /** Whether the terminal was released. */
+  get isReleased(): boolean
+  /**
+   * The output so far (`terminal/output`), whether the client truncated it, and the exit status
+   * once the command has exited.
+   */
+  output(): Promise<TerminalOutput>
+  /**
+   * Waits until the command exits (`terminal/wait_for_exit`): its exit code, or the signal that
+   * ended it. Cancelled with the turn, which kills and releases the terminal.
+   */
+  waitForExit(): Promise<TerminalExitStatus>
+  /** Kills the command (`terminal/kill`); the terminal stays usable until released. */
+  kill(): Promise<undefined>
+  /**
+   * Releases the terminal (`terminal/release`; the client kills the command if it still runs).
+   * Once: a terminal already released sends nothing and resolves.
+   */
+  release(): Promise<undefined>
+}
+
 /** One running turn, handed to `runTurn`. */
 export declare class Turn {
   /** The session this turn runs in. */
@@ -327,10 +543,52 @@ export declare class Turn {
    */
   requestPermission(callId: string, title: string, controls?: ApprovalAction[]): Promise<Permission>
   /**
-   * Asks the user a question. ACP v1.20.0 has no wire form for it, so over ACP this resolves
-   * `null` when the turn is cancelled.
+   * Asks the user a question: the answer's text, or `null` when the user declined or dismissed
+   * it, or the turn was cancelled (`ask` tells those apart).
    */
   askUser(question: string): Promise<unknown>
+  /**
+   * Asks the user a question: a form elicitation with one required string field (`answer`)
+   * when the client advertised `elicitation.form`; otherwise it waits until the turn is
+   * cancelled.
+   */
+  ask(question: string): Promise<Reply>
+  /**
+   * Asks the user to fill in a form (never for secrets): a form elicitation with `schema` when
+   * the client advertised `elicitation.form`; the answer holds the values by field name.
+   */
+  fillForm(message: string, schema: ElicitationSchema): Promise<Reply>
+  /**
+   * Asks the user to open `url`: a URL elicitation when the client advertised
+   * `elicitation.url`; once the user accepted, the agent tells the client the step is done
+   * (`elicitation/complete`). For a step that finishes later, use `client.elicitUrl` and
+   * `client.completeElicitation`.
+   */
+  openUrl(message: string, url: string): Promise<Reply>
+  /**
+   * Asks for permission to run a tool call offering `controls` and then the host-defined
+   * `options` (ACP permission options, e.g. `{ optionId: "reject_always", name: "Never", kind:
+   * "reject_always" }`); the answer is checked against what was offered.
+   * @param controls - the controls offered first. @default `["approve", "approve_always", "deny"]`
+   */
+  requestPermissionWithOptions(callId: string, title: string, controls?: ApprovalAction[] | null, options?: PermissionOption[]): Promise<PermissionAnswer>
+  /** Announces a tool call (`tool_call`) with everything in `spec`; resolves with its id. */
+  startTool(spec: ToolCallSpec): Promise<string>
+  /**
+   * Changes a tool call (`tool_call_update`): every field given replaces the call's (`content`
+   * and `locations` as whole lists). A status of `completed` or `failed` finishes the call: it
+   * is recorded as it ended, and `session/load` replays it so. Paced like `text`.
+   */
+  updateTool(callId: string, fields: ToolCallFields): Promise<void> | null
+  /**
+   * The turn's handle on the client: read and write files through the editor, run commands in
+   * its terminals, ask the user. Its calls go out after the updates of what the turn did
+   * before them, are cancelled with the turn, and its terminals are released when the turn
+   * ends (killed first when it was cancelled).
+   */
+  get client(): Client
+  /** What the client advertised (`fs`, `terminal`, `elicitation`, `_meta`). */
+  get clientCapabilities(): ClientCapabilities
   /** Reports context usage (`usage_update`); closes the current step first. */
   usage(used: number, size: number): Promise<void> | null
   /** Closes the current step, if it has content. */

@@ -24,7 +24,8 @@
 //! Commands are split on whitespace (no quoting). A measurement that fails (the agent exits, errs,
 //! or takes longer than `--timeout-s`) is reported as failed; the others go on.
 //!
-//! `acp-facade-bench stores …` compares the demo's session stores instead (see `stores`).
+//! `acp-facade-bench stores …` compares the demo's session stores instead (see `stores`);
+//! `acp-facade-bench client …` measures calls to the client issued by a turn (see `client`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line report")]
 #![allow(clippy::cast_precision_loss, reason = "counts and byte sizes shown as floating-point rates and MiB")]
@@ -36,6 +37,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod binding_goals;
+mod client;
 mod stores;
 
 struct Config {
@@ -686,6 +688,10 @@ fn goals(
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("stores") {
         stores::main(std::env::args().skip(2));
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("client") {
+        client::main(std::env::args().skip(2));
         return;
     }
     let config = parse();

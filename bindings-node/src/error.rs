@@ -5,10 +5,23 @@
 //! `data`; any other throw or rejection answers `-32603` with its message ([`from_js`]).
 //!
 //! Rust → JS: every error this binding throws carries a stable string `code` ([`Code`]).
+//!
+//! A failed call to the client ([`ClientError`]) rejects with the `ClientError` subclass of its
+//! kind (`UnsupportedError`, `RelativePathError`, `InvalidArgumentError`, `NotEstablishedError`,
+//! `RejectedError`, `ProtocolError`, `ReleasedError`): an `AcpError` whose numeric `code` is the one
+//! the core gives the kind (`From<ClientError> for Error`: the client's own for a rejection), with
+//! `kind`, `method` and the kind's details. A cancelled call rejects with an `AbortError`
+//! (`name` `"AbortError"`, `code` `"ABORT_ERR"`, as Node's own cancellations). The classes are
+//! JavaScript's (`index.js`), which hands this binding their factory once
+//! ([`register_client_errors`]); thrown back from a host method, a `ClientError` answers with its
+//! code like any `AcpError`.
 
+use acp_facade::client::ClientError;
 use acp_facade::error::{Error as AcpError, ErrorExt};
-use napi::bindgen_prelude::{JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{Function, FunctionRef, JsObjectValue, Object, Unknown};
 use napi::{Env, JsValue, ValueType};
+use napi_derive::napi;
+use serde_json::{Value, json};
 
 /// The stable `code` of an error thrown to JavaScript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +96,7 @@ pub fn from_js(env: &Env, value: &Unknown<'_>) -> AcpError {
                 return AcpError::internal_msg("the Node host failed");
             };
             let message = string_property(&object, "message").unwrap_or_else(|| "the Node host failed".to_owned());
-            let is_acp = string_property(&object, "name").as_deref() == Some("AcpError");
+            let is_acp = string_property(&object, "name").is_some_and(|name| ACP_ERROR_NAMES.contains(&name.as_str()));
             let code = object
                 .get_named_property::<Unknown<'_>>("code")
                 .ok()
@@ -120,6 +133,69 @@ pub fn from_js(env: &Env, value: &Unknown<'_>) -> AcpError {
                 .unwrap_or_else(|_| "the Node host failed".to_owned()),
         ),
     }
+}
+
+/// The `name`s of the `AcpError` classes (`AcpError` and the `ClientError` family of `index.js`):
+/// thrown from a host method, they answer with their own code.
+const ACP_ERROR_NAMES: [&str; 9] = [
+    "AcpError",
+    "ClientError",
+    "UnsupportedError",
+    "RelativePathError",
+    "InvalidArgumentError",
+    "NotEstablishedError",
+    "RejectedError",
+    "ProtocolError",
+    "ReleasedError",
+];
+
+/// The factory of client errors `index.js` registers: `({ kind, code, message, data, method,
+/// ...details }) => Error`.
+struct ClientErrors(FunctionRef<Value, Unknown<'static>>);
+
+/// Registers the factory of client errors (called once by `index.js` in each environment).
+#[napi(skip_typescript, js_name = "__registerClientErrors")]
+pub fn register_client_errors(env: Env, factory: Function<'_, Value, Unknown<'static>>) -> Result<()> {
+    let factory = ClientErrors(factory.create_ref().map_err(recode)?);
+    env.set_instance_data(factory, (), |_| {}).map_err(recode)
+}
+
+/// A failed call to the client as the JavaScript error of its kind (see the module doc).
+pub fn client_error(env: &Env, error: &ClientError) -> napi::Error {
+    let rpc = AcpError::from(error.clone());
+    let mut details = json!({
+        "kind": error.kind(),
+        "code": i32::from(rpc.code),
+        "message": rpc.message,
+        "data": rpc.data,
+    });
+    let more = match error {
+        ClientError::Unsupported { method, capability } => json!({"method": method, "capability": capability}),
+        ClientError::RelativePath { field, path } => json!({"field": field, "path": path}),
+        ClientError::InvalidArgument { field, reason } => json!({"field": field, "reason": reason}),
+        ClientError::NotEstablished { method }
+        | ClientError::Cancelled { method }
+        | ClientError::Rejected { method, .. } => {
+            json!({"method": method})
+        }
+        ClientError::Protocol { method, detail } => json!({"method": method, "detail": detail}),
+        ClientError::Released { terminal_id } => json!({"terminalId": terminal_id}),
+        _ => json!({}),
+    };
+    if let (Some(details), Value::Object(more)) = (details.as_object_mut(), more) {
+        details.extend(more);
+    }
+    let built = || -> napi::Result<napi::Error> {
+        let factory = env
+            .get_instance_data::<ClientErrors>()?
+            .ok_or_else(|| napi::Error::from_reason("the client errors were not registered"))?;
+        let value = factory.0.borrow_back(env)?.call(details)?;
+        Ok(napi::Error::from(value))
+    };
+    built().unwrap_or_else(|e| {
+        tracing::warn!(error = %e.reason, "could not build a client error");
+        napi::Error::new(napi::Status::GenericFailure, error.to_string())
+    })
 }
 
 /// The JSON-RPC error for a failure captured by napi (a throw out of a threadsafe call, or a

@@ -34,16 +34,136 @@ export type SessionConfigOption = {
   | { type: 'boolean'; currentValue: boolean }
 )
 
-/** An authentication method advertised by `initialize` (ACP `AuthMethod`). */
-export interface AuthMethod { id: string; name: string; description?: string | null }
+/**
+ * An authentication method advertised by `initialize` (ACP `AuthMethod`): an agent method (the
+ * default: the agent authenticates through `authenticate`), or, schema v1.21.0, a `terminal`
+ * method: a client that advertised `auth.terminal` reruns the agent's launch command with `args`
+ * and `env` in a terminal, where the process logs the user in and exits 0 (it never sends
+ * `authenticate` for it). Terminal methods are listed only to clients that advertised them.
+ */
+export type AuthMethod =
+  | { type?: 'agent'; id: string; name: string; description?: string | null; _meta?: Record<string, unknown> | null }
+  | { type: 'terminal'; id: string; name: string; description?: string | null; args?: string[]; env?: Record<string, string>; _meta?: Record<string, unknown> | null }
+
+/** An ACP permission option (`PermissionOption`): offered to the user with a permission request. */
+export interface PermissionOption {
+  optionId: string
+  name: string
+  kind: 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always'
+  _meta?: Record<string, unknown> | null
+}
+
+/** Content of a tool call: a content block (bare or `{ type: 'content', content }`), a diff, or a terminal's live output. */
+export type ToolCallContent =
+  | ContentBlock
+  | { type: 'content'; content: ContentBlock }
+  | { type: 'diff'; path: string; oldText?: string | null; newText: string }
+  | { type: 'terminal'; terminalId: string }
+
+/** A file (and line) a tool call works on. */
+export interface ToolCallLocation { path: string; line?: number | null }
+
+/** A tool call to announce (`turn.startTool`). */
+export interface ToolCallSpec {
+  title: string
+  /** @default 'other' */
+  kind?: ToolKind
+  /** @default 'pending' */
+  status?: ToolCallStatus
+  content?: ToolCallContent[]
+  locations?: ToolCallLocation[]
+  rawInput?: unknown
+  rawOutput?: unknown
+}
+
+/** A change of a tool call (`turn.updateTool`): every field given replaces the call's. */
+export interface ToolCallFields {
+  title?: string
+  kind?: ToolKind
+  status?: ToolCallStatus
+  content?: ToolCallContent[]
+  locations?: ToolCallLocation[]
+  rawInput?: unknown
+  rawOutput?: unknown
+}
+
+/** How the user answered a question of the turn (`turn.ask`, `turn.fillForm`, `turn.openUrl`). */
+export type Reply =
+  | { kind: 'answered'; value: unknown }
+  | { kind: 'declined' }
+  | { kind: 'dismissed' }
+  | { kind: 'cancelled' }
+
+/** How a permission request with options was answered. */
+export type PermissionAnswer =
+  | { kind: 'action'; action: ApprovalAction }
+  | { kind: 'selected'; optionId: string }
+  | { kind: 'cancelled' }
+
+// ---- The client handle (acp_facade::client) ----
+
+/** What the client advertised in `initialize`. */
+export interface ClientCapabilities {
+  /** `fs.readTextFile`: `client.readTextFile` may be called. */
+  readTextFile: boolean
+  /** `fs.writeTextFile`: `client.writeTextFile` may be called. */
+  writeTextFile: boolean
+  /** `terminal`: `client.createTerminal` may be called. */
+  terminal: boolean
+  /** `elicitation.form`: `client.elicitForm` may be called. */
+  elicitationForm: boolean
+  /** `elicitation.url`: `client.elicitUrl` may be called. */
+  elicitationUrl: boolean
+  /** `auth.terminal`: terminal auth methods are advertised to it. */
+  authTerminal: boolean
+  /** The client's `_meta`, as sent. */
+  meta: Record<string, unknown> | null
+}
+
+/** An environment variable for a terminal command. */
+export interface EnvVariable { name: string; value: string }
+
+/** How a terminal's command exited: its exit code, or the signal that ended it. */
+export interface TerminalExitStatus { exitCode?: number | null; signal?: string | null }
+
+/** A terminal's output so far (`terminal/output`). */
+export interface TerminalOutput { output: string; truncated: boolean; exitStatus?: TerminalExitStatus | null }
+
+/**
+ * The restricted JSON Schema of a form elicitation (ACP `ElicitationSchema`): an object of
+ * primitive fields (string, number, integer, boolean, enums).
+ */
+export interface ElicitationSchema {
+  type?: 'object'
+  title?: string | null
+  description?: string | null
+  properties: Record<string, Record<string, unknown>>
+  required?: string[] | null
+}
+
+/** How the user answered an elicitation. */
+export type ElicitationAnswer =
+  | { action: 'accept'; values: Record<string, unknown> | null }
+  | { action: 'decline' }
+  | { action: 'cancel' }
+  | { action: 'other'; name: string }
+
+/** A URL elicitation: its id (for `client.completeElicitation`) and the user's answer. */
+export interface UrlElicitation { elicitationId: string; answer: ElicitationAnswer }
 
 /** An MCP server a client asked a session to use (ACP `McpServer`), passed through as sent. */
 export type McpServer = Record<string, unknown>
 
 // ---- The harness model (acp_facade::harness) ----
 
-/** A session's validated setup: absolute, canonical `cwd`. */
-export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[] }
+/**
+ * A session's validated setup: absolute, canonical `cwd`, extra roots, MCP servers, and the
+ * session's handle on the client (`client`): keep it with the session; it works once the session
+ * is established (after `newSession`, `loadSession` or `resumeSession` returned) and until it
+ * closes. Its calls made while a prompt is in flight are cancelled with that prompt, and go out
+ * after the updates of the events the session published before them.
+ */
+export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[]; client: Client }
 
 /** The closed control set of a permission gate. */
 export type ApprovalAction = 'approve' | 'approve_always' | 'deny'

@@ -17,9 +17,14 @@
 //! ([`Compactor`]) and `configOptions` + `setConfigOption` ([`RuntimeConfig`]). Its methods are
 //! looked up on the object at each call, through the host's one [`Invoker`]; the agent holds
 //! the object until the session is closed.
+//!
+//! A session-opening call hands the host the session's handle on the client as `setup.client`
+//! (a [`Client`]), ordered after the session's own updates: its calls wait until the facade has
+//! forwarded what the session published to its hub before them ([`in_order_with`](acp_facade::client::Client::in_order_with),
+//! told which hub once the host returned the session).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 use acp_facade::acp::{
     AuthMethod, AuthMethodId, ContentBlock, SessionConfigId, SessionConfigOption, SessionConfigOptionValue, SessionId,
@@ -40,18 +45,32 @@ use serde_json::{Value, json};
 use crate::callback::{
     BuildArgs, Convert, Invoker, JsMethod, SharedObject, ignore, no_args, serde_args, serde_convert,
 };
+use crate::client::Client;
 use crate::harness::event_from_json;
 
-/// `([sessionId,] setup)` as JS arguments; the core gives the setup its shape (see [`Setup`]).
-fn setup_args(session_id: Option<SessionId>, setup: Setup) -> BuildArgs {
-    Box::new(move |env| {
+/// The hub a session publishes to, once the host returned the session: what its handle on the
+/// client orders its calls after.
+type HubSlot = Arc<OnceLock<Weak<EventHub>>>;
+
+/// `([sessionId,] setup)` as JS arguments, the setup with the session's handle on the client as
+/// `client`; the core gives the setup its shape (see [`Setup`]). The returned slot takes the
+/// session's hub.
+fn setup_args(session_id: Option<SessionId>, setup: Setup) -> (BuildArgs, HubSlot) {
+    let slot: HubSlot = Arc::default();
+    let hub = slot.clone();
+    let published = Arc::new(move || hub.get().and_then(Weak::upgrade).map_or(0, |hub| hub.published()));
+    let client = setup.client().in_order_with(published);
+    let args: BuildArgs = Box::new(move |env| {
         let mut args = Vec::with_capacity(2);
         if let Some(id) = &session_id {
             args.push(env.to_js_value(&id.0)?.raw());
         }
-        args.push(env.to_js_value(&setup)?.raw());
+        let mut object: Object<'_> = env.to_js_value(&setup)?.coerce_to_object()?;
+        object.set_named_property("client", Client::session(client))?;
+        args.push(object.raw());
         Ok(args)
-    })
+    });
+    (args, slot)
 }
 
 fn method(object: &Object<'_>, name: &str) -> napi::Result<Option<JsMethod>> {
@@ -108,8 +127,9 @@ struct JsHost {
 #[async_trait]
 impl SessionHost for JsHost {
     async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
-        let convert = live_session_convert(self.invoker.clone());
-        let session = self.new_session.call(setup_args(None, setup), convert).await?;
+        let (args, slot) = setup_args(None, setup);
+        let convert = live_session_convert(self.invoker.clone(), slot);
+        let session = self.new_session.call(args, convert).await?;
         Ok(session)
     }
 }
@@ -119,14 +139,14 @@ struct JsLoader(JsMethod, Invoker);
 #[async_trait]
 impl SessionLoader for JsLoader {
     async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession> {
-        let args = setup_args(Some(session_id), setup);
+        let (args, slot) = setup_args(Some(session_id), setup);
         let invoker = self.1.clone();
         let convert: Convert<LoadedSession> = Box::new(move |env, value| {
             let object = as_object(&value, "loadSession result")?;
             let session_value: Unknown<'_> = object.get_named_property("session").map_err(|e| {
                 AcpError::internal_msg(format!("loadSession must return `{{ session, history }}`: {e}"))
             })?;
-            let session = live_session_from(env, &session_value, &invoker)?;
+            let session = live_session_from(env, &session_value, &invoker, &slot)?;
             let history = match object.get_named_property::<Unknown<'_>>("history") {
                 Ok(h) if !matches!(h.get_type(), Ok(ValueType::Undefined | ValueType::Null)) => {
                     let events: Vec<Value> = env
@@ -151,8 +171,8 @@ struct JsResumer(JsMethod, Invoker);
 #[async_trait]
 impl SessionResumer for JsResumer {
     async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
-        let args = setup_args(Some(session_id), setup);
-        self.0.call(args, live_session_convert(self.1.clone())).await
+        let (args, slot) = setup_args(Some(session_id), setup);
+        self.0.call(args, live_session_convert(self.1.clone(), slot)).await
     }
 }
 
@@ -282,12 +302,18 @@ fn as_object<'a>(value: &Unknown<'a>, what: &str) -> Result<Object<'a>, AcpError
     }
 }
 
-fn live_session_convert(invoker: Invoker) -> Convert<Arc<dyn LiveSession>> {
-    Box::new(move |env, value| live_session_from(env, &value, &invoker))
+fn live_session_convert(invoker: Invoker, slot: HubSlot) -> Convert<Arc<dyn LiveSession>> {
+    Box::new(move |env, value| live_session_from(env, &value, &invoker, &slot))
 }
 
-/// A JS live session (on the JS thread); its methods are called through `invoker`.
-fn live_session_from(env: &Env, value: &Unknown<'_>, invoker: &Invoker) -> Result<Arc<dyn LiveSession>, AcpError> {
+/// A JS live session (on the JS thread); its methods are called through `invoker`, its hub goes
+/// in `slot`.
+fn live_session_from(
+    env: &Env,
+    value: &Unknown<'_>,
+    invoker: &Invoker,
+    slot: &HubSlot,
+) -> Result<Arc<dyn LiveSession>, AcpError> {
     let _ = env;
     let object = as_object(value, "a live session")?;
     let invalid = |e: napi::Error| AcpError::internal_msg(format!("invalid live session: {e}"));
@@ -308,9 +334,11 @@ fn live_session_from(env: &Env, value: &Unknown<'_>, invoker: &Invoker) -> Resul
         (Some(snapshot), Some(set)) => Some(JsConfig { snapshot, set }),
         _ => None,
     };
+    let hub = hub.hub();
+    let _ = slot.set(Arc::downgrade(&hub));
     Ok(Arc::new(JsLiveSession {
         id: SessionId::new(id),
-        hub: hub.hub(),
+        hub,
         submit: need("submit")?,
         interrupt: need("interrupt")?,
         respond_gate: need("respondGate")?,

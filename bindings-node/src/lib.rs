@@ -6,6 +6,8 @@
 //! - [`error`]: `AcpError` in both directions and the stable `code` of errors surfaced to JS.
 //! - [`callback`]: calling JavaScript host methods from Rust (weak, non-callee-handled
 //!   threadsafe functions, `this` bound to the host object, Promise or plain return values).
+//! - [`client`]: the agent's handle on the client (`Client`, `Terminal`): files, terminals,
+//!   elicitation.
 //! - [`host`]: JS objects implementing the host interfaces.
 //! - [`hub`]: the `EventHub` a JS live session publishes to.
 //! - [`pace`]: the core's back-pressure as JS sees it (`null` or a Promise; `ERR_ACP_QUEUE_FULL`).
@@ -32,6 +34,7 @@
 
 pub mod agent;
 pub mod callback;
+pub mod client;
 pub mod error;
 pub mod harness;
 pub mod host;

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
-import { AcpError, Agent, ErrorCode, EventHub, MemoryStore, Runner } from 'acp-facade'
+import { AcpError, Agent, Client, ErrorCode, EventHub, MemoryStore, Runner } from 'acp-facade'
 
 import { chunkText, serveInProcess, textPrompt } from './support/client.mjs'
 
@@ -77,7 +77,7 @@ describe('host interfaces', () => {
     await conn.end()
   })
 
-  test('newSession receives the setup as { cwd, additionalDirectories, mcpServers }', async () => {
+  test('newSession receives the setup as { cwd, additionalDirectories, mcpServers, client }', async () => {
     const setups = []
     const conn = serveInProcess(
       new Agent({
@@ -90,8 +90,11 @@ describe('host interfaces', () => {
     await conn.initialize()
     const server = { name: 'fs', command: '/bin/mcp-fs', args: ['--ro'], env: [] }
     await conn.connection.newSession({ cwd: '/nonexistent/acp-facade', mcpServers: [server] })
-    assert.deepEqual(setups, [{ cwd: '/nonexistent/acp-facade', additionalDirectories: [], mcpServers: [server] }])
-    assert.deepEqual(Object.keys(setups[0]), ['cwd', 'additionalDirectories', 'mcpServers'])
+    const [{ client, ...setup }] = setups
+    assert.deepEqual(setup, { cwd: '/nonexistent/acp-facade', additionalDirectories: [], mcpServers: [server] })
+    assert.deepEqual(Object.keys(setups[0]), ['cwd', 'additionalDirectories', 'mcpServers', 'client'])
+    assert.ok(client instanceof Client)
+    assert.equal(client.capabilities.readTextFile, false)
     await conn.end()
   })
 

@@ -1,6 +1,6 @@
-// The README's Node quick start, run as an agent under the official ACP TypeScript client, from a
-// project of its own whose node_modules/acp-facade is this checkout (as `npm install` of it would
-// link it). The other README snippets are checked in their own languages: bindings-python/tests/
+// The README's Node snippets — the quick start, and "read a file and run a command through the
+// editor" — each run as an agent under the official ACP TypeScript client, from a project of its
+// own whose node_modules/acp-facade is this checkout (as `npm install` of it would link it). The other README snippets are checked in their own languages: bindings-python/tests/
 // test_readme.py says where.
 
 import assert from 'node:assert/strict'
@@ -11,6 +11,16 @@ import { test } from 'node:test'
 
 import { ROOT, chunkText, spawnAgent, textPrompt } from './support/client.mjs'
 
+/** A project of its own whose node_modules/acp-facade is this checkout, running `snippet`. */
+function project(snippet) {
+  const dir = mkdtempSync(join(tmpdir(), 'acp-facade-readme-'))
+  mkdirSync(join(dir, 'node_modules'))
+  symlinkSync(ROOT, join(dir, 'node_modules', 'acp-facade'), 'dir')
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'quick-start', private: true, type: 'module' }))
+  writeFileSync(join(dir, 'snippet.mjs'), snippet)
+  return dir
+}
+
 /** The fenced blocks of the README in `language`. */
 function blocks(language) {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
@@ -18,9 +28,9 @@ function blocks(language) {
 }
 
 test('the Node quick start serves the official client', async () => {
-  const [snippet, ...more] = blocks('js')
-  assert.ok(snippet, 'the README has a js block')
-  assert.equal(more.length, 0, 'one js block: the quick start')
+  const [snippet, editorSnippet, ...more] = blocks('js')
+  assert.ok(snippet && editorSnippet, 'the README has two js blocks')
+  assert.equal(more.length, 0, 'two js blocks: the quick start and the editor calls')
   const project = mkdtempSync(join(tmpdir(), 'acp-facade-readme-'))
   try {
     mkdirSync(join(project, 'node_modules'))
@@ -46,5 +56,63 @@ test('the Node quick start serves the official client', async () => {
     assert.ok(existsSync(join(project, 'sessions.sqlite')), 'the quick start keeps its sessions in SQLite')
   } finally {
     rmSync(project, { recursive: true, force: true })
+  }
+})
+
+test('the Node "read a file, run a command" snippet calls the editor, and says why it cannot', async () => {
+  const [, snippet] = blocks('js')
+  const dir = project(snippet)
+  const calls = []
+  const handlers = {
+    async readTextFile(params) {
+      calls.push(['read', params.path])
+      return { content: 'file text' }
+    },
+    async createTerminal(params) {
+      calls.push(['create', params.command, params.args, params.cwd])
+      return { terminalId: 't1' }
+    },
+    async waitForTerminalExit() {
+      return { exitCode: 0 }
+    },
+    async terminalOutput() {
+      return { output: 'hi\n', truncated: false }
+    },
+    async releaseTerminal(params) {
+      calls.push(['release', params.terminalId])
+      return {}
+    },
+  }
+  try {
+    for (const clientCapabilities of [{ fs: { readTextFile: true }, terminal: true }, {}]) {
+      calls.length = 0
+      const agent = spawnAgent([], { script: join(dir, 'snippet.mjs'), cwd: dir, handlers, clientCapabilities })
+      const init = await agent.initialize()
+      assert.deepEqual([init.agentInfo?.name, init.agentInfo?.version], ['editor', '1.0.0'])
+      const { sessionId } = await agent.connection.newSession({ cwd: dir, mcpServers: [] })
+      const chunks = []
+      for (const line of ['read /work/a.txt', 'run echo hi', 'read rel']) {
+        const before = agent.updatesOf(sessionId).length
+        assert.equal((await agent.connection.prompt(textPrompt(sessionId, line))).stopReason, 'end_turn')
+        chunks.push(chunkText(agent.updatesOf(sessionId).slice(before)))
+      }
+      if (clientCapabilities.terminal) {
+        assert.deepEqual(chunks.slice(0, 2), ['file text', 'hi\nexit: 0'])
+        assert.match(chunks[2], /^read failed: -32602 /)
+        assert.deepEqual(calls, [
+          ['read', '/work/a.txt'],
+          ['create', 'echo', ['hi'], dir],
+          ['release', 't1'],
+        ])
+      } else {
+        assert.match(chunks[0], /^read failed: -32601 /)
+        assert.match(chunks[1], /^run failed: -32601 /)
+        assert.deepEqual(calls, [], 'nothing sent to a client that advertised nothing')
+      }
+      agent.assertValid()
+      assert.deepEqual(await agent.hangUp(), { code: 0, signal: null }, agent.stderr())
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 })

@@ -17,7 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::bridge;
 use crate::harness::extract;
-use crate::host::{AuthMethodTuple, PyAuthenticator, PyHost, args};
+use crate::host::{PyAuthenticator, PyHost, args};
 
 /// The host parts and settings of an agent (the core `Options`).
 #[pyclass(name = "Options", module = "acp_facade._native", frozen)]
@@ -33,8 +33,8 @@ fn duration(seconds: f64, what: &str) -> PyResult<Duration> {
 #[pymethods]
 impl PyOptions {
     /// Options over one host adapter object that serves every part switched on here; `auth`, when
-    /// given, is `(methods, logout)`: the advertised `(id, name, description)` methods and whether
-    /// the host has `logout`.
+    /// given, is `(methods, logout)`: the advertised methods (ACP `AuthMethod`s in their wire
+    /// form) and whether the host has `logout`.
     #[staticmethod]
     #[pyo3(signature = (host, loader, resumer, catalog, deleter, auth=None))]
     // One flag per optional host part, as the Python side detected them.
@@ -45,12 +45,12 @@ impl PyOptions {
         resumer: bool,
         catalog: bool,
         deleter: bool,
-        auth: Option<(Vec<AuthMethodTuple>, bool)>,
-    ) -> Self {
+        auth: Option<(Bound<'_, PyAny>, bool)>,
+    ) -> PyResult<Self> {
         let host = Arc::new(PyHost::new(host));
         let mut options = Options::new(host.clone());
         if let Some((methods, logout)) = auth {
-            options = options.authenticator(Arc::new(PyAuthenticator::new(host.target.clone(), methods, logout)));
+            options = options.authenticator(Arc::new(PyAuthenticator::new(host.target.clone(), &methods, logout)?));
         }
         if loader {
             options = options.loader(host.clone());
@@ -64,15 +64,15 @@ impl PyOptions {
         if deleter {
             options = options.deleter(host);
         }
-        Self { inner: options }
+        Ok(Self { inner: options })
     }
 
     /// A copy whose authentication is served by `adapter` (a host adapter over the product's
-    /// authenticator): `methods` are the advertised `(id, name, description)` methods, `logout`
-    /// whether it has `logout`.
-    fn with_authenticator(&self, adapter: Py<PyAny>, methods: Vec<AuthMethodTuple>, logout: bool) -> Self {
-        let authenticator = PyAuthenticator::new(Arc::new(adapter), methods, logout);
-        Self { inner: self.inner.clone().authenticator(Arc::new(authenticator)) }
+    /// authenticator): `methods` are the advertised methods (ACP `AuthMethod`s in their wire
+    /// form), `logout` whether it has `logout`.
+    fn with_authenticator(&self, adapter: Py<PyAny>, methods: &Bound<'_, PyAny>, logout: bool) -> PyResult<Self> {
+        let authenticator = PyAuthenticator::new(Arc::new(adapter), methods, logout)?;
+        Ok(Self { inner: self.inner.clone().authenticator(Arc::new(authenticator)) })
     }
 
     /// A copy with the given settings changed (`None` keeps a setting).

@@ -5,15 +5,20 @@
 //! plain data. Every call goes through the [`bridge`]: queued in Rust, run as an
 //! asyncio task, answered synchronously. Capabilities follow the methods the product's objects
 //! define: the Python side reports them when an object is adapted.
+//!
+//! A session-opening call hands the host the session's handle on the client (`Setup.client`, a
+//! [`PyClient`]) beside the setup, ordered after the session's own updates: its calls wait until
+//! the facade has forwarded what the session published to its hub before them
+//! ([`Client::in_order_with`], told which hub once the host returned the session).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 use acp_facade::Error;
 use acp_facade::acp::{
-    AuthMethod, AuthMethodAgent, AuthMethodId, ContentBlock, SessionConfigId, SessionConfigOption,
-    SessionConfigOptionValue, SessionId,
+    AuthMethod, AuthMethodId, ContentBlock, SessionConfigId, SessionConfigOption, SessionConfigOptionValue, SessionId,
 };
+use acp_facade::client::Client;
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::{CommandId, Event, GateId, GateResponse};
 use acp_facade::host::{
@@ -26,6 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::bridge;
+use crate::client::PyClient;
 use crate::harness::{decode, encode};
 use crate::hub::PyEventHub;
 
@@ -51,14 +57,44 @@ impl PyHost {
     }
 }
 
-/// Adapts the `(id, hub, live adapter, capabilities)` tuple a session-opening call returns.
-fn live_from_py(value: &Bound<'_, PyAny>) -> Result<Arc<dyn LiveSession>, Error> {
+/// The hub a session publishes to, once the host returned the session: what its handle on the
+/// client orders its calls after.
+type HubSlot = Arc<OnceLock<Weak<EventHub>>>;
+
+/// The session's handle on the client for a session-opening call, and the slot its hub goes in.
+fn session_client(setup: &Setup) -> (Client, HubSlot) {
+    let slot: HubSlot = Arc::default();
+    let hub = slot.clone();
+    let published = Arc::new(move || hub.get().and_then(Weak::upgrade).map_or(0, |hub| hub.published()));
+    (setup.client().in_order_with(published), slot)
+}
+
+/// The arguments of a session-opening call: `([session_id,] setup, client)`.
+fn setup_args<'py>(
+    py: Python<'py>,
+    session_id: Option<SessionId>,
+    setup: &Setup,
+    client: Client,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let setup = encode(py, setup)?;
+    let client = Bound::new(py, PyClient::session(client))?;
+    match session_id {
+        Some(id) => args(py, (id.0.to_string(), setup, client)),
+        None => args(py, (setup, client)),
+    }
+}
+
+/// Adapts the `(id, hub, live adapter, capabilities)` tuple a session-opening call returns; its
+/// hub goes in `slot`.
+fn live_from_py(value: &Bound<'_, PyAny>, slot: &HubSlot) -> Result<Arc<dyn LiveSession>, Error> {
     let invalid = |e: PyErr| Error::internal_msg(format!("the host returned an invalid live session: {e}"));
     let (id, hub, target, caps): (String, Bound<'_, PyEventHub>, Py<PyAny>, (bool, bool, bool)) =
         value.extract().map_err(invalid)?;
+    let hub = hub.get().hub();
+    let _ = slot.set(Arc::downgrade(&hub));
     Ok(Arc::new(PyLiveSession {
         id: SessionId::new(id),
-        hub: hub.get().hub(),
+        hub,
         target: Arc::new(target),
         closer: caps.0,
         compactor: caps.1,
@@ -69,22 +105,30 @@ fn live_from_py(value: &Bound<'_, PyAny>) -> Result<Arc<dyn LiveSession>, Error>
 #[async_trait]
 impl SessionHost for PyHost {
     async fn new_session(&self, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
-        bridge::call(&self.target, "new_session", move |py| args(py, (encode(py, &setup)?,)), live_from_py).await
+        let (client, slot) = session_client(&setup);
+        bridge::call(
+            &self.target,
+            "new_session",
+            move |py| setup_args(py, None, &setup, client),
+            move |value| live_from_py(value, &slot),
+        )
+        .await
     }
 }
 
 #[async_trait]
 impl SessionLoader for PyHost {
     async fn load_session(&self, session_id: SessionId, setup: Setup) -> HostResult<LoadedSession> {
+        let (client, slot) = session_client(&setup);
         bridge::call(
             &self.target,
             "load_session",
-            move |py| args(py, (session_id.0.to_string(), encode(py, &setup)?)),
-            |value| {
+            move |py| setup_args(py, Some(session_id), &setup, client),
+            move |value| {
                 let (live, history): (Bound<'_, PyAny>, Bound<'_, PyAny>) = value
                     .extract()
                     .map_err(|e| Error::internal_msg(format!("the host returned an invalid loaded session: {e}")))?;
-                let session = live_from_py(&live)?;
+                let session = live_from_py(&live, &slot)?;
                 let history: Vec<Event> = decode(&history, "history")?;
                 Ok(LoadedSession { session, history })
             },
@@ -96,11 +140,12 @@ impl SessionLoader for PyHost {
 #[async_trait]
 impl SessionResumer for PyHost {
     async fn resume_session(&self, session_id: SessionId, setup: Setup) -> HostResult<Arc<dyn LiveSession>> {
+        let (client, slot) = session_client(&setup);
         bridge::call(
             &self.target,
             "resume_session",
-            move |py| args(py, (session_id.0.to_string(), encode(py, &setup)?)),
-            live_from_py,
+            move |py| setup_args(py, Some(session_id), &setup, client),
+            move |value| live_from_py(value, &slot),
         )
         .await
     }
@@ -146,9 +191,6 @@ impl SessionDeleter for PyHost {
     }
 }
 
-/// One advertised authentication method, as the Python side passes it: `(id, name, description)`.
-pub(crate) type AuthMethodTuple = (String, String, Option<String>);
-
 /// The product's authenticator, through the host adapter: `requires_authentication` is a sync
 /// hook answered through the bridge; `authenticate` and `logout` are `async def`.
 pub(crate) struct PyAuthenticator {
@@ -158,19 +200,12 @@ pub(crate) struct PyAuthenticator {
 }
 
 impl PyAuthenticator {
-    /// An authenticator calling `target` (a host adapter object).
-    pub(crate) fn new(target: Target, methods: Vec<AuthMethodTuple>, logout: bool) -> Self {
-        let methods = methods
-            .into_iter()
-            .map(|(id, name, description)| {
-                let mut method = AuthMethodAgent::new(id, name);
-                if let Some(description) = description {
-                    method = method.description(description);
-                }
-                AuthMethod::Agent(method)
-            })
-            .collect();
-        Self { target, methods, logout }
+    /// An authenticator calling `target` (a host adapter object), advertising `methods` (ACP
+    /// `AuthMethod`s in their wire form: agent methods, and `type: "terminal"` ones with their
+    /// `args` and `env`).
+    pub(crate) fn new(target: Target, methods: &Bound<'_, PyAny>, logout: bool) -> PyResult<Self> {
+        let methods: Vec<AuthMethod> = crate::harness::extract(methods, "auth methods")?;
+        Ok(Self { target, methods, logout })
     }
 }
 

@@ -1,7 +1,7 @@
 //! `acp_facade._native`: the Python binding of acp-facade.
 //!
 //! Only conversion and callback plumbing lives here; every piece of protocol logic stays in the
-//! `acp-facade` core. One file per core module it wraps ([`agent`], [`error`], [`harness`],
+//! `acp-facade` core. One file per core module it wraps ([`agent`], [`client`], [`error`], [`harness`],
 //! [`host`], [`hub`], [`pace`], [`runner`]), plus [`bridge`], the binding's own plumbing between the one process-wide
 //! Tokio runtime and the caller's asyncio loop.
 //!
@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 
 pub mod agent;
 pub mod bridge;
+pub mod client;
 pub mod error;
 pub mod harness;
 pub mod host;
@@ -63,6 +64,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     bridge::register(m)?;
     hub::register(m)?;
+    client::register(m)?;
     runner::register(m)?;
     agent::register(m)?;
     Ok(())

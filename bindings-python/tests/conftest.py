@@ -34,8 +34,22 @@ _RESPONSES = {
     "session/set_config_option": "SetSessionConfigOptionResponse",
     "session/prompt": "PromptResponse",
 }
-_AGENT_REQUESTS = {"session/request_permission": "RequestPermissionRequest"}
-_AGENT_NOTIFICATIONS = {"session/update": "SessionNotification", "$/cancel_request": "CancelRequestNotification"}
+_AGENT_REQUESTS = {
+    "session/request_permission": "RequestPermissionRequest",
+    "fs/read_text_file": "ReadTextFileRequest",
+    "fs/write_text_file": "WriteTextFileRequest",
+    "terminal/create": "CreateTerminalRequest",
+    "terminal/output": "TerminalOutputRequest",
+    "terminal/wait_for_exit": "WaitForTerminalExitRequest",
+    "terminal/kill": "KillTerminalRequest",
+    "terminal/release": "ReleaseTerminalRequest",
+    "elicitation/create": "CreateElicitationRequest",
+}
+_AGENT_NOTIFICATIONS = {
+    "session/update": "SessionNotification",
+    "$/cancel_request": "CancelRequestNotification",
+    "elicitation/complete": "CompleteElicitationNotification",
+}
 _VALIDATORS: Dict[str, Any] = {}
 
 
@@ -166,11 +180,12 @@ async def demo(*args: str, client: Optional[RecordingClient] = None, script: Pat
 
 @contextlib.asynccontextmanager
 async def connect(
-    agent: Any, client: Optional[RecordingClient] = None, validate: bool = True
+    agent: Any, client: Optional[RecordingClient] = None, validate: bool = True, capabilities: Any = None
 ) -> AsyncIterator[ClientSideConnection]:
     """Serves ``agent`` (an :class:`acp_facade.Agent`) over a socket pair in this loop and connects
-    the official client to it; with ``validate``, every message the agent sends is checked against
-    the schema (off for floods of thousands of identical chunks, where it is most of the time)."""
+    the official client to it, advertising ``capabilities`` (ACP ``ClientCapabilities``); with
+    ``validate``, every message the agent sends is checked against the schema (off for floods of
+    thousands of identical chunks, where it is most of the time)."""
     ours, theirs = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=ours)
     client_reader, client_writer = await asyncio.open_connection(sock=theirs)
@@ -179,7 +194,9 @@ async def connect(
     observers = [observer] if validate else []
     conn = ClientSideConnection(client or RecordingClient(), client_writer, client_reader, observers=observers)
     try:
-        conn.init_response = await conn.initialize(protocol_version=PROTOCOL_VERSION)  # type: ignore[attr-defined]
+        conn.init_response = await conn.initialize(  # type: ignore[attr-defined]
+            protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities
+        )
         yield conn
     finally:
         await conn.close()

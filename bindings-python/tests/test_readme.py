@@ -1,5 +1,6 @@
-"""The README's snippets, each checked in its own language: the Python quick start runs as an agent
-under the official ACP Python client; the JSON and TOML snippets parse and name what exists. (The
+"""The README's snippets, each checked in its own language: the Python quick start and the "read a
+file and run a command through the editor" snippet run as agents under the official ACP Python
+client; the JSON and TOML snippets parse and name what exists. (The
 Rust quick start is a doc test of the core crate, the Node one runs in bindings-node/test, and the
 Install commands run in the release verification, packaging/verify.)"""
 
@@ -67,7 +68,7 @@ def test_every_snippet_is_checked_somewhere() -> None:
 
 
 def test_python_quick_start_serves_the_official_client() -> None:
-    (snippet,) = of("python")
+    snippet, _editor = of("python")
 
     async def body() -> None:
         with tempfile.TemporaryDirectory() as cwd:
@@ -85,6 +86,40 @@ def test_python_quick_start_serves_the_official_client() -> None:
                 assert [(u.used, u.size) for u in usage] == [(42, 200_000)]
             assert (Path(cwd) / "sessions.sqlite").is_file(), "the quick start keeps its sessions in SQLite"
             assert not observer.violations, observer.violations
+
+    run(body)
+
+
+def test_python_editor_snippet_reads_and_runs_through_the_client() -> None:
+    from test_client import Editor, capabilities
+
+    _quick_start, snippet = of("python")
+
+    async def body() -> None:
+        with tempfile.TemporaryDirectory() as cwd:
+            script = Path(cwd) / "editor.py"
+            script.write_text(snippet)
+            for caps in (capabilities(read=True, terminal=True), capabilities(elicitation=True)):
+                client, observer = Editor(), SchemaObserver()
+                async with spawn_agent_process(client, sys.executable, str(script), cwd=cwd, observers=[observer]) as (conn, _):
+                    init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps)
+                    assert init.agent_info is not None and init.agent_info.name == "editor"
+                    session = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+                    said = []
+                    for line in ("read /work/notes.txt", "run true", "read relative.txt"):
+                        client.clear()
+                        reply = await conn.prompt(session_id=session, prompt=[text_block(line)])
+                        assert reply.stop_reason == "end_turn"
+                        said.append("".join(client.chunks()))
+                if caps.terminal:
+                    assert said[:2] == ["one\ntwo\nthree\n", "hello\nexit: 0"]
+                    assert said[2].startswith("read failed: -32602 ")
+                    assert [c for c, _ in client.calls] == ["read", "create", "wait", "output", "release"]
+                    assert client.named("create")[0]["cwd"] == str(Path(cwd).resolve())
+                else:
+                    assert said[0].startswith("read failed: -32601 ") and said[1].startswith("run failed: -32601 ")
+                    assert client.calls == [], "nothing sent to a client that did not advertise it"
+                assert not observer.violations, observer.violations
 
     run(body)
 

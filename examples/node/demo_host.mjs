@@ -2,7 +2,9 @@
 // The acp-facade demo agent on the Node turn runner: an ACP agent over stdio with a scripted
 // "model" and an SQLite store (or PostgreSQL, for a postgres:// URL). It behaves exactly like the
 // Rust one (examples/demo-agent) on the wire, as docs/DEMO.md describes:
-//   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed
+//   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed,
+//   and the lines that call the client: read PATH | write PATH TEXT… | run CMD ARG… | open URL,
+//   plus edit PATH and the benchmark's readloop N PATH [PARALLEL]
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing;
 //          a postgres:// URL keeps them in PostgreSQL, shared by every process using it),
 //          --page-size N (the largest session/list page, default 50),
@@ -15,7 +17,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-import { PostgresStore, Runner, SqliteStore } from 'acp-facade'
+import { ClientError, PostgresStore, Runner, SqliteStore, UnsupportedError } from 'acp-facade'
 
 const USAGE = `usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
    or: node demo_host.mjs [...]
@@ -80,6 +82,8 @@ function defaultStore() {
 // (they include U+FEFF and miss U+0085), so the demo uses the property itself.
 const WS_EDGES = /^\p{White_Space}+|\p{White_Space}+$/gu
 const WS_RUN = /\p{White_Space}+/u
+const WS_ONE = /\p{White_Space}/u
+const WS_START = /^\p{White_Space}+/u
 const trimWs = (s) => s.replace(WS_EDGES, '')
 const U64_MAX = 2n ** 64n - 1n
 
@@ -107,6 +111,159 @@ function commandText(turn) {
 }
 
 const utf8Length = (s) => Buffer.byteLength(s, 'utf8')
+
+// ---- the lines that call the client (DEMO.md: read, write, run, open; edit; readloop) ----------
+// Each takes `say` (the turn's text, counted for the usage report) and returns the turn's stop
+// reason. A client that did not advertise the capability gets no request: `VERB: not supported by
+// the client`; a client error: `VERB: error CODE MESSAGE`; both end `end_turn`. A call cancelled
+// with the turn rejects with an AbortError: the turn ends `cancelled`.
+
+/** `path` as the client must see it: absolute, relative ones taken from the session's cwd (`.`
+ * and repeated separators dropped, as Rust's `Path::components` does; `..` kept). */
+function absolute(turn, path) {
+  if (path.startsWith('/')) return path
+  const parts = `${turn.cwd}/${path}`.split('/').filter((part) => part !== '' && part !== '.')
+  return `/${parts.join('/')}`
+}
+
+const isAbort = (error) => error instanceof Error && error.name === 'AbortError'
+
+/** Says why a call of `verb` failed; `cancelled` when it was cancelled; rethrows anything else. */
+async function failed(say, verb, error) {
+  if (isAbort(error)) return 'cancelled'
+  if (error instanceof UnsupportedError) await say(`${verb}: not supported by the client`)
+  else if (error instanceof ClientError) await say(`${verb}: error ${error.code} ${error.message}`)
+  else throw error
+  return 'end_turn'
+}
+
+/** `read PATH`: the file's content through the client, as one message chunk. */
+async function read(turn, say, path) {
+  let content
+  try {
+    content = await turn.client.readTextFile(absolute(turn, path))
+  } catch (e) {
+    return failed(say, 'read', e)
+  }
+  await say(content)
+  return 'end_turn'
+}
+
+/** `write PATH TEXT…`: the rest of the line written to PATH through the client. */
+async function write(turn, say, rest) {
+  const space = WS_ONE.exec(rest)
+  const path = space ? rest.slice(0, space.index) : rest
+  const content = space ? rest.slice(space.index + space[0].length).replace(WS_START, '') : ''
+  try {
+    await turn.client.writeTextFile(absolute(turn, path), content)
+  } catch (e) {
+    return failed(say, 'write', e)
+  }
+  await say('write: ok')
+  return 'end_turn'
+}
+
+/** `run CMD ARG…`: the command in a client terminal (cwd the session's), shown in an `execute`
+ * tool call; its exit code as a message chunk. Cancelled while it runs: the handle kills and
+ * releases the terminal. */
+async function run(turn, say, line, command) {
+  const [program = '', ...args] = command.split(WS_RUN).filter((w) => w !== '')
+  let terminal
+  try {
+    terminal = await turn.client.createTerminal(program, args, null, turn.cwd)
+  } catch (e) {
+    return failed(say, 'run', e)
+  }
+  const call = await turn.startTool({ title: line, kind: 'execute', status: 'in_progress', content: [terminal.content] })
+  let exited
+  try {
+    exited = await terminal.waitForExit()
+    await terminal.output()
+  } catch (e) {
+    if (!isAbort(e)) await turn.updateTool(call, { status: 'failed' })
+    return failed(say, 'run', e)
+  }
+  const code = exited.exitCode ?? exited.signal ?? 'unknown'
+  await turn.updateTool(call, { status: exited.exitCode === 0 ? 'completed' : 'failed' })
+  await say(`exit: ${code}`)
+  try {
+    await terminal.release()
+  } catch (e) {
+    process.stderr.write(`the client failed to release a terminal: ${e.message}\n`)
+  }
+  return 'end_turn'
+}
+
+/** `open URL`: a URL elicitation; accepted, it is completed at once (`elicitation/complete`). */
+async function open(turn, say, url) {
+  const client = turn.client
+  let opened
+  try {
+    opened = await client.elicitUrl(`Open ${url}`, url)
+    if (opened.answer.action === 'accept') await client.completeElicitation(opened.elicitationId)
+  } catch (e) {
+    return failed(say, 'open', e)
+  }
+  if (opened.answer.action === 'accept') await say('opened')
+  else if (opened.answer.action === 'decline') await say('declined')
+  else return 'cancelled'
+  return 'end_turn'
+}
+
+/** `edit PATH`: an `edit` tool call proposing a diff of PATH, completed with a raw output. */
+async function edit(turn, say, path) {
+  const file = absolute(turn, path)
+  const call = await turn.startTool({
+    title: `edit ${path}`,
+    kind: 'edit',
+    status: 'in_progress',
+    locations: [{ path: file, line: 1 }],
+    content: [{ type: 'diff', path: file, oldText: 'old\n', newText: 'new\n' }],
+  })
+  await turn.updateTool(call, { status: 'completed', rawOutput: { ok: true } })
+  await say(`edited ${path}`)
+  return 'end_turn'
+}
+
+/** `readloop N PATH [PARALLEL]` (the benchmark's helper): `fs/read_text_file` of PATH N times, at
+ * most PARALLEL (1 when absent or 0) in flight at once; then the chunk `readloop: N`. */
+async function readLoop(turn, say, rest) {
+  const words = rest.split(WS_RUN).filter((w) => w !== '')
+  const count = words.length > 0 ? parseU64(words[0]) : 0
+  const path = absolute(turn, words[1] ?? '')
+  const parallel = (words.length > 2 ? parseU64(words[2]) : 0) || 1
+  const client = turn.client
+  let started = 0
+  let failure = false
+  const worker = async () => {
+    while (started < count && !failure) {
+      started += 1
+      try {
+        await client.readTextFile(path)
+      } catch (e) {
+        failure = true
+        throw e
+      }
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: Math.min(parallel, Math.max(count, 1)) }, worker))
+  } catch (e) {
+    return failed(say, 'readloop', e)
+  }
+  await say(`readloop: ${count}`)
+  return 'end_turn'
+}
+
+/** The lines that call the client (and `edit`), by verb: `(turn, say, text, rest) => stop`. */
+const CLIENT_LINES = {
+  read: (turn, say, text, rest) => read(turn, say, rest),
+  write: (turn, say, text, rest) => write(turn, say, rest),
+  run,
+  open: (turn, say, text, rest) => open(turn, say, rest),
+  edit: (turn, say, text, rest) => edit(turn, say, rest),
+  readloop: (turn, say, text, rest) => readLoop(turn, say, rest),
+}
 
 /** The scripted "model". */
 const script = {
@@ -164,11 +321,24 @@ const script = {
         break
       }
       case 'ask': {
-        const answer = await turn.askUser(rest)
-        if (answer === null || answer === undefined) return 'cancelled'
-        await say(JSON.stringify(answer))
+        const reply = await turn.ask(rest)
+        if (reply.kind === 'answered') {
+          await say(`answer: ${typeof reply.value === 'string' ? reply.value : JSON.stringify(reply.value)}`)
+        } else if (reply.kind === 'declined') {
+          await say('declined')
+        } else {
+          return 'cancelled'
+        }
         break
       }
+      case 'read':
+      case 'write':
+      case 'run':
+      case 'open':
+      case 'edit':
+      case 'readloop':
+        if ((await CLIENT_LINES[verb](turn, say, text, rest)) === 'cancelled') return 'cancelled'
+        break
       case 'fail':
         throw new Error('the demo turn failed, as asked')
       default: {

@@ -4,7 +4,9 @@
 An ACP agent over stdio with a scripted "model" and a SQLite store (or PostgreSQL, for a
 ``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``) as
 ``docs/DEMO.md`` describes: ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
-``ask QUESTION``, ``fail``, ``/compact``, and anything else echoed word by word.
+``ask QUESTION``, ``fail``, ``/compact``, the lines that call the client (``read PATH``,
+``write PATH TEXT…``, ``run CMD ARG…``, ``open URL``), ``edit PATH``, the benchmark's
+``readloop N PATH [PARALLEL]``, and anything else echoed word by word.
 
 usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth] [--help]
 
@@ -22,13 +24,14 @@ import logging
 import os
 import re
 import sys
-from typing import List, Optional, Tuple, Union
+from typing import Awaitable, Callable, Dict, List, Optional, Set, Tuple, Union
 
 import acp_facade
 from acp_facade import (
     ApprovalAction,
     AuthMethod,
     Authenticator,
+    ClientError,
     ConfigOption,
     InternalError,
     PostgresStore,
@@ -36,9 +39,14 @@ from acp_facade import (
     SelectOption,
     SqliteStore,
     StopReason,
+    ToolCallSpec,
+    ToolCallStatus,
     ToolKind,
     Turn,
     TurnRunner,
+    UnsupportedError,
+    diff,
+    location,
     text_block,
 )
 
@@ -98,6 +106,157 @@ async def report_usage(turn: Turn, prompt: str) -> None:
     await turn.usage(used, CONTEXT_SIZE)
 
 
+# ---- the lines that call the client (DEMO.md: read, write, run, open; edit; readloop) -----------
+# Each returns the turn's stop reason. A client that did not advertise the capability gets no
+# request: `VERB: not supported by the client`; a client error: `VERB: error CODE MESSAGE`; both
+# end `end_turn`. A call cancelled with the turn raises asyncio.CancelledError, which ends the turn
+# `cancelled`.
+
+
+def absolute(turn: Turn, path: str) -> str:
+    """``path`` as the client must see it: absolute, relative ones taken from the session's cwd
+    (``.`` and repeated separators dropped, as Rust's ``Path::components`` does)."""
+    if path.startswith("/"):
+        return path
+    # Joined by hand: `pathlib`'s import costs about 3.5 ms of every start-up (see default_store).
+    return "/" + "/".join(part for part in f"{turn.cwd}/{path}".split("/") if part not in ("", "."))
+
+
+async def failed(turn: Turn, verb: str, error: ClientError) -> StopReason:
+    """Says why a call of ``verb`` failed."""
+    if isinstance(error, UnsupportedError):
+        await turn.text(f"{verb}: not supported by the client")
+    else:
+        await turn.text(f"{verb}: error {error.code} {error.message}")
+    return StopReason.END_TURN
+
+
+async def read(turn: Turn, path: str) -> StopReason:
+    """``read PATH``: the file's content through the client, as one message chunk."""
+    try:
+        content = await turn.client.read_text_file(absolute(turn, path))
+    except ClientError as e:
+        return await failed(turn, "read", e)
+    await turn.text(content)
+    return StopReason.END_TURN
+
+
+async def write(turn: Turn, rest: str) -> StopReason:
+    """``write PATH TEXT…``: the rest of the line written to PATH through the client."""
+    space = next((i for i, c in enumerate(rest) if c in _WS), None)
+    path, content = (rest, "") if space is None else (rest[:space], rest[space + 1 :].lstrip(_WS))
+    try:
+        await turn.client.write_text_file(absolute(turn, path), content)
+    except ClientError as e:
+        return await failed(turn, "write", e)
+    await turn.text("write: ok")
+    return StopReason.END_TURN
+
+
+async def run(turn: Turn, line: str, command: str) -> StopReason:
+    """``run CMD ARG…``: the command in a client terminal (cwd the session's), shown in an
+    ``execute`` tool call; its exit code as a message chunk. Cancelled while it runs: the handle
+    kills and releases the terminal."""
+    words = [w for w in _WS_RUN.split(command) if w]
+    program, args = (words[0], words[1:]) if words else ("", [])
+    try:
+        terminal = await turn.client.create_terminal(program, args, cwd=turn.cwd)
+    except ClientError as e:
+        return await failed(turn, "run", e)
+    spec = ToolCallSpec(line, ToolKind.EXECUTE, ToolCallStatus.IN_PROGRESS, content=[terminal.content])
+    call = await turn.start_tool(spec)
+    try:
+        exited = await terminal.wait_for_exit()
+        await terminal.output()
+    except ClientError as e:
+        await turn.update_tool(call, status=ToolCallStatus.FAILED)
+        return await failed(turn, "run", e)
+    code = str(exited.exit_code) if exited.exit_code is not None else (exited.signal or "unknown")
+    status = ToolCallStatus.COMPLETED if exited.exit_code == 0 else ToolCallStatus.FAILED
+    await turn.update_tool(call, status=status)
+    await turn.text(f"exit: {code}")
+    try:
+        await terminal.release()
+    except ClientError as e:
+        log.warning("the client failed to release a terminal: %s", e)
+    return StopReason.END_TURN
+
+
+async def open_url(turn: Turn, url: str) -> StopReason:
+    """``open URL``: a URL elicitation; accepted, it is completed at once (``elicitation/complete``)."""
+    client = turn.client
+    try:
+        opened = await client.elicit_url(f"Open {url}", url)
+    except ClientError as e:
+        return await failed(turn, "open", e)
+    if opened.answer.action == "accept":
+        try:
+            await client.complete_elicitation(opened.elicitation_id)
+        except ClientError as e:
+            return await failed(turn, "open", e)
+        await turn.text("opened")
+    elif opened.answer.action == "decline":
+        await turn.text("declined")
+    else:
+        return StopReason.CANCELLED
+    return StopReason.END_TURN
+
+
+async def edit(turn: Turn, path: str) -> StopReason:
+    """``edit PATH``: an ``edit`` tool call proposing a diff of PATH, completed with a raw output."""
+    file = absolute(turn, path)
+    spec = ToolCallSpec(
+        f"edit {path}",
+        ToolKind.EDIT,
+        ToolCallStatus.IN_PROGRESS,
+        content=[diff(file, "old\n", "new\n")],
+        locations=[location(file, 1)],
+    )
+    call = await turn.start_tool(spec)
+    await turn.update_tool(call, status=ToolCallStatus.COMPLETED, raw_output={"ok": True})
+    await turn.text(f"edited {path}")
+    return StopReason.END_TURN
+
+
+async def read_loop(turn: Turn, rest: str) -> StopReason:
+    """``readloop N PATH [PARALLEL]`` (the benchmark's helper): ``fs/read_text_file`` of PATH N
+    times, at most PARALLEL (1 when absent or 0) in flight at once; then the chunk
+    ``readloop: N``."""
+    words = [w for w in _WS_RUN.split(rest) if w]
+    count = _parse_u64(words[0]) if words else 0
+    path = absolute(turn, words[1] if len(words) > 1 else "")
+    parallel = (_parse_u64(words[2]) if len(words) > 2 else 0) or 1
+    client = turn.client
+    in_flight: Set["asyncio.Future[str]"] = set()
+    started = 0
+    try:
+        while started < count or in_flight:
+            while started < count and len(in_flight) < parallel:
+                in_flight.add(asyncio.ensure_future(client.read_text_file(path)))
+                started += 1
+            done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+            for call in done:
+                call.result()
+    except ClientError as e:
+        return await failed(turn, "readloop", e)
+    finally:
+        for call in in_flight:
+            call.cancel()
+    await turn.text(f"readloop: {count}")
+    return StopReason.END_TURN
+
+
+CLIENT_LINES: Dict[str, Callable[[Turn, str, str], Awaitable[StopReason]]] = {
+    "read": lambda turn, text, rest: read(turn, rest),
+    "write": lambda turn, text, rest: write(turn, rest),
+    "run": run,
+    "open": lambda turn, text, rest: open_url(turn, rest),
+    "edit": lambda turn, text, rest: edit(turn, rest),
+    "readloop": lambda turn, text, rest: read_loop(turn, rest),
+}
+"""The lines that call the client (and ``edit``), by verb: ``(turn, text, rest) -> stop``."""
+
+
 class Script(TurnRunner):
     """The demo's turn runner."""
 
@@ -130,12 +289,22 @@ class Script(TurnRunner):
             await asyncio.sleep(min(_parse_u64(rest), 2**40) / 1000)
             await turn.text("slept")
         elif verb == "ask":
-            reply = await turn.ask_user(rest)
-            if reply is None:
-                return StopReason.CANCELLED
-            import json  # only `ask` needs it: imported here, not at every start-up (about 2 ms)
+            reply = await turn.ask(rest)
+            if reply.kind == "answered":
+                answer = reply.value
+                if not isinstance(answer, str):
+                    import json  # only `ask` needs it: imported here, not at every start-up (about 2 ms)
 
-            await turn.text(json.dumps(reply, separators=(",", ":"), ensure_ascii=False))
+                    answer = json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
+                await turn.text(f"answer: {answer}")
+            elif reply.kind == "declined":
+                await turn.text("declined")
+            else:
+                return StopReason.CANCELLED
+        elif verb in CLIENT_LINES:
+            stop = await CLIENT_LINES[verb](turn, text, rest)
+            if stop is StopReason.CANCELLED:
+                return stop
         elif verb == "fail":
             raise InternalError("the demo turn failed, as asked")
         else:

@@ -9,6 +9,9 @@
 - a ``session/update`` for a session is only written while a request naming that session is in
   flight: never after a turn's ``session/prompt`` response, never unprompted;
 - a ``session/list`` page is sorted by session id bytes, each session once;
+- the agent calls the client only for what it advertised in ``initialize`` (``fs.readTextFile``,
+  ``fs.writeTextFile``, ``terminal``, ``elicitation.form`` / ``.url``), and for a session it
+  knows;
 - on EOF the agent exits 0 (see ``Run.finish``).
 """
 
@@ -62,8 +65,45 @@ def check(entries: List[Entry], killed: Optional[set] = None) -> List[str]:
     return problems
 
 
+_NEEDS = {
+    "fs/read_text_file": ("fs", "readTextFile"),
+    "fs/write_text_file": ("fs", "writeTextFile"),
+    "terminal/create": ("terminal",),
+    "terminal/output": ("terminal",),
+    "terminal/wait_for_exit": ("terminal",),
+    "terminal/kill": ("terminal",),
+    "terminal/release": ("terminal",),
+    "elicitation/complete": ("elicitation", "url"),
+}
+"""The client capability each call of the agent needs (``elicitation/create``: by its mode)."""
+
+
+def _advertised(capabilities: Any, path: tuple) -> bool:
+    """Whether ``clientCapabilities`` advertise ``path`` (a true flag, or a present, non-null
+    elicitation mode)."""
+    value = capabilities
+    for key in path:
+        if not isinstance(value, dict):
+            return False
+        value = value.get(key)
+    return value is True or (path[0] == "elicitation" and isinstance(value, dict))
+
+
+def _unadvertised(m: Dict[str, Any], capabilities: Any) -> Optional[str]:
+    """The capability an agent call needs that the client did not advertise, if any."""
+    method = m.get("method")
+    path = _NEEDS.get(method) if isinstance(method, str) else None
+    if method == "elicitation/create":
+        mode = (m.get("params") or {}).get("mode")
+        path = ("elicitation", mode if isinstance(mode, str) else "?")
+    if path is None or _advertised(capabilities, path):
+        return None
+    return ".".join(path)
+
+
 def _check_process(entries: List[Entry], complete: bool) -> List[str]:
     problems: List[str] = []
+    capabilities: Any = {}
     asked: Dict[str, int] = {}
     answered: Dict[str, int] = {}
     # In-flight client requests: id -> (method, session id, index of the request).
@@ -75,6 +115,12 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
         if e.dir == "in" and isinstance(m, dict) and "method" in m and m.get("id") is not None:
             # Not a valid request, but its id can be echoed in the error that answers it.
             mentioned.add(json.dumps(m["id"]))
+        if e.dir == "in" and _is_request(m) and m["method"] == "initialize":
+            capabilities = (m.get("params") or {}).get("clientCapabilities") or {}
+        if e.dir == "out" and isinstance(m, dict) and "method" in m:
+            missing = _unadvertised(m, capabilities)
+            if missing is not None:
+                problems.append(f"a call the client did not advertise ({missing}): {e.line[:300]}")
         if e.dir == "in" and _is_request(m):
             key = json.dumps(m["id"])
             asked[key] = asked.get(key, 0) + 1

@@ -29,8 +29,22 @@ RESPONSE_DEFS = {
     "session/set_config_option": "SetSessionConfigOptionResponse",
     "session/prompt": "PromptResponse",
 }
-AGENT_REQUEST_DEFS = {"session/request_permission": "RequestPermissionRequest"}
-AGENT_NOTIFICATION_DEFS = {"session/update": "SessionNotification", "$/cancel_request": "CancelRequestNotification"}
+AGENT_REQUEST_DEFS = {
+    "session/request_permission": "RequestPermissionRequest",
+    "fs/read_text_file": "ReadTextFileRequest",
+    "fs/write_text_file": "WriteTextFileRequest",
+    "terminal/create": "CreateTerminalRequest",
+    "terminal/output": "TerminalOutputRequest",
+    "terminal/wait_for_exit": "WaitForTerminalExitRequest",
+    "terminal/kill": "KillTerminalRequest",
+    "terminal/release": "ReleaseTerminalRequest",
+    "elicitation/create": "CreateElicitationRequest",
+}
+AGENT_NOTIFICATION_DEFS = {
+    "session/update": "SessionNotification",
+    "$/cancel_request": "CancelRequestNotification",
+    "elicitation/complete": "CompleteElicitationNotification",
+}
 
 _VALIDATORS: Dict[str, jsonschema.Draft202012Validator] = {}
 

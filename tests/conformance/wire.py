@@ -10,6 +10,10 @@ recorded order is the order on the wire: a client line is recorded before it is 
 line when it is read, before the client sees it. Raw JSON-RPC goes through the same pipes
 (``send_line``, ``raw_request``): responses to raw requests (string ids ``raw-N``) and anything the
 SDK is not attached for are kept away from the SDK.
+
+The client really is an editor (``editor.Editor``): the agent's ``fs/*`` calls read and write real
+files, its ``terminal/*`` calls run real processes, its ``elicitation/create`` gets the answers a
+scenario queued. What the client advertises is the scenario's choice (``Run.start(capabilities=…)``).
 """
 
 from __future__ import annotations
@@ -26,9 +30,22 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, cas
 from acp import PROTOCOL_VERSION, text_block
 from acp.client.connection import ClientSideConnection
 from acp.exceptions import RequestError
-from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CreateTerminalResponse,
+    DeniedOutcome,
+    KillTerminalResponse,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
+    RequestPermissionResponse,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
+)
 
 from .agents import Agent
+from .editor import Editor
 from .schema import check_agent_message, id_key
 
 STEP_TIMEOUT = 20.0
@@ -104,10 +121,56 @@ class PermissionAsk:
 
 class Client:
     """The client side the SDK calls into: permission requests are queued for the scenario to
-    answer; session updates are read from the recorded transcript instead."""
+    answer; session updates are read from the recorded transcript instead; files, terminals and
+    elicitations are the editor's (``editor.Editor``)."""
 
     def __init__(self) -> None:
         self.permissions: "asyncio.Queue[PermissionAsk]" = asyncio.Queue()
+        self.editor = Editor()
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: Optional[int] = None, limit: Optional[int] = None, **kwargs: Any
+    ) -> Any:
+        return ReadTextFileResponse(content=await self.editor.read_text_file(path, line, limit))
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+        await self.editor.write_text_file(path, content)
+        return WriteTextFileResponse()
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: Optional[List[str]] = None,
+        env: Optional[List[Any]] = None,
+        cwd: Optional[str] = None,
+        output_byte_limit: Optional[int] = None,
+        **kwargs: Any,
+    ) -> Any:
+        variables = {v.name: v.value for v in env or []}
+        terminal_id = await self.editor.create_terminal(command, list(args or []), variables, cwd, output_byte_limit)
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        return TerminalOutputResponse.model_validate(await self.editor.terminal_output(terminal_id))
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        return WaitForTerminalExitResponse.model_validate(await self.editor.wait_for_terminal_exit(terminal_id))
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        await self.editor.kill_terminal(terminal_id)
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        await self.editor.release_terminal(terminal_id)
+        return ReleaseTerminalResponse()
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        answer = await self.editor.create_elicitation(message, mode.model_dump(mode="json", by_alias=True))
+        return answer
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        await self.editor.complete_elicitation(elicitation_id)
 
     async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
         ask = PermissionAsk(session_id, tool_call, list(options), asyncio.get_running_loop().create_future())
@@ -323,7 +386,8 @@ class Peer:
                 pass
 
     async def _abort(self) -> None:
-        """Kills a process left running by a failed scenario."""
+        """Kills a process left running by a failed scenario (and the commands it ran)."""
+        await self.editor.close()
         self._kill()
         if self.process is not None:
             try:
@@ -339,8 +403,14 @@ class Peer:
 
     # ---- the official client ---------------------------------------------------------------
 
+    @property
+    def editor(self) -> Editor:
+        """What the agent's calls to the client do (files, terminals, elicitations)."""
+        return self.client.editor
+
     def attach_sdk(self) -> ClientSideConnection:
-        self.conn = ClientSideConnection(cast(Any, self.client), SdkTransport(self))
+        # Elicitation (schema v1.21.0) is "unstable" to the SDK: routed only when asked for.
+        self.conn = ClientSideConnection(cast(Any, self.client), SdkTransport(self), use_unstable_protocol=True)
         return self.conn
 
     async def _sdk(self, call: Callable[[], Awaitable[Any]], timeout: float = STEP_TIMEOUT) -> Reply:
@@ -363,9 +433,16 @@ class Peer:
         assert response is not None, f"no recorded response to request {holder[-1]}"
         return Reply(response, model)
 
-    async def initialize(self, protocol_version: int = PROTOCOL_VERSION) -> Reply:
+    async def initialize(
+        self, protocol_version: int = PROTOCOL_VERSION, capabilities: Optional[Dict[str, Any]] = None
+    ) -> Reply:
+        """``initialize``, advertising ``capabilities`` (``clientCapabilities`` in its wire form;
+        the SDK's defaults when ``None``)."""
         assert self.conn is not None
-        return await self._sdk(lambda: self.conn.initialize(protocol_version=protocol_version))
+        advertised = None if capabilities is None else ClientCapabilities.model_validate(capabilities)
+        return await self._sdk(
+            lambda: self.conn.initialize(protocol_version=protocol_version, client_capabilities=advertised)
+        )
 
     async def new_session(self, cwd: str = CWD) -> str:
         reply = await self.new_session_reply(cwd)
@@ -508,9 +585,11 @@ class Run:
         sdk: bool = True,
         initialize: bool = True,
         env: Optional[Dict[str, str]] = None,
+        capabilities: Optional[Dict[str, Any]] = None,
     ) -> Peer:
         """Starts the agent (``--store`` unless ``store`` is None, then ``args``); with ``sdk`` the
-        official client is attached, and with ``initialize`` too it is initialized."""
+        official client is attached, and with ``initialize`` too it is initialized, advertising
+        ``capabilities`` (``clientCapabilities``; the SDK's defaults when ``None``)."""
         argv = list(self.agent.command or ())
         if store is not None:
             argv += ["--store", store]
@@ -521,7 +600,7 @@ class Run:
         if sdk:
             peer.attach_sdk()
             if initialize:
-                reply = await peer.initialize()
+                reply = await peer.initialize(capabilities=capabilities)
                 assert reply.ok, reply.raw
         return peer
 

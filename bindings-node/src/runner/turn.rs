@@ -11,18 +11,24 @@
 //! Cancellation: `turn.signal` is an `AbortSignal` aborted on `session/cancel`, `$/cancel_request`
 //! or close; `turn.isCancelled` reads the same state synchronously. A turn whose `runTurn` has
 //! not settled [`CANCEL_GRACE`] after cancellation ends `cancelled` anyway.
+//!
+//! The turn's handle on the client (`turn.client`) is a [`Client`] over the core turn's client
+//! whose calls go through the same queue (see [`crate::client`]).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use acp_facade::acp::{ContentBlock, StopReason, ToolCallStatus, ToolKind};
+use acp_facade::acp::{ContentBlock, PermissionOption, StopReason, ToolCallStatus, ToolKind};
+use acp_facade::client::Client as CoreClient;
 use acp_facade::error::Error as AcpError;
 use acp_facade::harness::content::text_block;
 use acp_facade::harness::{ApprovalAction, ToolCallId};
-use acp_facade::runner::ops::{self, Reply, TurnOp, TurnOps};
-use acp_facade::runner::{Permission, Turn as CoreTurn};
+use acp_facade::runner::ops::{self, PermissionRequest, Reply, TurnOp, TurnOps};
+use acp_facade::runner::{
+    Permission, PermissionAnswer, Reply as UserReply, ToolCallSpec, Turn as CoreTurn, tool_call_fields,
+};
 use napi::bindgen_prelude::{
     Function, JsObjectValue, Object, ObjectFinalize, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
 };
@@ -32,6 +38,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::callback::{BuildArgs, Invoker, JsMethod, SharedObject, serde_convert};
+use crate::client::{Client, capabilities_json};
 use crate::error::{Code, Result, js_error, recode};
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
@@ -60,6 +67,7 @@ struct TurnInit {
     cwd: String,
     prompt: Value,
     prompt_text: String,
+    client: CoreClient,
     config: HashMap<String, String>,
 }
 
@@ -72,8 +80,29 @@ pub struct Turn {
     cwd: String,
     prompt: Value,
     prompt_text: String,
+    /// The core turn's handle on the client (cancelled with the turn, ordered after its events).
+    client: CoreClient,
     config: HashMap<String, String>,
     signal: ObjectRef<false>,
+}
+
+/// How the user answered a question of the turn, as `Reply`.
+fn user_reply(reply: UserReply) -> Value {
+    match reply {
+        UserReply::Answered(value) => serde_json::json!({"kind": "answered", "value": value}),
+        UserReply::Declined => serde_json::json!({"kind": "declined"}),
+        UserReply::Dismissed => serde_json::json!({"kind": "dismissed"}),
+        _ => serde_json::json!({"kind": "cancelled"}),
+    }
+}
+
+/// A permission answer, as `PermissionAnswer`.
+fn permission_answer(answer: PermissionAnswer) -> Value {
+    match answer {
+        PermissionAnswer::Action(action) => serde_json::json!({"kind": "action", "action": action}),
+        PermissionAnswer::Selected(option) => serde_json::json!({"kind": "selected", "optionId": option}),
+        _ => serde_json::json!({"kind": "cancelled"}),
+    }
 }
 
 impl ObjectFinalize for Turn {
@@ -101,7 +130,7 @@ fn ended() -> napi::Error<Code> {
     js_error(Code::TurnEnded, "the turn has ended")
 }
 
-fn u64_arg(what: &str, value: f64) -> Result<u64> {
+pub(crate) fn u64_arg(what: &str, value: f64) -> Result<u64> {
     if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= 9_007_199_254_740_991.0 {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         Ok(value as u64)
@@ -281,11 +310,109 @@ impl Turn {
         )
     }
 
-    /// Asks the user a question. ACP v1.20.0 has no wire form for it, so over ACP this resolves
-    /// `null` when the turn is cancelled.
+    /// Asks the user a question: the answer's text, or `null` when the user declined or dismissed
+    /// it, or the turn was cancelled (`ask` tells those apart).
     #[napi(ts_return_type = "Promise<unknown>")]
     pub fn ask_user<'env>(&self, env: &'env Env, question: String) -> Result<PromiseRaw<'env, Option<Value>>> {
         self.ask(env, |reply| TurnOp::AskUser { question, reply }, |answer| answer)
+    }
+
+    /// Asks the user a question: a form elicitation with one required string field (`answer`)
+    /// when the client advertised `elicitation.form`; otherwise it waits until the turn is
+    /// cancelled.
+    #[napi(js_name = "ask", ts_return_type = "Promise<Reply>")]
+    pub fn ask_question<'env>(&self, env: &'env Env, question: String) -> Result<PromiseRaw<'env, Value>> {
+        self.ask(env, |reply| TurnOp::Ask { question, reply }, user_reply)
+    }
+
+    /// Asks the user to fill in a form (never for secrets): a form elicitation with `schema` when
+    /// the client advertised `elicitation.form`; the answer holds the values by field name.
+    #[napi(ts_args_type = "message: string, schema: ElicitationSchema", ts_return_type = "Promise<Reply>")]
+    pub fn fill_form<'env>(&self, env: &'env Env, message: String, schema: Value) -> Result<PromiseRaw<'env, Value>> {
+        let schema = Box::new(
+            serde_json::from_value(schema)
+                .map_err(|e| js_error(Code::InvalidArg, format!("invalid elicitation schema: {e}")))?,
+        );
+        self.ask(env, |reply| TurnOp::FillForm { message, schema, reply }, user_reply)
+    }
+
+    /// Asks the user to open `url`: a URL elicitation when the client advertised
+    /// `elicitation.url`; once the user accepted, the agent tells the client the step is done
+    /// (`elicitation/complete`). For a step that finishes later, use `client.elicitUrl` and
+    /// `client.completeElicitation`.
+    #[napi(ts_return_type = "Promise<Reply>")]
+    pub fn open_url<'env>(&self, env: &'env Env, message: String, url: String) -> Result<PromiseRaw<'env, Value>> {
+        self.ask(env, |reply| TurnOp::OpenUrl { message, url, reply }, user_reply)
+    }
+
+    /// Asks for permission to run a tool call offering `controls` and then the host-defined
+    /// `options` (ACP permission options, e.g. `{ optionId: "reject_always", name: "Never", kind:
+    /// "reject_always" }`); the answer is checked against what was offered.
+    /// @param controls - the controls offered first. @default `["approve", "approve_always", "deny"]`
+    #[napi(
+        ts_args_type = "callId: string, title: string, controls?: ApprovalAction[] | null, options?: PermissionOption[]",
+        ts_return_type = "Promise<PermissionAnswer>"
+    )]
+    pub fn request_permission_with_options<'env>(
+        &self,
+        env: &'env Env,
+        call_id: String,
+        title: String,
+        controls: Option<Vec<String>>,
+        options: Option<Value>,
+    ) -> Result<PromiseRaw<'env, Value>> {
+        let controls = match controls {
+            Some(list) => {
+                list.iter().map(|c| enum_value::<ApprovalAction>("approval action", c)).collect::<Result<Vec<_>>>()?
+            }
+            None => vec![ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny],
+        };
+        let options: Vec<PermissionOption> = match options {
+            None | Some(Value::Null) => Vec::new(),
+            Some(options) => serde_json::from_value(options)
+                .map_err(|e| js_error(Code::InvalidArg, format!("invalid permission options: {e}")))?,
+        };
+        let request = Box::new(PermissionRequest { call_id: ToolCallId::new(call_id), title, controls, options });
+        self.ask(env, |reply| TurnOp::RequestPermissionWithOptions { request, reply }, permission_answer)
+    }
+
+    /// Announces a tool call (`tool_call`) with everything in `spec`; resolves with its id.
+    #[napi(ts_args_type = "spec: ToolCallSpec")]
+    pub fn start_tool<'env>(&self, env: &'env Env, spec: Value) -> Result<PromiseRaw<'env, String>> {
+        let spec: Box<ToolCallSpec> = Box::new(
+            serde_json::from_value(spec).map_err(|e| js_error(Code::InvalidArg, format!("invalid tool call: {e}")))?,
+        );
+        self.ask(env, |reply| TurnOp::StartTool { spec, reply }, |id: ToolCallId| id.to_string())
+    }
+
+    /// Changes a tool call (`tool_call_update`): every field given replaces the call's (`content`
+    /// and `locations` as whole lists). A status of `completed` or `failed` finishes the call: it
+    /// is recorded as it ended, and `session/load` replays it so. Paced like `text`.
+    #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void> | null")]
+    pub fn update_tool<'env>(
+        &self,
+        env: &'env Env,
+        call_id: String,
+        fields: Value,
+    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let fields = tool_call_fields(fields)
+            .map_err(|e| js_error(Code::InvalidArg, format!("invalid tool call fields: {e}")))?;
+        self.push(env, TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields: Box::new(fields) })
+    }
+
+    /// The turn's handle on the client: read and write files through the editor, run commands in
+    /// its terminals, ask the user. Its calls go out after the updates of what the turn did
+    /// before them, are cancelled with the turn, and its terminals are released when the turn
+    /// ends (killed first when it was cancelled).
+    #[napi(getter)]
+    pub fn client(&self) -> Client {
+        Client::turn(self.client.clone(), self.ops.clone())
+    }
+
+    /// What the client advertised (`fs`, `terminal`, `elicitation`, `_meta`).
+    #[napi(getter, ts_return_type = "ClientCapabilities")]
+    pub fn client_capabilities<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        env.to_js_value(&capabilities_json(self.client.capabilities()))
     }
 
     /// Reports context usage (`usage_update`); closes the current step first.
@@ -326,6 +453,7 @@ impl TurnInit {
             cwd: self.cwd,
             prompt: self.prompt,
             prompt_text: self.prompt_text,
+            client: self.client,
             config: self.config,
             signal: signal.create_ref::<false>()?,
         };
@@ -352,6 +480,7 @@ pub async fn run(
         cwd: turn.cwd().to_string_lossy().into_owned(),
         prompt: serde_json::to_value(turn.prompt()).unwrap_or(Value::Array(Vec::new())),
         prompt_text: turn.prompt_text(),
+        client: turn.client().clone(),
         config: config_ids.iter().filter_map(|id| turn.config_value(id).map(|v| (id.clone(), v))).collect(),
     };
     let args: BuildArgs = Box::new(move |env| init.into_js(env).map(|turn| vec![turn]));

@@ -33,9 +33,11 @@ function lineTap(onLine) {
 /**
  * A client connection over a pair of byte streams: `toAgent` (Writable side, web stream) and
  * `fromAgent` (web ReadableStream). Options: `permission` answers permission requests
- * (`'allow_once' | 'allow_always' | 'reject_once' | 'cancelled'` or a function of the params).
+ * (`'allow_once' | 'allow_always' | 'reject_once' | 'cancelled'` or a function of the params);
+ * `handlers` adds the client methods the agent may call (`readTextFile`, `createTerminal`,
+ * `createElicitation`, …), `clientCapabilities` is what `initialize` advertises.
  */
-export function connect(toAgent, fromAgent, { permission = 'allow_once' } = {}) {
+export function connect(toAgent, fromAgent, { permission = 'allow_once', handlers = {}, clientCapabilities = {} } = {}) {
   const sent = new Map()
   const transcript = []
   const violations = []
@@ -69,6 +71,7 @@ export function connect(toAgent, fromAgent, { permission = 'allow_once' } = {}) 
     async sessionUpdate(params) {
       updates.push(params)
     },
+    ...handlers,
   }
   const connection = new ClientSideConnection(() => client, ndJsonStream(outgoing.writable, incoming))
   return {
@@ -86,20 +89,20 @@ export function connect(toAgent, fromAgent, { permission = 'allow_once' } = {}) 
       if (violations.length > 0) throw violations[0]
     },
     async initialize() {
-      return connection.initialize({ protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} })
+      return connection.initialize({ protocolVersion: PROTOCOL_VERSION, clientCapabilities })
     },
   }
 }
 
 /** Spawns the Node demo host (or any agent command) and connects the official client to it. */
-export function spawnAgent(args = [], { command = process.execPath, script = DEMO_HOST, permission, env, cwd } = {}) {
+export function spawnAgent(args = [], { command = process.execPath, script = DEMO_HOST, permission, env, cwd, handlers, clientCapabilities } = {}) {
   const argv = script ? [script, ...args] : args
   const child = spawn(command, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env }, cwd })
   let stderr = ''
   child.stderr.setEncoding('utf8')
   child.stderr.on('data', (d) => (stderr += d))
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
-  const client = connect(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout), { permission })
+  const client = connect(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout), { permission, handlers, clientCapabilities })
   return {
     ...client,
     child,

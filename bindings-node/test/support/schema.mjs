@@ -46,16 +46,31 @@ const RESPONSES = {
   'session/prompt': 'PromptResponse',
 }
 
+/** The requests an agent sends the client, by method. */
+const REQUESTS = {
+  'session/request_permission': 'RequestPermissionRequest',
+  'fs/read_text_file': 'ReadTextFileRequest',
+  'fs/write_text_file': 'WriteTextFileRequest',
+  'terminal/create': 'CreateTerminalRequest',
+  'terminal/output': 'TerminalOutputRequest',
+  'terminal/wait_for_exit': 'WaitForTerminalExitRequest',
+  'terminal/kill': 'KillTerminalRequest',
+  'terminal/release': 'ReleaseTerminalRequest',
+  'elicitation/create': 'CreateElicitationRequest',
+}
+
 /** Validates one message the agent sent; `sent` maps the client's request ids to methods. */
 export function validateAgentMessage(message, sent) {
   if (message?.jsonrpc !== '2.0') throw new Error(`bad envelope: ${JSON.stringify(message)}`)
   const { method, id } = message
   if (method !== undefined && id !== undefined) {
-    if (method !== 'session/request_permission') throw new Error(`unexpected agent request ${method}`)
-    validateDef('RequestPermissionRequest', message.params, message)
+    const def = REQUESTS[method]
+    if (!def) throw new Error(`unexpected agent request ${method}`)
+    validateDef(def, message.params, message)
   } else if (method !== undefined) {
     if (method === 'session/update') validateDef('SessionNotification', message.params, message)
     else if (method === '$/cancel_request') validateDef('CancelRequestNotification', message.params, message)
+    else if (method === 'elicitation/complete') validateDef('CompleteElicitationNotification', message.params, message)
     else throw new Error(`unexpected agent notification ${method}`)
   } else if (id !== undefined) {
     const hasResult = 'result' in message

@@ -15,23 +15,46 @@ Two levels, as in the Rust crate:
   ``async def`` methods and serve ``Agent(Options(host))``; mix :class:`Authenticator` into the
   host to require authentication.
 
+A session's :attr:`Setup.client` and a turn's :attr:`Turn.client` are the agent's handle on the
+editor (:class:`Client`): files through its buffers, commands in its terminals
+(:class:`Terminal`), questions to the user.
+
 Serving is a coroutine in the caller's asyncio loop. Errors are :class:`AcpError` (with ``code``,
-``message``, ``data``) and its subclasses. Nothing in this package writes to stdout.
+``message``, ``data``) and its subclasses (:class:`ClientError` and its kinds for failed calls to
+the client). Nothing in this package writes to stdout.
 """
 
 from ._native import __version__
 from .errors import (
     AcpError,
     AuthRequired,
+    ClientError,
     InternalError,
+    InvalidArgumentError,
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
+    NotEstablishedError,
     ParseError,
+    ProtocolError,
+    RejectedError,
+    ReleasedError,
+    RelativePathError,
     RequestCancelled,
     ResourceNotFound,
+    UnsupportedError,
 )
 from .agent import Agent, Options, serve, serve_stdio
+from .client import (
+    Client,
+    ClientCapabilities,
+    ElicitationAnswer,
+    ElicitationSchema,
+    Terminal,
+    TerminalExitStatus,
+    TerminalOutput,
+    UrlElicitation,
+)
 from .harness import (
     AiMessage,
     ApprovalAction,
@@ -67,6 +90,8 @@ from .harness import (
     TurnStarted,
     UserMessage,
     Visibility,
+    diff,
+    location,
     plain_text,
     text_block,
 )
@@ -83,10 +108,20 @@ from .host import (
     SessionHost,
     Setup,
 )
-from .runner import MemoryStore, Permission, PostgresStore, Runner, SqliteStore, Turn, TurnRunner
+from .runner import (
+    MemoryStore,
+    Permission,
+    PermissionAnswer,
+    PostgresStore,
+    Reply,
+    Runner,
+    SqliteStore,
+    ToolCallSpec,
+    Turn,
+    TurnRunner,
+)
 
 __all__ = [
-    "MODE_CONFIG_ID",
     "AcpError",
     "Agent",
     "AiMessage",
@@ -94,11 +129,16 @@ __all__ = [
     "AuthMethod",
     "AuthRequired",
     "Authenticator",
+    "Client",
+    "ClientCapabilities",
+    "ClientError",
     "CompactWaiterRejected",
     "CompactWaiterResolved",
     "ConfigOption",
     "ContentBlock",
     "ContextMeasured",
+    "ElicitationAnswer",
+    "ElicitationSchema",
     "Event",
     "EventClass",
     "EventHub",
@@ -110,17 +150,26 @@ __all__ = [
     "GateResolver",
     "GateResponse",
     "InternalError",
+    "InvalidArgumentError",
     "InvalidParams",
     "InvalidRequest",
     "LiveSession",
     "LoadedSession",
+    "MODE_CONFIG_ID",
     "MemoryStore",
     "Message",
     "MethodNotFound",
+    "NotEstablishedError",
     "Options",
     "ParseError",
     "Permission",
+    "PermissionAnswer",
     "PostgresStore",
+    "ProtocolError",
+    "RejectedError",
+    "RelativePathError",
+    "ReleasedError",
+    "Reply",
     "RequestCancelled",
     "ResourceNotFound",
     "Runner",
@@ -132,11 +181,15 @@ __all__ = [
     "SqliteStore",
     "StepDone",
     "StopReason",
+    "Terminal",
+    "TerminalExitStatus",
+    "TerminalOutput",
     "TokenChannel",
     "TokenDelta",
     "ToolCallCompleted",
     "ToolCallProgress",
     "ToolCallRequest",
+    "ToolCallSpec",
     "ToolCallStarted",
     "ToolCallStatus",
     "ToolKind",
@@ -147,9 +200,13 @@ __all__ = [
     "TurnInterrupted",
     "TurnRunner",
     "TurnStarted",
+    "UnsupportedError",
+    "UrlElicitation",
     "UserMessage",
     "Visibility",
     "__version__",
+    "diff",
+    "location",
     "plain_text",
     "serve",
     "serve_stdio",

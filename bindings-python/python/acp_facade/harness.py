@@ -4,6 +4,12 @@ These mirror ``acp_facade::harness`` in the Rust core. Every class is a dataclas
 constructors and a readable repr, converts to the core's JSON form with ``to_json()`` and back with
 ``from_json()``. Content blocks are ACP ``ContentBlock`` values in their wire (JSON) form, for
 example ``text_block("hi") == {"type": "text", "text": "hi"}``.
+
+A tool call's content items are ACP tool-call content in its wire form: content blocks (bare, as
+above, or wrapped ``{"type": "content", "content": block}``), diffs (:func:`diff`:
+``{"type": "diff", "path", "oldText", "newText"}``) and terminals (``{"type": "terminal",
+"terminalId"}``, a :class:`acp_facade.Terminal`'s ``content``); its locations are
+``{"path": absolute path, "line": 1-based line or absent}`` (:func:`location`).
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ __all__ = [
     "TurnStarted",
     "UserMessage",
     "Visibility",
+    "diff",
+    "location",
     "plain_text",
     "text_block",
 ]
@@ -59,6 +67,28 @@ ContentBlock = Dict[str, Any]
 def text_block(text: str) -> ContentBlock:
     """A text content block."""
     return {"type": "text", "text": text}
+
+
+def diff(path: str, old_text: Optional[str], new_text: str) -> Dict[str, Any]:
+    """Tool-call content showing a change of the file at ``path`` (absolute); ``old_text`` is
+    ``None`` for a new file."""
+    return {"type": "diff", "path": str(path), "oldText": old_text, "newText": new_text}
+
+
+def location(path: str, line: Optional[int] = None) -> Dict[str, Any]:
+    """A tool call's location: a file (absolute) and optionally a 1-based line."""
+    out: Dict[str, Any] = {"path": str(path)}
+    if line is not None:
+        out["line"] = int(line)
+    return out
+
+
+def _set(out: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
+    """``out`` with every field of ``fields`` that is not ``None`` (in its JSON form)."""
+    for name, value in fields.items():
+        if value is not None:
+            out[name] = _wire(value)
+    return out
 
 
 def plain_text(content: List[ContentBlock]) -> str:
@@ -173,21 +203,32 @@ class UserMessage:
 
 @dataclass
 class ToolCallRequest:
-    """One tool call a model asked for."""
+    """One tool call a model asked for, as it was announced; ``locations`` are the files (and
+    lines) it works on."""
 
     call_id: str
     name: str
     kind: ToolKind = ToolKind.OTHER
     input: Any = None
+    locations: List[Dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
-        return {"call_id": self.call_id, "name": self.name, "kind": _wire(self.kind), "input": self.input}
+        out = {"call_id": self.call_id, "name": self.name, "kind": _wire(self.kind), "input": self.input}
+        if self.locations:
+            out["locations"] = list(self.locations)
+        return out
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "ToolCallRequest":
         """Builds one from the core's JSON form."""
-        return cls(data["call_id"], data["name"], ToolKind(data.get("kind", "other")), data.get("input"))
+        return cls(
+            data["call_id"],
+            data["name"],
+            ToolKind(data.get("kind", "other")),
+            data.get("input"),
+            list(data.get("locations") or []),
+        )
 
 
 @dataclass
@@ -210,15 +251,30 @@ class AiMessage:
 
 @dataclass
 class ToolResultMessage:
-    """The result of one tool call."""
+    """The result of one tool call: its final content (content blocks, diffs, terminals), and
+    its title, kind, locations, raw input and output where they changed since it was announced
+    (``None``: unchanged)."""
 
     call_id: str
     output: List[ContentBlock] = field(default_factory=list)
     is_error: bool = False
+    title: Optional[str] = None
+    kind: Optional[ToolKind] = None
+    locations: Optional[List[Dict[str, Any]]] = None
+    raw_input: Any = None
+    raw_output: Any = None
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
-        return {"role": "tool_result", "call_id": self.call_id, "output": list(self.output), "is_error": self.is_error}
+        out = {"role": "tool_result", "call_id": self.call_id, "output": list(self.output), "is_error": self.is_error}
+        return _set(
+            out,
+            title=self.title,
+            kind=self.kind,
+            locations=self.locations,
+            raw_input=self.raw_input,
+            raw_output=self.raw_output,
+        )
 
 
 Message = Union[UserMessage, AiMessage, ToolResultMessage]
@@ -241,12 +297,28 @@ def _message_from_json(data: Dict[str, Any]) -> Message:
             thoughts=list(data.get("thoughts", [])),
             tool_calls=[ToolCallRequest.from_json(t) for t in data.get("tool_calls", [])],
         )
-    return ToolResultMessage(data["call_id"], list(data.get("output", [])), bool(data.get("is_error", False)))
+    kind = data.get("kind")
+    return ToolResultMessage(
+        data["call_id"],
+        list(data.get("output", [])),
+        bool(data.get("is_error", False)),
+        data.get("title"),
+        None if kind is None else ToolKind(kind),
+        data.get("locations"),
+        data.get("raw_input"),
+        data.get("raw_output"),
+    )
 
 
 @dataclass
 class Gate:
-    """A point where a turn waits for an answer (a permission request, a question...)."""
+    """A point where a turn waits for an answer (a permission request, a question...).
+
+    A permission gate offers ``controls`` and then ``options``: host-defined ACP permission
+    options (``{"optionId", "name", "kind"}``, e.g. a ``reject_always`` one), answered
+    :meth:`GateResponse.selected`. A form gate carries its ``schema`` (an ACP elicitation schema),
+    an open-URL gate its absolute ``url``.
+    """
 
     id: str
     kind: GateKind
@@ -254,10 +326,13 @@ class Gate:
     resolver: GateResolver = GateResolver.LOOP
     tool_call_id: Optional[str] = None
     controls: List[ApprovalAction] = field(default_factory=list)
+    options: List[Dict[str, Any]] = field(default_factory=list)
+    schema: Optional[Dict[str, Any]] = None
+    url: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
-        return {
+        out: Dict[str, Any] = {
             "id": self.id,
             "kind": _wire(self.kind),
             "resolver": _wire(self.resolver),
@@ -265,6 +340,9 @@ class Gate:
             "title": self.title,
             "controls": [_wire(c) for c in self.controls],
         }
+        if self.options:
+            out["options"] = list(self.options)
+        return _set(out, schema=self.schema, url=self.url)
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Gate":
@@ -276,27 +354,49 @@ class Gate:
             resolver=GateResolver(data.get("resolver", "loop")),
             tool_call_id=data.get("tool_call_id"),
             controls=[ApprovalAction(c) for c in data.get("controls", [])],
+            options=list(data.get("options") or []),
+            schema=data.get("schema"),
+            url=data.get("url"),
         )
 
 
 @dataclass
 class GateResponse:
-    """An answer to a gate: an approval action, or free-form values."""
+    """An answer to a gate: an approval action (``approval``), free-form values (``values``: an
+    ask-user question's text, a form's values, an open-URL step's consent), a host-defined
+    permission option (``selected``: its id), or the user declining (``declined``) or dismissing
+    the question without choosing (``dismissed``)."""
 
     approval: Optional[ApprovalAction] = None
     values: Any = None
+    selected: Optional[str] = None
+    declined: bool = False
+    dismissed: bool = False
 
-    def to_json(self) -> Dict[str, Any]:
-        """The core's JSON form."""
+    def to_json(self) -> Any:
+        """The core's JSON form (``{"approval": …}``, ``{"values": …}``, ``{"selected": id}``,
+        ``"declined"`` or ``"dismissed"``)."""
         if self.approval is not None:
             return {"approval": _wire(self.approval)}
+        if self.selected is not None:
+            return {"selected": self.selected}
+        if self.declined:
+            return "declined"
+        if self.dismissed:
+            return "dismissed"
         return {"values": self.values}
 
     @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "GateResponse":
+    def from_json(cls, data: Any) -> "GateResponse":
         """Builds one from the core's JSON form."""
+        if data == "declined":
+            return cls(declined=True)
+        if data == "dismissed":
+            return cls(dismissed=True)
         if "approval" in data:
             return cls(approval=ApprovalAction(data["approval"]))
+        if "selected" in data:
+            return cls(selected=str(data["selected"]))
         return cls(values=data.get("values"))
 
 
@@ -304,12 +404,16 @@ class _Kind:
     """Shared JSON conversion of the event kinds."""
 
     type: ClassVar[str] = ""
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ()
+    """Fields left out of the JSON form when ``None`` or empty."""
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
         out: Dict[str, Any] = {"type": self.type}
         for name in self.__dataclass_fields__:  # type: ignore[attr-defined]
             value = getattr(self, name)
+            if name in self._OPTIONAL and (value is None or value == []):
+                continue
             if name == "messages":
                 value = [_message_to_json(m) for m in value]
             out[name] = _wire(value)
@@ -335,33 +439,54 @@ class TokenDelta(_Kind):
 
 @dataclass
 class ToolCallStarted(_Kind):
-    """A tool call was announced."""
+    """A tool call was announced (``tool_call``): its title (``name``), kind and raw input, and
+    optionally the status it starts in (``pending`` when ``None``), its content (content blocks,
+    diffs, terminals), its locations and its raw output."""
 
     type: ClassVar[str] = "tool_call_started"
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ("status", "content", "locations", "raw_output")
     call_id: str = ""
     name: str = ""
     kind: ToolKind = ToolKind.OTHER
     input: Any = None
+    status: Optional[ToolCallStatus] = None
+    content: List[Any] = field(default_factory=list)
+    locations: List[Dict[str, Any]] = field(default_factory=list)
+    raw_output: Any = None
 
 
 @dataclass
 class ToolCallProgress(_Kind):
-    """A tool call made progress (status and/or new content)."""
+    """A tool call changed (``tool_call_update``): each field that is not ``None`` replaces the
+    call's (``content`` and ``locations`` as whole lists)."""
 
     type: ClassVar[str] = "tool_call_progress"
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ("title", "kind", "locations", "raw_input", "raw_output")
     call_id: str = ""
     status: Optional[ToolCallStatus] = None
-    content: Optional[List[ContentBlock]] = None
+    content: Optional[List[Any]] = None
+    title: Optional[str] = None
+    kind: Optional[ToolKind] = None
+    locations: Optional[List[Dict[str, Any]]] = None
+    raw_input: Any = None
+    raw_output: Any = None
 
 
 @dataclass
 class ToolCallCompleted(_Kind):
-    """A tool call finished."""
+    """A tool call finished (``tool_call_update`` with status ``completed``, or ``failed`` when
+    ``is_error``): its final content when not empty, and the fields that changed as it did."""
 
     type: ClassVar[str] = "tool_call_completed"
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ("title", "kind", "locations", "raw_input", "raw_output")
     call_id: str = ""
-    output: List[ContentBlock] = field(default_factory=list)
+    output: List[Any] = field(default_factory=list)
     is_error: bool = False
+    title: Optional[str] = None
+    kind: Optional[ToolKind] = None
+    locations: Optional[List[Dict[str, Any]]] = None
+    raw_input: Any = None
+    raw_output: Any = None
 
 
 @dataclass
@@ -515,10 +640,44 @@ def _kind_from_json(data: Dict[str, Any]) -> EventKind:
     if cls is TokenDelta:
         return TokenDelta(args.get("text", ""), TokenChannel(args.get("channel", "message")))
     if cls is ToolCallStarted:
-        return ToolCallStarted(args["call_id"], args.get("name", ""), ToolKind(args.get("kind", "other")), args.get("input"))
-    if cls is ToolCallProgress:
         status = args.get("status")
-        return ToolCallProgress(args["call_id"], None if status is None else ToolCallStatus(status), args.get("content"))
+        return ToolCallStarted(
+            args["call_id"],
+            args.get("name", ""),
+            ToolKind(args.get("kind", "other")),
+            args.get("input"),
+            None if status is None else ToolCallStatus(status),
+            list(args.get("content") or []),
+            list(args.get("locations") or []),
+            args.get("raw_output"),
+        )
+    if cls in (ToolCallProgress, ToolCallCompleted):
+        kind = args.get("kind")
+        title: Optional[str] = args.get("title")
+        changed_kind = None if kind is None else ToolKind(kind)
+        locations: Optional[List[Dict[str, Any]]] = args.get("locations")
+        if cls is ToolCallCompleted:
+            return ToolCallCompleted(
+                args["call_id"],
+                list(args.get("output", [])),
+                bool(args.get("is_error", False)),
+                title=title,
+                kind=changed_kind,
+                locations=locations,
+                raw_input=args.get("raw_input"),
+                raw_output=args.get("raw_output"),
+            )
+        status = args.get("status")
+        return ToolCallProgress(
+            args["call_id"],
+            None if status is None else ToolCallStatus(status),
+            args.get("content"),
+            title=title,
+            kind=changed_kind,
+            locations=locations,
+            raw_input=args.get("raw_input"),
+            raw_output=args.get("raw_output"),
+        )
     result: EventKind = cls(**args)
     return result
 

@@ -28,6 +28,7 @@ from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
 
 from . import _native
 from ._bridge import DONE, dispatcher
+from .client import Client, ClientCapabilities
 from .harness import ContentBlock, Event, GateResponse
 
 __all__ = [
@@ -50,16 +51,35 @@ MODE_CONFIG_ID = "mode"
 
 @dataclass
 class Setup:
-    """The validated setup of a session: absolute, canonical ``cwd``, extra roots, MCP servers."""
+    """The validated setup of a session: absolute, canonical ``cwd``, extra roots, MCP servers,
+    and the session's handle on the client (:attr:`client`)."""
 
     cwd: str
     additional_directories: List[str] = field(default_factory=list)
     mcp_servers: List[Dict[str, Any]] = field(default_factory=list)
+    client: Optional[Client] = field(default=None, compare=False)
+    """The session's handle on the client: read and write files through the editor, run commands
+    in its terminals, ask the user. Keep it with the session; it works once the session is
+    established (after ``new_session``, ``load_session`` or ``resume_session`` returned) and until
+    it closes. Calls made through it while a prompt is in flight are cancelled with that prompt,
+    and go out after the updates of the events the session published before them. ``None`` only
+    for a setup built by hand."""
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities:
+        """What the client advertised (``fs``, ``terminal``, ``elicitation``, ``auth.terminal``,
+        ``_meta``); nothing for a setup built by hand."""
+        return self.client.capabilities if self.client is not None else ClientCapabilities()
 
     @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "Setup":
-        """Builds one from its JSON form."""
-        return cls(data["cwd"], list(data.get("additionalDirectories", [])), list(data.get("mcpServers", [])))
+    def from_json(cls, data: Dict[str, Any], client: Any = None) -> "Setup":
+        """Builds one from its JSON form (and the native handle on the client, if any)."""
+        return cls(
+            data["cwd"],
+            list(data.get("additionalDirectories", [])),
+            list(data.get("mcpServers", [])),
+            None if client is None else Client(client),
+        )
 
 
 @dataclass
@@ -128,15 +148,38 @@ class ConfigOption:
 
 @dataclass
 class AuthMethod:
-    """One authentication method advertised in ``initialize`` (an ACP agent auth method)."""
+    """One authentication method advertised in ``initialize`` (an ACP ``AuthMethod``).
+
+    ``type`` is ``"agent"`` (the default: the agent authenticates through ``authenticate``) or
+    ``"terminal"`` (schema v1.21.0: a client that advertised ``auth.terminal`` reruns the agent's
+    launch command with ``args`` and ``env`` in a terminal, where the process logs the user in and
+    exits 0; it never sends ``authenticate`` for it). Terminal methods are listed only to clients
+    that advertised ``auth.terminal``.
+    """
 
     id: str
     name: str
     description: Optional[str] = None
+    type: str = "agent"
+    args: List[str] = field(default_factory=list)
+    env: Dict[str, str] = field(default_factory=dict)
 
     def to_tuple(self) -> Tuple[str, str, Optional[str]]:
-        """The ``(id, name, description)`` form the native module takes."""
+        """The ``(id, name, description)`` of the method."""
         return (str(self.id), str(self.name), None if self.description is None else str(self.description))
+
+    def to_json(self) -> Dict[str, Any]:
+        """The ACP wire form."""
+        out: Dict[str, Any] = {"id": str(self.id), "name": str(self.name)}
+        if self.description is not None:
+            out["description"] = str(self.description)
+        if self.type != "agent":
+            out["type"] = self.type
+            if self.args:
+                out["args"] = [str(a) for a in self.args]
+            if self.env:
+                out["env"] = {str(k): str(v) for k, v in self.env.items()}
+        return out
 
 
 class Authenticator:
@@ -259,9 +302,10 @@ def host_capabilities(host: object) -> Dict[str, bool]:
     return {name: callable(getattr(host, name, None)) for name in _HOST_OPTIONAL}
 
 
-def host_auth(host: object) -> Optional[Tuple[List[Tuple[str, str, Optional[str]]], bool]]:
-    """The authentication part of ``host`` as the native module takes it, ``(methods, logout)``,
-    or ``None`` when ``host`` has no ``authenticate`` method."""
+def host_auth(host: object) -> Optional[Tuple[List[Dict[str, Any]], bool]]:
+    """The authentication part of ``host`` as the native module takes it, ``(methods, logout)``
+    (the methods in their ACP wire form), or ``None`` when ``host`` has no ``authenticate``
+    method."""
     if not callable(getattr(host, "authenticate", None)):
         return None
     name = type(host).__name__
@@ -270,13 +314,13 @@ def host_auth(host: object) -> Optional[Tuple[List[Tuple[str, str, Optional[str]
         if method is not None and inspect.iscoroutinefunction(method):
             raise TypeError(f"{name}.{sync} must be a plain `def` method, not `async def`")
     auth_methods = getattr(host, "auth_methods", None)
-    methods: List[Tuple[str, str, Optional[str]]] = []
+    methods: List[Dict[str, Any]] = []
     for method in auth_methods() if callable(auth_methods) else []:
         if isinstance(method, AuthMethod):
-            methods.append(method.to_tuple())
+            methods.append(method.to_json())
         else:
             id_, label, *rest = method
-            methods.append(AuthMethod(id_, label, rest[0] if rest else None).to_tuple())
+            methods.append(AuthMethod(id_, label, rest[0] if rest else None).to_json())
     return (methods, callable(getattr(host, "logout", None)))
 
 
@@ -335,17 +379,17 @@ class HostAdapter:
     def __init__(self, host: Any) -> None:
         self._h = host
 
-    async def new_session(self, setup: Dict[str, Any]) -> Any:
-        return _live(await self._h.new_session(Setup.from_json(setup)))
+    async def new_session(self, setup: Dict[str, Any], client: Any = None) -> Any:
+        return _live(await self._h.new_session(Setup.from_json(setup, client)))
 
-    async def load_session(self, session_id: str, setup: Dict[str, Any]) -> Any:
-        loaded = await self._h.load_session(session_id, Setup.from_json(setup))
+    async def load_session(self, session_id: str, setup: Dict[str, Any], client: Any = None) -> Any:
+        loaded = await self._h.load_session(session_id, Setup.from_json(setup, client))
         if not isinstance(loaded, LoadedSession):
             raise TypeError("load_session must return an acp_facade.LoadedSession")
         return (_live(loaded.session), [e.to_json() for e in loaded.history])
 
-    async def resume_session(self, session_id: str, setup: Dict[str, Any]) -> Any:
-        return _live(await self._h.resume_session(session_id, Setup.from_json(setup)))
+    async def resume_session(self, session_id: str, setup: Dict[str, Any], client: Any = None) -> Any:
+        return _live(await self._h.resume_session(session_id, Setup.from_json(setup, client)))
 
     async def list_sessions(self) -> List[Any]:
         return [e.to_json() if hasattr(e, "to_json") else e for e in await self._h.list_sessions()]

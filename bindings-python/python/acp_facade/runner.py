@@ -15,18 +15,31 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Awaitable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence, Union
 
 from . import _native
 from ._bridge import DONE, dispatcher
+from .client import Client, ClientCapabilities, ElicitationSchema
 from .harness import ApprovalAction, ContentBlock, StopReason, ToolCallStatus, ToolKind, plain_text
 from .host import ConfigOption
 
 if TYPE_CHECKING:
     from .agent import Agent, Options
 
-__all__ = ["MemoryStore", "Permission", "PostgresStore", "Runner", "SqliteStore", "Turn", "TurnRunner"]
+__all__ = [
+    "MemoryStore",
+    "Permission",
+    "PermissionAnswer",
+    "PostgresStore",
+    "Reply",
+    "Runner",
+    "SqliteStore",
+    "ToolCallSpec",
+    "Turn",
+    "TurnRunner",
+]
 
 SqliteStore = _native.SqliteStore
 PostgresStore = _native.PostgresStore
@@ -47,6 +60,91 @@ class Permission(str, Enum):
 
 
 _ALL_CONTROLS = (ApprovalAction.APPROVE, ApprovalAction.APPROVE_ALWAYS, ApprovalAction.DENY)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """How the user answered a question of the turn (:meth:`Turn.ask`, :meth:`Turn.fill_form`,
+    :meth:`Turn.open_url`).
+
+    ``kind`` is ``"answered"`` (``value`` holds the answer: an ask-user question's text, a form's
+    values by field name, an open-URL step's consent), ``"declined"`` (the user said no),
+    ``"dismissed"`` (the user closed the question without choosing) or ``"cancelled"`` (the turn
+    was cancelled while it waited).
+    """
+
+    kind: str
+    value: Any = None
+
+    @property
+    def answered(self) -> bool:
+        """Whether there is an answer."""
+        return self.kind == "answered"
+
+
+@dataclass(frozen=True)
+class PermissionAnswer:
+    """The answer to :meth:`Turn.request_permission_with_options`.
+
+    ``kind`` is ``"action"`` (one of the offered controls, ``action``; a denial too when the
+    client's answer was not usable), ``"selected"`` (the host-defined option ``option_id``) or
+    ``"cancelled"`` (the turn was cancelled while it waited).
+    """
+
+    kind: str
+    action: Optional[ApprovalAction] = None
+    option_id: Optional[str] = None
+
+    @classmethod
+    def _from_native(cls, answer: Any) -> "PermissionAnswer":
+        kind, value = answer
+        if kind == "action":
+            return cls(kind, action=ApprovalAction(value))
+        if kind == "selected":
+            return cls(kind, option_id=str(value))
+        return cls(kind)
+
+
+@dataclass
+class ToolCallSpec:
+    """A tool call to announce with :meth:`Turn.start_tool`: everything but its id.
+
+    ``content`` items are content blocks, diffs (:func:`acp_facade.diff`) and terminals
+    (:attr:`acp_facade.Terminal.content`); ``locations`` are :func:`acp_facade.location` dicts.
+    """
+
+    title: str
+    kind: ToolKind = ToolKind.OTHER
+    status: ToolCallStatus = ToolCallStatus.PENDING
+    content: List[Any] = field(default_factory=list)
+    locations: List[Dict[str, Any]] = field(default_factory=list)
+    raw_input: Any = None
+    raw_output: Any = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form (ACP's field names)."""
+        out: Dict[str, Any] = {
+            "title": self.title,
+            "kind": _value(self.kind),
+            "status": _value(self.status),
+            "content": [_content(c) for c in self.content],
+            "locations": list(self.locations),
+            "rawInput": self.raw_input,
+        }
+        if self.raw_output is not None:
+            out["rawOutput"] = self.raw_output
+        return out
+
+
+def _content(item: Any) -> Any:
+    """A tool-call content item in its JSON form (a :class:`Terminal` becomes its content)."""
+    content = getattr(item, "content", None)
+    if isinstance(content, dict) and content.get("type") == "terminal":
+        return content
+    return item
+
+
+_UNCHANGED: Any = object()
 
 
 def _value(v: Any) -> Any:
@@ -145,8 +243,96 @@ class Turn:
         return Permission(answer)
 
     async def ask_user(self, question: str) -> Any:
-        """Asks the user a question; over ACP v1.20.0 this waits until the turn is cancelled."""
+        """Asks the user a question: the answer's text, or ``None`` when the user declined or
+        dismissed it, or the turn was cancelled (:meth:`ask` tells those apart)."""
         return await dispatcher.wait(self._n.ask_user, question)
+
+    async def ask(self, question: str) -> Reply:
+        """Asks the user a question: a form elicitation with one required string field
+        (``answer``) when the client advertised ``elicitation.form``; otherwise it waits until the
+        turn is cancelled."""
+        kind, value = await dispatcher.wait(self._n.ask, question)
+        return Reply(kind, value)
+
+    async def fill_form(self, message: str, schema: ElicitationSchema) -> Reply:
+        """Asks the user to fill in a form (never for secrets): a form elicitation with
+        ``schema`` when the client advertised ``elicitation.form``; the answer holds the values by
+        field name."""
+        kind, value = await dispatcher.wait(self._n.fill_form, message, schema)
+        return Reply(kind, value)
+
+    async def open_url(self, message: str, url: str) -> Reply:
+        """Asks the user to open ``url``: a URL elicitation when the client advertised
+        ``elicitation.url``; once the user accepted, the agent tells the client the step is done
+        (``elicitation/complete``). For a step that finishes later, use
+        :meth:`Client.elicit_url` and :meth:`Client.complete_elicitation` on :attr:`client`."""
+        kind, value = await dispatcher.wait(self._n.open_url, message, url)
+        return Reply(kind, value)
+
+    async def request_permission_with_options(
+        self,
+        call_id: str,
+        title: str,
+        controls: Sequence[ApprovalAction] = _ALL_CONTROLS,
+        options: Sequence[Dict[str, Any]] = (),
+    ) -> PermissionAnswer:
+        """Asks for permission to run ``call_id`` offering ``controls`` and then the host-defined
+        ``options`` (ACP permission options, e.g. ``{"optionId": "reject_always", "name": "Never",
+        "kind": "reject_always"}``); the answer is checked against what was offered."""
+        answer = await dispatcher.wait(
+            self._n.request_permission_with_options, call_id, title, [_value(c) for c in controls], list(options)
+        )
+        return PermissionAnswer._from_native(answer)
+
+    async def start_tool(self, spec: ToolCallSpec) -> str:
+        """Announces a tool call (``tool_call``) with everything in ``spec``; returns its id."""
+        result: str = await dispatcher.wait(self._n.start_tool, spec.to_json())
+        return result
+
+    async def update_tool(
+        self,
+        call_id: str,
+        *,
+        title: Optional[str] = None,
+        kind: Optional[ToolKind] = None,
+        status: Optional[ToolCallStatus] = None,
+        content: Optional[Sequence[Any]] = None,
+        locations: Optional[Sequence[Dict[str, Any]]] = None,
+        raw_input: Any = _UNCHANGED,
+        raw_output: Any = _UNCHANGED,
+    ) -> None:
+        """Changes a tool call (``tool_call_update``): every argument given replaces the call's
+        (``content`` and ``locations`` as whole lists). A status of ``completed`` or ``failed``
+        finishes the call: it is recorded as it ended, and ``session/load`` replays it so."""
+        fields: Dict[str, Any] = {}
+        if title is not None:
+            fields["title"] = title
+        if kind is not None:
+            fields["kind"] = _value(kind)
+        if status is not None:
+            fields["status"] = _value(status)
+        if content is not None:
+            fields["content"] = [_content(c) for c in content]
+        if locations is not None:
+            fields["locations"] = list(locations)
+        if raw_input is not _UNCHANGED:
+            fields["rawInput"] = raw_input
+        if raw_output is not _UNCHANGED:
+            fields["rawOutput"] = raw_output
+        await dispatcher.wait(self._n.update_tool, call_id, fields)
+
+    @property
+    def client(self) -> Client:
+        """The turn's handle on the client: read and write files through the editor, run
+        commands in its terminals, ask the user. Its calls go out after the updates of what the
+        turn did before them, are cancelled with the turn, and its terminals are released when the
+        turn ends (killed first when it was cancelled)."""
+        return Client(self._n.client())
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities:
+        """What the client advertised (``fs``, ``terminal``, ``elicitation``, ``_meta``)."""
+        return ClientCapabilities(**self._n.client_capabilities())
 
     async def usage(self, used: int, size: int) -> None:
         """Reports context usage; closes the current step first (``usage_update``)."""

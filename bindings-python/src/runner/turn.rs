@@ -7,20 +7,25 @@
 //! should await `drained` (back-pressure, see [`crate::pace`]); the other calls carry the id of a
 //! Python future that their answer, or their being applied, completes through the bridge.
 //! Cancelling the turn cancels the Python task.
+//!
+//! The turn's handle on the client (`client`) is a [`PyClient`] over the core turn's
+//! [`Client`] whose calls go through the same queue (see [`crate::client`]).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use acp_facade::Error;
 use acp_facade::acp::{ContentBlock, ErrorCode, StopReason};
-use acp_facade::harness::ToolCallId;
-use acp_facade::runner::Turn;
-use acp_facade::runner::ops::{self, Reply, TurnEnded, TurnOp, TurnOps};
+use acp_facade::client::Client;
+use acp_facade::harness::{ApprovalAction, ToolCallId};
+use acp_facade::runner::ops::{self, PermissionRequest, Reply, TurnEnded, TurnOp, TurnOps};
+use acp_facade::runner::{PermissionAnswer, Reply as UserReply, ToolCallSpec, Turn, tool_call_fields};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{self, MakeValue};
+use crate::client::{PyClient, capabilities_to_py};
 use crate::harness::{decode, encode, extract, json_to_py};
 use crate::host::{Target, args};
 
@@ -45,6 +50,7 @@ pub(crate) async fn run(target: &Target, turn: &Turn, config_ids: &[String]) -> 
         session_id: turn.session_id().0.to_string(),
         cwd: turn.cwd().to_string_lossy().into_owned(),
         prompt: turn.prompt().to_vec(),
+        client: turn.client().clone(),
         config: config_ids.iter().filter_map(|id| turn.config_value(id).map(|v| (id.clone(), v))).collect(),
     };
     let mut call = bridge::call(target, "run_turn", move |py| args(py, (Bound::new(py, handle)?,)), stop_reason);
@@ -96,7 +102,32 @@ pub struct PyTurn {
     session_id: String,
     cwd: String,
     prompt: Vec<ContentBlock>,
+    /// The core turn's handle on the client (cancelled with the turn, ordered after its events).
+    client: Client,
     config: HashMap<String, String>,
+}
+
+/// How the user answered a question of the turn, as `(kind, value)`: `("answered", value)`,
+/// `("declined", None)`, `("dismissed", None)` or `("cancelled", None)`.
+fn user_reply(py: Python<'_>, reply: UserReply) -> PyResult<Bound<'_, PyAny>> {
+    let (kind, value) = match reply {
+        UserReply::Answered(value) => ("answered", json_to_py(py, &value)?),
+        UserReply::Declined => ("declined", py.None().into_bound(py)),
+        UserReply::Dismissed => ("dismissed", py.None().into_bound(py)),
+        _ => ("cancelled", py.None().into_bound(py)),
+    };
+    Ok((kind, value).into_pyobject(py)?.into_any())
+}
+
+/// A permission answer as `(kind, value)`: `("action", "approve")`, `("selected", option_id)`
+/// or `("cancelled", None)`.
+fn permission_answer(py: Python<'_>, answer: PermissionAnswer) -> PyResult<Bound<'_, PyAny>> {
+    let (kind, value) = match answer {
+        PermissionAnswer::Action(action) => ("action", encode(py, &action)?),
+        PermissionAnswer::Selected(option) => ("selected", pyo3::types::PyString::new(py, &option).into_any()),
+        _ => ("cancelled", py.None().into_bound(py)),
+    };
+    Ok((kind, value).into_pyobject(py)?.into_any())
 }
 
 impl PyTurn {
@@ -194,6 +225,58 @@ impl PyTurn {
             None => Ok(py.None().into_bound(py)),
         });
         self.push(TurnOp::AskUser { question, reply }).map(|_| ())
+    }
+
+    fn ask(&self, question: String, future: u64) -> PyResult<()> {
+        self.push(TurnOp::Ask { question, reply: answer(future, user_reply) }).map(|_| ())
+    }
+
+    fn fill_form(&self, message: String, schema: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let schema = Box::new(extract(schema, "elicitation schema")?);
+        self.push(TurnOp::FillForm { message, schema, reply: answer(future, user_reply) }).map(|_| ())
+    }
+
+    fn open_url(&self, message: String, url: String, future: u64) -> PyResult<()> {
+        self.push(TurnOp::OpenUrl { message, url, reply: answer(future, user_reply) }).map(|_| ())
+    }
+
+    fn request_permission_with_options(
+        &self,
+        call_id: String,
+        title: String,
+        controls: &Bound<'_, PyAny>,
+        options: &Bound<'_, PyAny>,
+        future: u64,
+    ) -> PyResult<()> {
+        let controls: Vec<ApprovalAction> = extract(controls, "approval controls")?;
+        let options = extract(options, "permission options")?;
+        let request = Box::new(PermissionRequest { call_id: ToolCallId::new(call_id), title, controls, options });
+        self.push(TurnOp::RequestPermissionWithOptions { request, reply: answer(future, permission_answer) })
+            .map(|_| ())
+    }
+
+    /// Announces a tool call from its JSON form (see the core's `ToolCallSpec`).
+    fn start_tool(&self, spec: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let spec: Box<ToolCallSpec> = Box::new(extract(spec, "tool call")?);
+        let reply = answer(future, |py, id: ToolCallId| Ok(pyo3::types::PyString::new(py, id.as_str()).into_any()));
+        self.push(TurnOp::StartTool { spec, reply }).map(|_| ())
+    }
+
+    /// Changes a tool call: `fields` in their JSON form (see the core's `tool_call_fields`).
+    fn update_tool(&self, call_id: String, fields: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let fields = tool_call_fields(crate::harness::py_to_json(fields)?)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid tool call fields: {e}")))?;
+        self.push_then(TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields: Box::new(fields) }, future)
+    }
+
+    /// The turn's handle on the client.
+    fn client(&self) -> PyClient {
+        PyClient::turn(self.client.clone(), self.ops.clone())
+    }
+
+    /// What the client advertised, as a dict of `ClientCapabilities` fields.
+    fn client_capabilities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        capabilities_to_py(py, self.client.capabilities())
     }
 
     fn usage(&self, used: u64, size: u64, future: u64) -> PyResult<()> {

@@ -58,7 +58,7 @@ pub use session::RunnerSession;
 pub use sqlite::SqliteStore;
 pub use store::{Claim, MemoryStore, SessionRecord, Store, StoreError, StoreErrorKind};
 pub use tool_calls::{ToolCallBuilder, ToolCallUpdateBuilder};
-pub use tool_state::ToolCallSpec;
+pub use tool_state::{ToolCallSpec, tool_call_fields};
 pub use turn::{Permission, Turn};
 
 use crate::acp::{AvailableCommand, SessionConfigOption, SessionId, StopReason};

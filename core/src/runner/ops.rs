@@ -26,15 +26,33 @@
 //! 3. In each binding (`bindings-python/src/runner/turn.rs`, `bindings-node/src/runner/turn.rs`),
 //!    one method that converts the arguments, pushes the variant and converts the answer (or the
 //!    [`Pace`]) into its language's awaitable. Nothing else: no queue, no counting, no ordering.
+//!
+//! ## Calls to the client
+//!
+//! The turn's calls to the client ([`Turn::client`]: files, terminals, elicitation) are operations
+//! too, so that each goes out after the updates of everything the binding's caller did before it
+//! (the handle waits for them, see [`Client::in_order_with`](crate::client::Client::in_order_with)).
+//! Their arm only starts the call, on a task of its own, and moves on: the answer comes back
+//! through the operation's [`Reply`] whenever the client sends it, so a turn may have any number
+//! of calls in flight while it streams. A call is cancelled with the turn, like every call of the
+//! turn's handle; one still in flight when the turn ends without being cancelled is answered as it
+//! would have been.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::gates::{PermissionAnswer, Reply as UserReply};
+use super::tool_state::ToolCallSpec;
 use super::turn::{Permission, Turn};
-use crate::acp::{ContentBlock, ToolCallStatus, ToolKind};
+use crate::acp::{
+    ContentBlock, ElicitationId, ElicitationSchema, EnvVariable, PermissionOption, TerminalExitStatus,
+    TerminalOutputResponse, ToolCallStatus, ToolCallUpdateFields, ToolKind,
+};
+use crate::client::{ClientError, ElicitationAnswer, Terminal, UrlElicitation};
 use crate::harness::{ApprovalAction, ToolCallId};
 use crate::pace::{Backlog, Pace, Refused};
 
@@ -111,6 +129,172 @@ pub enum TurnOp {
     },
     /// [`Turn::end_step`].
     EndStep,
+    /// [`Turn::ask`]; answers how the user answered.
+    Ask {
+        /// The question.
+        question: String,
+        /// Answered with the user's answer.
+        reply: Reply<UserReply>,
+    },
+    /// [`Turn::fill_form`]; answers how the user answered.
+    FillForm {
+        /// What the form is for.
+        message: String,
+        /// The form (boxed: see the size note on [`TurnOp`]).
+        schema: Box<ElicitationSchema>,
+        /// Answered with the user's answer.
+        reply: Reply<UserReply>,
+    },
+    /// [`Turn::open_url`]; answers how the user answered.
+    OpenUrl {
+        /// Why the URL should be opened.
+        message: String,
+        /// The URL.
+        url: String,
+        /// Answered with the user's answer.
+        reply: Reply<UserReply>,
+    },
+    /// [`Turn::request_permission_with_options`]; answers the choice.
+    RequestPermissionWithOptions {
+        /// The question and what it offers (boxed: see the size note on [`TurnOp`]).
+        request: Box<PermissionRequest>,
+        /// Answered with the choice.
+        reply: Reply<PermissionAnswer>,
+    },
+    /// [`Turn::start_tool`]; answers the new call's id.
+    StartTool {
+        /// The call (boxed: see the size note on [`TurnOp`]).
+        spec: Box<ToolCallSpec>,
+        /// Answered with the call's id.
+        reply: Reply<ToolCallId>,
+    },
+    /// [`Turn::update_tool`].
+    UpdateTool {
+        /// The call.
+        call_id: ToolCallId,
+        /// The fields that change (boxed: see the size note on [`TurnOp`]).
+        fields: Box<ToolCallUpdateFields>,
+    },
+    /// [`Client::read_text_file`](crate::client::Client::read_text_file) on [`Turn::client`];
+    /// answered off the queue (see "Calls to the client" in the module doc).
+    ReadTextFile {
+        /// The file (absolute), its first line and the most lines to read (boxed).
+        request: Box<(PathBuf, Option<u32>, Option<u32>)>,
+        /// Answered with the content.
+        reply: Reply<Result<String, ClientError>>,
+    },
+    /// [`Client::write_text_file`](crate::client::Client::write_text_file) on [`Turn::client`].
+    WriteTextFile {
+        /// The file (absolute) and its new content (boxed).
+        request: Box<(PathBuf, String)>,
+        /// Answered once written.
+        reply: Reply<Result<(), ClientError>>,
+    },
+    /// [`Client::create_terminal`](crate::client::Client::create_terminal) on [`Turn::client`].
+    CreateTerminal {
+        /// The command and how to run it (boxed).
+        request: Box<TerminalRequest>,
+        /// Answered with the terminal.
+        reply: Reply<Result<Terminal, ClientError>>,
+    },
+    /// [`Client::elicit_form`](crate::client::Client::elicit_form) on [`Turn::client`].
+    ElicitForm {
+        /// What the form is for, and the form (boxed).
+        request: Box<(String, ElicitationSchema)>,
+        /// Answered with the user's answer.
+        reply: Reply<Result<ElicitationAnswer, ClientError>>,
+    },
+    /// [`Client::elicit_url`](crate::client::Client::elicit_url) on [`Turn::client`].
+    ElicitUrl {
+        /// Why, and the URL (boxed).
+        request: Box<(String, String)>,
+        /// Answered with the elicitation's id and the user's answer.
+        reply: Reply<Result<UrlElicitation, ClientError>>,
+    },
+    /// [`Client::complete_elicitation`](crate::client::Client::complete_elicitation) on
+    /// [`Turn::client`].
+    CompleteElicitation {
+        /// The URL elicitation whose step is done.
+        elicitation_id: ElicitationId,
+        /// Answered once sent.
+        reply: Reply<Result<(), ClientError>>,
+    },
+    /// [`Client::release_terminals`](crate::client::Client::release_terminals) on
+    /// [`Turn::client`].
+    ReleaseTerminals {
+        /// Answered once released.
+        reply: Reply<()>,
+    },
+    /// A call on a terminal the turn's handle created ([`Terminal::output`],
+    /// [`Terminal::wait_for_exit`], [`Terminal::kill`], [`Terminal::release`]), answered off the
+    /// queue.
+    Terminal {
+        /// The terminal.
+        terminal: Arc<Terminal>,
+        /// Which call, with the reply for its answer.
+        call: TerminalCall,
+    },
+}
+
+/// A permission request with host-defined options ([`TurnOp::RequestPermissionWithOptions`]).
+#[derive(Debug)]
+pub struct PermissionRequest {
+    /// The tool call asking.
+    pub call_id: ToolCallId,
+    /// What the client shows.
+    pub title: String,
+    /// The controls offered, first.
+    pub controls: Vec<ApprovalAction>,
+    /// The host-defined options offered after them.
+    pub options: Vec<PermissionOption>,
+}
+
+/// The arguments of [`Client::create_terminal`](crate::client::Client::create_terminal)
+/// ([`TurnOp::CreateTerminal`]).
+#[derive(Debug)]
+pub struct TerminalRequest {
+    /// The command.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Environment variables to add.
+    pub env: Vec<EnvVariable>,
+    /// Its working directory (absolute).
+    pub cwd: Option<PathBuf>,
+    /// The most output bytes the client keeps.
+    pub output_byte_limit: Option<u64>,
+}
+
+/// A call on a [`Terminal`] ([`TurnOp::Terminal`]), with the reply for its answer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TerminalCall {
+    /// [`Terminal::output`].
+    Output(Reply<Result<TerminalOutputResponse, ClientError>>),
+    /// [`Terminal::wait_for_exit`].
+    WaitForExit(Reply<Result<TerminalExitStatus, ClientError>>),
+    /// [`Terminal::kill`].
+    Kill(Reply<Result<(), ClientError>>),
+    /// [`Terminal::release`].
+    Release(Reply<Result<(), ClientError>>),
+}
+
+impl TerminalCall {
+    /// Starts the call on `terminal`, answered off the queue.
+    fn start(self, terminal: Arc<Terminal>) {
+        match self {
+            Self::Output(reply) => answer_later(reply, async move { terminal.output().await }),
+            Self::WaitForExit(reply) => answer_later(reply, async move { terminal.wait_for_exit().await }),
+            Self::Kill(reply) => answer_later(reply, async move { terminal.kill().await }),
+            Self::Release(reply) => answer_later(reply, async move { terminal.release().await }),
+        }
+    }
+}
+
+/// Runs `call` on a task of its own and answers `reply` with its outcome (see "Calls to the
+/// client" in the module doc).
+fn answer_later<T: Send + 'static>(reply: Reply<T>, call: impl Future<Output = T> + Send + 'static) {
+    tokio::spawn(async move { reply.send(call.await) });
 }
 
 impl TurnOp {
@@ -130,6 +314,52 @@ impl TurnOp {
             Self::AskUser { question, reply } => reply.send(turn.ask_user(question).await),
             Self::Usage { used, size } => turn.usage(used, size).await,
             Self::EndStep => turn.end_step().await,
+            Self::Ask { question, reply } => reply.send(turn.ask(question).await),
+            Self::FillForm { message, schema, reply } => reply.send(turn.fill_form(message, *schema).await),
+            Self::OpenUrl { message, url, reply } => reply.send(turn.open_url(message, url).await),
+            Self::RequestPermissionWithOptions { request, reply } => {
+                let PermissionRequest { call_id, title, controls, options } = *request;
+                reply.send(turn.request_permission_with_options(&call_id, title, &controls, options).await);
+            }
+            Self::StartTool { spec, reply } => reply.send(turn.start_tool(*spec).await),
+            Self::UpdateTool { call_id, fields } => turn.update_tool(&call_id, *fields).await,
+            Self::ReadTextFile { request, reply } => {
+                let client = turn.client().clone();
+                let (path, line, limit) = *request;
+                answer_later(reply, async move { client.read_text_file(path, line, limit).await });
+            }
+            Self::WriteTextFile { request, reply } => {
+                let client = turn.client().clone();
+                let (path, content) = *request;
+                answer_later(reply, async move { client.write_text_file(path, content).await });
+            }
+            Self::CreateTerminal { request, reply } => {
+                let client = turn.client().clone();
+                let TerminalRequest { command, args, env, cwd, output_byte_limit } = *request;
+                answer_later(
+                    reply,
+                    async move { client.create_terminal(command, args, env, cwd, output_byte_limit).await },
+                );
+            }
+            Self::ElicitForm { request, reply } => {
+                let client = turn.client().clone();
+                let (message, schema) = *request;
+                answer_later(reply, async move { client.elicit_form(message, schema).await });
+            }
+            Self::ElicitUrl { request, reply } => {
+                let client = turn.client().clone();
+                let (message, url) = *request;
+                answer_later(reply, async move { client.elicit_url(message, url).await });
+            }
+            Self::CompleteElicitation { elicitation_id, reply } => {
+                let client = turn.client().clone();
+                answer_later(reply, async move { client.complete_elicitation(&elicitation_id).await });
+            }
+            Self::ReleaseTerminals { reply } => {
+                let client = turn.client().clone();
+                answer_later(reply, async move { client.release_terminals().await });
+            }
+            Self::Terminal { terminal, call } => call.start(terminal),
         }
     }
 }
@@ -247,6 +477,11 @@ impl TurnOps {
     /// How many operations are queued and not yet applied.
     pub fn queued(&self) -> usize {
         self.backlog.depth()
+    }
+
+    /// Whether the queue takes no more operations: the turn is over.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
     }
 }
 

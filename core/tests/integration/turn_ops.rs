@@ -75,10 +75,15 @@ impl TurnRunner for HostThread {
 }
 
 async fn start(script: Script) -> (TestClient, String, Arc<Seen>) {
+    start_with(script, json!({})).await
+}
+
+/// Like [`start`], the client advertising `capabilities`.
+async fn start_with(script: Script, capabilities: Value) -> (TestClient, String, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
     let runner = Runner::new(Arc::new(MemoryStore::new()), Arc::new(HostThread { script, seen: seen.clone() }));
     let mut client = TestClient::start_agent(runner.agent(runner.options()));
-    client.initialize().await;
+    client.initialize_with(capabilities).await;
     let sid = client.new_session().await;
     (client, sid, seen)
 }
@@ -228,6 +233,95 @@ async fn a_host_that_never_awaits_is_refused_at_the_hard_limit_and_loses_nothing
     let mut expected: Vec<String> = (0..accepted).map(|n| format!("{n} ")).collect();
     expected.push("end".into());
     assert_eq!(chunk_texts(&before, "agent_message_chunk"), expected, "every accepted operation, in order");
+}
+
+/// How many calls the client-call test keeps in flight at once.
+const IN_FLIGHT: usize = 64;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_calls_go_out_after_what_came_before_and_many_are_in_flight_at_once() {
+    let script: Script = Arc::new(|ops, seen| {
+        let _ = ops.push(TurnOp::Text("reading ".into())).unwrap();
+        let answers: Vec<_> = (0..IN_FLIGHT)
+            .map(|n| {
+                let (reply, answer) = Reply::channel();
+                let request = Box::new((std::path::PathBuf::from(format!("/work/{n}.txt")), None, None));
+                let _ = ops.push(TurnOp::ReadTextFile { request, reply }).unwrap();
+                answer
+            })
+            .collect();
+        let contents: Vec<String> = answers.into_iter().map(|answer| block_on(answer).unwrap().unwrap()).collect();
+        seen.note(contents.join(","));
+        let (reply, answer) = Reply::channel();
+        let request = Box::new((std::path::PathBuf::from("relative.txt"), None, None));
+        let _ = ops.push(TurnOp::ReadTextFile { request, reply }).unwrap();
+        seen.note(block_on(answer).unwrap().unwrap_err().kind());
+        let _ = ops.push(TurnOp::Text("done".into())).unwrap();
+        StopReason::EndTurn
+    });
+    let (mut client, sid, seen) = start_with(script, json!({"fs": {"readTextFile": true}})).await;
+    let id = client.prompt(&sid, "go").await;
+    // Every read arrives before any is answered: they are in flight together.
+    let mut reads = Vec::new();
+    for _ in 0..IN_FLIGHT {
+        reads.push(client.wait_for(|m| m["method"] == "fs/read_text_file").await);
+    }
+    let text = client.transcript.iter().position(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk");
+    let first_read = client.transcript.iter().position(|m| m["method"] == "fs/read_text_file");
+    assert!(text.unwrap() < first_read.unwrap(), "the text before the reads went out first");
+    for read in &reads {
+        let path = read["params"]["path"].as_str().unwrap().to_owned();
+        client.respond(&read["id"], json!({"content": path})).await;
+    }
+    let (response, before) = client.response_with_preceding(&id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    assert!(before.iter().all(|m| m["method"] != "fs/read_text_file"), "the relative path was never sent");
+    let notes = seen.notes();
+    let expected: Vec<String> = (0..IN_FLIGHT).map(|n| format!("/work/{n}.txt")).collect();
+    assert_eq!(notes, [expected.join(","), "relative_path".to_owned()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_driven_through_the_queue_is_killed_and_released_once_when_the_turn_is_cancelled() {
+    let script: Script = Arc::new(|ops, seen| {
+        let (reply, answer) = Reply::channel();
+        let request = Box::new(ops::TerminalRequest {
+            command: "sleep".into(),
+            args: vec!["30".into()],
+            env: Vec::new(),
+            cwd: None,
+            output_byte_limit: None,
+        });
+        let _ = ops.push(TurnOp::CreateTerminal { request, reply }).unwrap();
+        let terminal = Arc::new(block_on(answer).unwrap().unwrap());
+        let (reply, answer) = Reply::channel();
+        let call = ops::TerminalCall::WaitForExit(reply);
+        let _ = ops.push(TurnOp::Terminal { terminal: terminal.clone(), call }).unwrap();
+        seen.reached.notify_one();
+        let waited = block_on(answer).unwrap();
+        seen.note(waited.unwrap_err().kind());
+        seen.note(format!("released {}", terminal.is_released()));
+        // Released once: a release of its own now sends nothing.
+        let (reply, answer) = Reply::channel();
+        let pushed = ops.push(TurnOp::Terminal { terminal, call: ops::TerminalCall::Release(reply) });
+        if pushed.is_ok() {
+            seen.note(format!("release {:?}", block_on(answer).unwrap()));
+        }
+        StopReason::Cancelled
+    });
+    let (mut client, sid, seen) = start_with(script, json!({"terminal": true})).await;
+    let id = client.prompt(&sid, "go").await;
+    let create = client.wait_for(|m| m["method"] == "terminal/create").await;
+    client.respond(&create["id"], json!({"terminalId": "term-1"})).await;
+    let _wait = client.wait_for(|m| m["method"] == "terminal/wait_for_exit").await;
+    tokio::time::timeout(common::STEP, seen.reached.notified()).await.expect("the wait was never pushed");
+    client.notify("session/cancel", json!({"sessionId": sid})).await;
+    let (response, before) = client.response_with_preceding(&id).await;
+    assert_eq!(stop_reason(&response), "cancelled");
+    let calls: Vec<&str> =
+        before.iter().filter_map(|m| m["method"].as_str()).filter(|m| *m != "session/update").collect();
+    assert_eq!(calls, ["$/cancel_request", "terminal/kill", "terminal/release"], "{before:#?}");
+    assert_eq!(seen.notes()[..2], ["cancelled".to_owned(), "released true".to_owned()]);
 }
 
 /// `Permission` names, as both bindings hand them out.

@@ -1,6 +1,6 @@
 //! The demo's prompts that call the client (`shared/DEMO.md`, "the agent calls the client" and
 //! `edit`): `read`, `write`, `run`, `open` through the turn's client handle, and `edit`'s tool call
-//! with a diff.
+//! with a diff; and `readloop`, the benchmark's helper (docs/DEMO.md).
 //!
 //! A client that did not advertise the capability gets no request: the turn says
 //! `VERB: not supported by the client`. A client error: `VERB: error CODE MESSAGE`. Both end the
@@ -98,6 +98,32 @@ pub async fn run(turn: &Turn, line: &str, command: &str) -> Option<StopReason> {
     if let Err(e) = terminal.release().await {
         tracing::warn!(error = %e, "the client failed to release a terminal");
     }
+    Some(StopReason::EndTurn)
+}
+
+/// `readloop N PATH [PARALLEL]`: `fs/read_text_file` of PATH N times, at most PARALLEL (1 when
+/// absent or 0) in flight at once; then the chunk `readloop: N`.
+pub async fn read_loop(turn: &Turn, rest: &str) -> Option<StopReason> {
+    let mut words = rest.split_whitespace();
+    let count: u64 = words.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let path = absolute(turn, words.next().unwrap_or_default());
+    let parallel: u64 = words.next().and_then(|n| n.parse().ok()).filter(|p| *p > 0).unwrap_or(1);
+    let mut in_flight = tokio::task::JoinSet::new();
+    let mut started = 0;
+    loop {
+        while started < count && (in_flight.len() as u64) < parallel {
+            let (client, path) = (turn.client().clone(), path.clone());
+            in_flight.spawn(async move { client.read_text_file(path, None, None).await });
+            started += 1;
+        }
+        let Some(done) = in_flight.join_next().await else { break };
+        match done {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return failed(turn, "readloop", e).await,
+            Err(_) => return None,
+        }
+    }
+    turn.text(format!("readloop: {count}")).await;
     Some(StopReason::EndTurn)
 }
 

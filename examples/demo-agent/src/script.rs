@@ -229,6 +229,7 @@ impl TurnRunner for Script {
             "write" => client::write(turn, rest).await,
             "run" => client::run(turn, &text, rest).await,
             "open" => client::open(turn, rest).await,
+            "readloop" => client::read_loop(turn, rest).await,
             "edit" => {
                 client::edit(turn, rest).await;
                 Some(StopReason::EndTurn)
