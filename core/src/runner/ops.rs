@@ -26,6 +26,10 @@
 //! 3. In each binding (`bindings-python/src/runner/turn.rs`, `bindings-node/src/runner/turn.rs`),
 //!    one method that converts the arguments, pushes the variant and converts the answer (or the
 //!    [`Pace`]) into its language's awaitable. Nothing else: no queue, no counting, no ordering.
+//!
+//! An operation that can fail (the agent-initiated changes: [`TurnOp::SetMode`],
+//! [`TurnOp::SetConfigOption`], [`TurnOp::SetCommands`]) answers its `Result`, and the binding
+//! raises or rejects with the error.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -34,7 +38,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::turn::{Permission, Turn};
-use crate::acp::{ContentBlock, ToolCallStatus, ToolKind};
+use crate::acp::{AvailableCommand, ContentBlock, Cost, Meta, Plan, SessionConfigOption, ToolCallStatus, ToolKind};
+use crate::error::Error;
 use crate::harness::{ApprovalAction, ToolCallId};
 use crate::pace::{Backlog, Pace, Refused};
 
@@ -111,6 +116,42 @@ pub enum TurnOp {
     },
     /// [`Turn::end_step`].
     EndStep,
+    /// [`Turn::plan`] (boxed: see the size note on [`TurnOp`]).
+    Plan(Box<Plan>),
+    /// [`Turn::set_response_meta`] (boxed: see the size note on [`TurnOp`]).
+    ResponseMeta(Box<Meta>),
+    /// [`Turn::usage_with_cost`].
+    UsageWithCost {
+        /// Tokens used.
+        used: u64,
+        /// The context window's size.
+        size: u64,
+        /// The session's cumulative cost (boxed: see the size note on [`TurnOp`]).
+        cost: Box<Cost>,
+    },
+    /// [`Turn::set_mode`]; answers whether the mode could be set.
+    SetMode {
+        /// The mode.
+        mode_id: String,
+        /// Answered with the outcome.
+        reply: Reply<Result<(), Error>>,
+    },
+    /// [`Turn::set_config_option`]; answers the complete state the client now has.
+    SetConfigOption {
+        /// The select option.
+        config_id: String,
+        /// Its new value.
+        value: String,
+        /// Answered with the outcome.
+        reply: Reply<Result<Vec<SessionConfigOption>, Error>>,
+    },
+    /// [`Turn::set_commands`]; answers whether the commands could be set.
+    SetCommands {
+        /// The session's host-defined slash commands, all of them.
+        commands: Vec<AvailableCommand>,
+        /// Answered with the outcome.
+        reply: Reply<Result<(), Error>>,
+    },
 }
 
 impl TurnOp {
@@ -130,6 +171,14 @@ impl TurnOp {
             Self::AskUser { question, reply } => reply.send(turn.ask_user(question).await),
             Self::Usage { used, size } => turn.usage(used, size).await,
             Self::EndStep => turn.end_step().await,
+            Self::Plan(plan) => turn.plan(*plan).await,
+            Self::ResponseMeta(meta) => turn.set_response_meta(*meta).await,
+            Self::UsageWithCost { used, size, cost } => turn.usage_with_cost(used, size, *cost).await,
+            Self::SetMode { mode_id, reply } => reply.send(turn.set_mode(&mode_id).await),
+            Self::SetConfigOption { config_id, value, reply } => {
+                reply.send(turn.set_config_option(&config_id, &value).await);
+            }
+            Self::SetCommands { commands, reply } => reply.send(turn.set_commands(commands).await),
         }
     }
 }

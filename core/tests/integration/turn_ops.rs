@@ -10,7 +10,10 @@ use crate::common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use acp_facade::acp::{StopReason, ToolCallStatus, ToolKind};
+use acp_facade::acp::{
+    AvailableCommand, Cost, Meta, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionConfigOption,
+    SessionConfigSelectOption, StopReason, ToolCallStatus, ToolKind,
+};
 use acp_facade::error::{Error, ErrorExt};
 use acp_facade::harness::ApprovalAction;
 use acp_facade::harness::content::text_block;
@@ -59,10 +62,16 @@ impl Seen {
 struct HostThread {
     script: Script,
     seen: Arc<Seen>,
+    /// The sessions' config options.
+    options: Vec<SessionConfigOption>,
 }
 
 #[async_trait]
 impl TurnRunner for HostThread {
+    fn config_options(&self) -> Vec<SessionConfigOption> {
+        self.options.clone()
+    }
+
     async fn run_turn(&self, turn: &Turn) -> Result<StopReason, Error> {
         let (ops, queue) = ops::channel();
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -75,8 +84,13 @@ impl TurnRunner for HostThread {
 }
 
 async fn start(script: Script) -> (TestClient, String, Arc<Seen>) {
+    start_with(script, Vec::new()).await
+}
+
+async fn start_with(script: Script, options: Vec<SessionConfigOption>) -> (TestClient, String, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
-    let runner = Runner::new(Arc::new(MemoryStore::new()), Arc::new(HostThread { script, seen: seen.clone() }));
+    let host = HostThread { script, seen: seen.clone(), options };
+    let runner = Runner::new(Arc::new(MemoryStore::new()), Arc::new(host));
     let mut client = TestClient::start_agent(runner.agent(runner.options()));
     client.initialize().await;
     let sid = client.new_session().await;
@@ -228,6 +242,65 @@ async fn a_host_that_never_awaits_is_refused_at_the_hard_limit_and_loses_nothing
     let mut expected: Vec<String> = (0..accepted).map(|n| format!("{n} ")).collect();
     expected.push("end".into());
     assert_eq!(chunk_texts(&before, "agent_message_chunk"), expected, "every accepted operation, in order");
+}
+
+/// A reply's answer, waited for on the host thread.
+fn answered<T: Send + 'static>(ops: &TurnOps, make: impl FnOnce(Reply<T>) -> TurnOp) -> T {
+    let (reply, answer) = Reply::channel();
+    let _ = ops.push(make(reply)).unwrap();
+    block_on(answer).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rich_operations_reach_the_wire_in_order_and_changes_answer_their_outcome() {
+    let script: Script = Arc::new(|ops, seen| {
+        let entry = PlanEntry::new("step 1", PlanEntryPriority::High, PlanEntryStatus::InProgress);
+        let _ = ops.push(TurnOp::Plan(Box::new(Plan::new(vec![entry])))).unwrap();
+        let meta: Meta = serde_json::from_value(json!({"traceparent": "00-1-2-01"})).unwrap();
+        let _ = ops.push(TurnOp::ResponseMeta(Box::new(meta))).unwrap();
+        let changed = answered(&ops, |reply| TurnOp::SetMode { mode_id: "code".into(), reply });
+        seen.note(format!("mode {changed:?}"));
+        let unknown = answered(&ops, |reply| TurnOp::SetMode { mode_id: "yolo".into(), reply });
+        seen.note(format!("unknown {}", unknown.map_err(|e| i32::from(e.code)).unwrap_err()));
+        let state =
+            answered(&ops, |reply| TurnOp::SetConfigOption { config_id: "mode".into(), value: "ask".into(), reply });
+        seen.note(format!("options {}", state.unwrap().len()));
+        let commands = vec![AvailableCommand::new("shout", "Repeat in capitals")];
+        let set = answered(&ops, |reply| TurnOp::SetCommands { commands, reply });
+        seen.note(format!("commands {set:?}"));
+        let cost = Box::new(Cost::new(0.25, "EUR"));
+        let _ = ops.push(TurnOp::UsageWithCost { used: 10, size: 100, cost }).unwrap();
+        StopReason::EndTurn
+    });
+    let mode = SessionConfigOption::select(
+        "mode",
+        "Mode",
+        "ask",
+        vec![SessionConfigSelectOption::new("ask", "Ask"), SessionConfigSelectOption::new("code", "Code")],
+    );
+    let (mut client, sid, seen) = start_with(script, vec![mode]).await;
+    let id = client.prompt(&sid, "go").await;
+    let (response, before) = client.response_with_preceding(&id).await;
+    assert_eq!(response["result"], json!({"stopReason": "end_turn", "_meta": {"traceparent": "00-1-2-01"}}));
+    let ups = updates(&before);
+    let kinds: Vec<&str> = ups.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "plan",
+            "current_mode_update",
+            "config_option_update",
+            "current_mode_update",
+            "config_option_update",
+            "available_commands_update",
+            "usage_update"
+        ]
+    );
+    assert_eq!(ups[0]["entries"], json!([{"content": "step 1", "priority": "high", "status": "in_progress"}]));
+    assert_eq!(ups[1]["currentModeId"], "code");
+    assert_eq!(ups[5]["availableCommands"], json!([{"name": "shout", "description": "Repeat in capitals"}]));
+    assert_eq!(ups[6]["cost"], json!({"amount": 0.25, "currency": "EUR"}));
+    assert_eq!(seen.notes(), ["mode Ok(())", "unknown -32602", "options 1", "commands Ok(())"]);
 }
 
 /// `Permission` names, as both bindings hand them out.
