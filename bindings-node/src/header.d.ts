@@ -3,13 +3,42 @@
 
 // ---- ACP wire types (schema v1.21.0), as the agent passes them through ----
 
+/** ACP `_meta`: extra data attached to a message or value (for example a W3C `traceparent`), passed through as is. */
+export type Meta = Record<string, unknown>
+
+/** A text block (ACP `TextContent`). */
+export interface TextContent { type: 'text'; text: string; annotations?: unknown; _meta?: Meta | null }
+
+/** An image, base64 `data` of type `mimeType` (ACP `ImageContent`); in a prompt when the agent advertises `promptCapabilities.image`. */
+export interface ImageContent { type: 'image'; data: string; mimeType: string; uri?: string | null; annotations?: unknown; _meta?: Meta | null }
+
+/** Audio, base64 `data` of type `mimeType` (ACP `AudioContent`); in a prompt when the agent advertises `promptCapabilities.audio`. */
+export interface AudioContent { type: 'audio'; data: string; mimeType: string; annotations?: unknown; _meta?: Meta | null }
+
+/** A link to a resource the agent can read itself (ACP `ResourceLink`); always accepted. */
+export interface ResourceLink {
+  type: 'resource_link'
+  uri: string
+  name: string
+  title?: string | null
+  description?: string | null
+  mimeType?: string | null
+  size?: number | null
+  annotations?: unknown
+  _meta?: Meta | null
+}
+
+/** The text of an embedded resource. */
+export interface TextResourceContents { uri: string; text: string; mimeType?: string | null; _meta?: Meta | null }
+
+/** The binary contents of an embedded resource (base64 `blob`). */
+export interface BlobResourceContents { uri: string; blob: string; mimeType?: string | null; _meta?: Meta | null }
+
+/** A resource whose contents the client embedded (ACP `EmbeddedResource`); in a prompt when the agent advertises `promptCapabilities.embeddedContext`. */
+export interface EmbeddedResource { type: 'resource'; resource: TextResourceContents | BlobResourceContents; annotations?: unknown; _meta?: Meta | null }
+
 /** A content block of a prompt or a tool's output (ACP `ContentBlock`). */
-export type ContentBlock =
-  | { type: 'text'; text: string; annotations?: unknown; _meta?: Record<string, unknown> | null }
-  | { type: 'image'; data: string; mimeType: string; uri?: string | null; annotations?: unknown }
-  | { type: 'audio'; data: string; mimeType: string; annotations?: unknown }
-  | { type: 'resource_link'; uri: string; name: string; title?: string | null; description?: string | null; mimeType?: string | null; size?: number | null; annotations?: unknown }
-  | { type: 'resource'; resource: { uri: string; text?: string; blob?: string; mimeType?: string | null }; annotations?: unknown }
+export type ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 /** Why a turn stopped (ACP `StopReason`); `undefined` from `runTurn` means `"end_turn"`. */
 export type StopReason = 'end_turn' | 'max_tokens' | 'max_turn_requests' | 'refusal' | 'cancelled'
@@ -37,13 +66,66 @@ export type SessionConfigOption = {
 /** An authentication method advertised by `initialize` (ACP `AuthMethod`). */
 export interface AuthMethod { id: string; name: string; description?: string | null }
 
-/** An MCP server a client asked a session to use (ACP `McpServer`), passed through as sent. */
-export type McpServer = Record<string, unknown>
+/** An environment variable of a stdio MCP server. */
+export interface EnvVariable { name: string; value: string; _meta?: Meta | null }
+
+/** An HTTP header of an http or sse MCP server. */
+export interface HttpHeader { name: string; value: string; _meta?: Meta | null }
+
+/** An MCP server the agent starts itself (every agent accepts these). */
+export interface McpServerStdio { type?: undefined; name: string; command: string; args: string[]; env: EnvVariable[]; _meta?: Meta | null }
+
+/** An MCP server over HTTP (accepted when the agent advertises `mcpCapabilities.http`). */
+export interface McpServerHttp { type: 'http'; name: string; url: string; headers: HttpHeader[]; _meta?: Meta | null }
+
+/** An MCP server over server-sent events (accepted when the agent advertises `mcpCapabilities.sse`). */
+export interface McpServerSse { type: 'sse'; name: string; url: string; headers: HttpHeader[]; _meta?: Meta | null }
+
+/** An MCP server a client asked a session to use (ACP `McpServer`); `type` tells the transport (none: stdio). */
+export type McpServer = McpServerStdio | McpServerHttp | McpServerSse
+
+/** How important a plan entry is. */
+export type PlanEntryPriority = 'high' | 'medium' | 'low'
+
+/** Where a plan entry stands. */
+export type PlanEntryStatus = 'pending' | 'in_progress' | 'completed'
+
+/** One task of a plan. */
+export interface PlanEntry { content: string; priority: PlanEntryPriority; status: PlanEntryStatus; _meta?: Meta | null }
+
+/** An agent's plan (ACP `Plan`): every entry with its current status; each plan sent replaces the one before at the client. */
+export interface Plan { entries: PlanEntry[]; _meta?: Meta | null }
+
+/** A session's cumulative cost (ACP `Cost`): `amount` in `currency` (ISO 4217, e.g. `"USD"`), sent as `usage_update.cost`. */
+export interface Cost { amount: number; currency: string; _meta?: Meta | null }
+
+/** A host-defined slash command (ACP `AvailableCommand`), advertised beside `compact`; `input.hint` is shown while the user has typed no input. */
+export interface AvailableCommand { name: string; description: string; input?: { hint: string } | null; _meta?: Meta | null }
+
+/** An extension request handler: `params` as the client sent them (`null` when absent); resolves with the result. */
+export type ExtensionMethod = (params: unknown) => MaybePromise<unknown>
+
+/** An extension notification handler. */
+export type ExtensionNotification = (params: unknown) => MaybePromise<void>
 
 // ---- The harness model (acp_facade::harness) ----
 
-/** A session's validated setup: absolute, canonical `cwd`. */
-export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[] }
+/**
+ * A session's validated setup: absolute, canonical `cwd`; the MCP servers the client asked for (only
+ * of transports the agent advertises: stdio always, http and sse per `AgentOptions.mcpCapabilities`);
+ * the request's `_meta`, when it had one.
+ */
+export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[]; meta?: Meta }
+
+/** One invocation of a host-defined slash command: a prompt whose first block is the text `/name input`. */
+export interface SlashCommand { name: string; /** What follows the name, trimmed; empty when nothing does. */ input: string }
+
+/**
+ * A `session/prompt`, as `LiveSession.submitPrompt` receives it: its content (checked against the
+ * advertised prompt capabilities), the slash command it invokes (the content still holds the text
+ * as typed), the request's `_meta`.
+ */
+export interface Prompt { content: ContentBlock[]; command: SlashCommand | null; meta: Meta | null }
 
 /** The closed control set of a permission gate. */
 export type ApprovalAction = 'approve' | 'approve_always' | 'deny'
@@ -78,7 +160,7 @@ export type EventKind =
   | { type: 'tool_call_progress'; call_id: string; status?: ToolCallStatus | null; content?: ContentBlock[] | null }
   | { type: 'tool_call_completed'; call_id: string; output: ContentBlock[]; is_error: boolean }
   | { type: 'step_done'; messages: Message[] }
-  | { type: 'context_measured'; used: number; size: number }
+  | { type: 'context_measured'; used: number; size: number; cost?: Cost | null }
   | { type: 'gate_opened'; gate: Gate }
   | { type: 'gate_resolved'; gate_id: string }
   | { type: 'turn_done'; message?: Message | null; stop?: StopReason | null }
@@ -87,6 +169,10 @@ export type EventKind =
   | { type: 'compact_waiter_resolved' }
   | { type: 'compact_waiter_rejected'; reason: string }
   | { type: 'session_meta_changed'; title?: string | null; updated_at?: string | null }
+  /** The turn's plan, whole (publish it enduring: `session/load` replays the latest). */
+  | { type: 'plan_updated'; plan: Plan }
+  /** `_meta` for the turn's `session/prompt` response (the last one before the turn ends counts); never an update. */
+  | { type: 'response_meta'; meta: Meta }
 
 /**
  * A harness event as a host publishes it. `class` defaults to `"ephemeral"` (never journaled),
@@ -128,6 +214,16 @@ export interface LiveSession {
   configOptions?(): MaybePromise<SessionConfigOption[]>
   /** Sets one config option (value id, or boolean); the agent has validated it. */
   setConfigOption?(configId: string, value: string | boolean): MaybePromise<void>
+  /** Starts a turn with the whole prompt (slash command and `_meta` included), instead of `submit` (optional). */
+  submitPrompt?(prompt: Prompt): MaybePromise<string>
+  /**
+   * The host-defined slash commands the session starts with (optional; called once, when the session
+   * is returned); advertised beside `compact` from its first prompt on. A prompt `/name input` naming
+   * one reaches `submitPrompt` with `command` set.
+   */
+  commands?(): AvailableCommand[]
+  /** Receives the session's control once the agent serves it, to change its mode, options and commands itself (optional; must not block). */
+  setControl?(control: SessionControl): void
 }
 
 /** An entry of the session catalog (`session/list`). */
@@ -180,6 +276,8 @@ export interface TurnRunner {
   runTurn(turn: Turn): MaybePromise<StopReason | undefined | void>
   /** The config options of a new session with their initial values. */
   configOptions?(): MaybePromise<SessionConfigOption[]>
+  /** The host-defined slash commands every session starts with, advertised beside `compact`; a prompt `/name input` naming one runs with `turn.command` set. */
+  commands?(): MaybePromise<AvailableCommand[]>
   /** The title a session gets from its first prompt's text (`null`: none). */
   title?(firstPrompt: string): MaybePromise<string | null | undefined>
   /** Compacts a session's context (`/compact`); its presence offers the command. */

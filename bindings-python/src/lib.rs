@@ -56,5 +56,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hub::register(m)?;
     runner::register(m)?;
     agent::register(m)?;
+    host::register(m)?;
     Ok(())
 }

@@ -6,7 +6,8 @@
 //! which [`run`] applies in call order while it awaits the JS `runTurn` Promise. Streaming calls
 //! (`text`, `thought`, tool progress, usage) return `null`, or a Promise to await when the client
 //! reads slower than the turn writes (see [`crate::pace`]); calls with an answer
-//! (`startToolCall`, `requestPermission`, `askUser`) return a Promise of it.
+//! (`startToolCall`, `requestPermission`, `askUser`, and the session's own changes `setMode`,
+//! `setConfigOption`, `setCommands`) return a Promise of it.
 //!
 //! Cancellation: `turn.signal` is an `AbortSignal` aborted on `session/cancel`, `$/cancel_request`
 //! or close; `turn.isCancelled` reads the same state synchronously. A turn whose `runTurn` has
@@ -17,10 +18,10 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use acp_facade::acp::{ContentBlock, StopReason, ToolCallStatus, ToolKind};
+use acp_facade::acp::{ContentBlock, Cost, McpServer, Meta, StopReason, ToolCallStatus, ToolKind};
 use acp_facade::error::Error as AcpError;
 use acp_facade::harness::content::text_block;
-use acp_facade::harness::{ApprovalAction, ToolCallId};
+use acp_facade::harness::{ApprovalAction, SlashCommand, ToolCallId};
 use acp_facade::runner::ops::{self, Reply, TurnOp, TurnOps};
 use acp_facade::runner::{Permission, Turn as CoreTurn};
 use napi::bindgen_prelude::{
@@ -32,7 +33,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::callback::{BuildArgs, Invoker, JsMethod, SharedObject, serde_convert};
-use crate::error::{Code, Result, js_error, recode};
+use crate::error::{Code, Result, acp_rejection, js_error, recode};
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
@@ -61,6 +62,14 @@ struct TurnInit {
     prompt: Value,
     prompt_text: String,
     config: HashMap<String, String>,
+    rich: Rich,
+}
+
+/// What a prompt carries beside its content, kept typed until JS asks for it.
+struct Rich {
+    command: Option<SlashCommand>,
+    meta: Option<Meta>,
+    mcp_servers: Vec<McpServer>,
 }
 
 /// One running turn, handed to `runTurn`.
@@ -73,6 +82,7 @@ pub struct Turn {
     prompt: Value,
     prompt_text: String,
     config: HashMap<String, String>,
+    rich: Rich,
     signal: ObjectRef<false>,
 }
 
@@ -288,17 +298,126 @@ impl Turn {
         self.ask(env, |reply| TurnOp::AskUser { question, reply }, |answer| answer)
     }
 
-    /// Reports context usage (`usage_update`); closes the current step first.
-    #[napi(ts_return_type = "Promise<void> | null")]
-    pub fn usage<'env>(&self, env: &'env Env, used: f64, size: f64) -> Result<Option<PromiseRaw<'env, ()>>> {
+    /// Reports context usage (`usage_update`), with the session's cumulative `cost` when known;
+    /// closes the current step first.
+    #[napi(ts_args_type = "used: number, size: number, cost?: Cost | null", ts_return_type = "Promise<void> | null")]
+    pub fn usage<'env>(
+        &self,
+        env: &'env Env,
+        used: f64,
+        size: f64,
+        cost: Option<Value>,
+    ) -> Result<Option<PromiseRaw<'env, ()>>> {
         let (used, size) = (u64_arg("used", used)?, u64_arg("size", size)?);
-        self.push(env, TurnOp::Usage { used, size })
+        match cost {
+            None | Some(Value::Null) => self.push(env, TurnOp::Usage { used, size }),
+            Some(cost) => {
+                let cost: Cost = serde_json::from_value(cost)
+                    .map_err(|e| js_error(Code::InvalidArg, format!("invalid cost: {e}")))?;
+                self.push(env, TurnOp::UsageWithCost { used, size, cost: Box::new(cost) })
+            }
+        }
     }
 
     /// Closes the current step, if it has content.
     #[napi(ts_return_type = "Promise<void> | null")]
     pub fn end_step<'env>(&self, env: &'env Env) -> Result<Option<PromiseRaw<'env, ()>>> {
         self.push(env, TurnOp::EndStep)
+    }
+}
+
+/// The rich turn: what the prompt carries beside its content, plans, the response's `_meta`,
+/// costs, and the session's own changes.
+#[napi]
+impl Turn {
+    /// The host-defined slash command this prompt invokes (`/name input`, see
+    /// `TurnRunner.commands`), or `null`.
+    #[napi(getter, ts_return_type = "SlashCommand | null")]
+    pub fn command<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        env.to_js_value(&self.rich.command)
+    }
+
+    /// The `session/prompt` request's `_meta` (e.g. a W3C `traceparent`), or `null`.
+    #[napi(getter, ts_return_type = "Meta | null")]
+    pub fn meta<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        env.to_js_value(&self.rich.meta)
+    }
+
+    /// The MCP servers the session was given (by the `session/new`, `load` or `resume` that
+    /// opened it), in order.
+    #[napi(getter, ts_return_type = "McpServer[]")]
+    pub fn mcp_servers<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        env.to_js_value(&self.rich.mcp_servers)
+    }
+
+    /// Sends the turn's plan (`plan`): every entry with its current status. Each plan replaces
+    /// the one before at the client; send it again, whole, as entries progress. `session/load`
+    /// replays the session's latest plan. Paced like `text`.
+    #[napi(ts_args_type = "plan: Plan", ts_return_type = "Promise<void> | null")]
+    pub fn plan<'env>(&self, env: &'env Env, plan: Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let plan =
+            serde_json::from_value(plan).map_err(|e| js_error(Code::InvalidArg, format!("invalid plan: {e}")))?;
+        self.push(env, TurnOp::Plan(Box::new(plan)))
+    }
+
+    /// Sets the `_meta` of the prompt's response, whatever the turn's outcome (the last call
+    /// counts).
+    #[napi(ts_args_type = "meta: Meta", ts_return_type = "Promise<void> | null")]
+    pub fn set_response_meta<'env>(&self, env: &'env Env, meta: Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let meta =
+            serde_json::from_value(meta).map_err(|e| js_error(Code::InvalidArg, format!("invalid _meta: {e}")))?;
+        self.push(env, TurnOp::ResponseMeta(Box::new(meta)))
+    }
+
+    /// Switches the session to mode `modeId` (the config option `mode`), as if the client had
+    /// asked: the client gets `current_mode_update`, then `config_option_update`, before the
+    /// prompt's response; the current mode changes nothing; an unknown one rejects
+    /// (`ERR_ACP_PROTOCOL`, -32602) and changes nothing.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set_mode<'env>(&self, env: &'env Env, mode_id: String) -> Result<PromiseRaw<'env, Value>> {
+        self.change(env, |reply| TurnOp::SetMode { mode_id, reply })
+    }
+
+    /// Sets the select option `configId` to `value`, as if the client had asked (see `setMode`);
+    /// resolves with the complete state the client now has.
+    #[napi(ts_return_type = "Promise<SessionConfigOption[]>")]
+    pub fn set_config_option<'env>(
+        &self,
+        env: &'env Env,
+        config_id: String,
+        value: String,
+    ) -> Result<PromiseRaw<'env, Value>> {
+        self.change(env, |reply| TurnOp::SetConfigOption { config_id, value, reply })
+    }
+
+    /// Replaces the session's host-defined slash commands (advertised at once once the session's
+    /// first prompt advertised them).
+    #[napi(ts_args_type = "commands: AvailableCommand[]", ts_return_type = "Promise<void>")]
+    pub fn set_commands<'env>(&self, env: &'env Env, commands: Value) -> Result<PromiseRaw<'env, Value>> {
+        let commands = serde_json::from_value(commands)
+            .map_err(|e| js_error(Code::InvalidArg, format!("invalid commands: {e}")))?;
+        self.change(env, |reply| TurnOp::SetCommands { commands, reply })
+    }
+}
+
+impl Turn {
+    /// Pushes a change that can be refused; its Promise resolves with the outcome's value as
+    /// plain JS data, or rejects with the core's error.
+    fn change<'env, T: serde::Serialize + Send + 'static>(
+        &self,
+        env: &'env Env,
+        make: impl FnOnce(Reply<std::result::Result<T, AcpError>>) -> TurnOp,
+    ) -> Result<PromiseRaw<'env, Value>> {
+        let (reply, answer) = Reply::channel();
+        let _ = self.ops.push(make(reply)).map_err(|e| crate::pace::refused(e, ended))?;
+        env.spawn_future(async move {
+            let value = answer
+                .await
+                .map_err(|_| napi::Error::new(napi::Status::GenericFailure, "ERR_ACP_TURN_ENDED: the turn has ended"))?
+                .map_err(|e| acp_rejection(&e))?;
+            serde_json::to_value(value).map_err(|e| napi::Error::from_reason(e.to_string()))
+        })
+        .map_err(recode)
     }
 }
 
@@ -327,6 +446,7 @@ impl TurnInit {
             prompt: self.prompt,
             prompt_text: self.prompt_text,
             config: self.config,
+            rich: self.rich,
             signal: signal.create_ref::<false>()?,
         };
         // SAFETY: `env` is the live env of this JS thread callback.
@@ -353,6 +473,11 @@ pub async fn run(
         prompt: serde_json::to_value(turn.prompt()).unwrap_or(Value::Array(Vec::new())),
         prompt_text: turn.prompt_text(),
         config: config_ids.iter().filter_map(|id| turn.config_value(id).map(|v| (id.clone(), v))).collect(),
+        rich: Rich {
+            command: turn.command().cloned(),
+            meta: turn.meta().cloned(),
+            mcp_servers: turn.mcp_servers().to_vec(),
+        },
     };
     let args: BuildArgs = Box::new(move |env| init.into_js(env).map(|turn| vec![turn]));
     let outcome = run_turn.call(args, serde_convert::<Option<StopReason>>("stop reason"));

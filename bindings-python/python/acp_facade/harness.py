@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional, Union
 
+from .acp import Cost, Meta, Plan
+
 __all__ = [
     "AiMessage",
     "ApprovalAction",
@@ -30,6 +32,8 @@ __all__ = [
     "GateResolver",
     "GateResponse",
     "Message",
+    "PlanUpdated",
+    "ResponseMeta",
     "SessionMetaChanged",
     "StepDone",
     "StopReason",
@@ -374,11 +378,20 @@ class StepDone(_Kind):
 
 @dataclass
 class ContextMeasured(_Kind):
-    """The context window was measured."""
+    """The context window was measured; ``cost`` is the session's cumulative cost, when known
+    (``usage_update.cost``)."""
 
     type: ClassVar[str] = "context_measured"
     used: int = 0
     size: int = 0
+    cost: Optional[Cost] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        out: Dict[str, Any] = {"type": self.type, "used": self.used, "size": self.size}
+        if self.cost is not None:
+            out["cost"] = self.cost.to_json()
+        return out
 
 
 @dataclass
@@ -453,6 +466,24 @@ class SessionMetaChanged(_Kind):
     updated_at: Optional[str] = None
 
 
+@dataclass
+class PlanUpdated(_Kind):
+    """The turn's plan, whole: it replaces any plan sent before (``plan``). Publish it Enduring so
+    that ``session/load`` can show the session's latest plan."""
+
+    type: ClassVar[str] = "plan_updated"
+    plan: Plan = field(default_factory=Plan)
+
+
+@dataclass
+class ResponseMeta(_Kind):
+    """``_meta`` for the turn's ``session/prompt`` response, whatever the turn's outcome; the last
+    one before the turn's terminal event counts. Never sent as an update."""
+
+    type: ClassVar[str] = "response_meta"
+    meta: Meta = field(default_factory=dict)
+
+
 EventKind = Union[
     TurnStarted,
     TokenDelta,
@@ -469,6 +500,8 @@ EventKind = Union[
     CompactWaiterResolved,
     CompactWaiterRejected,
     SessionMetaChanged,
+    PlanUpdated,
+    ResponseMeta,
 ]
 """What happened."""
 
@@ -490,6 +523,8 @@ _KINDS: Dict[str, Any] = {
         CompactWaiterResolved,
         CompactWaiterRejected,
         SessionMetaChanged,
+        PlanUpdated,
+        ResponseMeta,
     )
 }
 
@@ -516,6 +551,11 @@ def _kind_from_json(data: Dict[str, Any]) -> EventKind:
         return TokenDelta(args.get("text", ""), TokenChannel(args.get("channel", "message")))
     if cls is ToolCallStarted:
         return ToolCallStarted(args["call_id"], args.get("name", ""), ToolKind(args.get("kind", "other")), args.get("input"))
+    if cls is ContextMeasured:
+        cost = args.get("cost")
+        return ContextMeasured(args.get("used", 0), args.get("size", 0), None if cost is None else Cost.from_json(cost))
+    if cls is PlanUpdated:
+        return PlanUpdated(Plan.from_json(args.get("plan", {})))
     if cls is ToolCallProgress:
         status = args.get("status")
         return ToolCallProgress(args["call_id"], None if status is None else ToolCallStatus(status), args.get("content"))

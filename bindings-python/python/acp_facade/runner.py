@@ -6,7 +6,8 @@
 further product code.
 
 A turn runner defines ``async def run_turn(self, turn)`` and may define
-``config_options(self) -> list[ConfigOption]`` (read once, when the runner is built),
+``config_options(self) -> list[ConfigOption]`` and ``commands(self) -> list[AvailableCommand]``
+(host-defined slash commands every session starts with; both read once, when the runner is built),
 ``title(self, first_prompt) -> str | None`` and ``async def compact(self, session_id)`` (its
 presence switches ``/compact`` on).
 """
@@ -16,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Awaitable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence, Union
 
 from . import _native
 from ._bridge import DONE, dispatcher
+from .acp import AvailableCommand, Cost, McpServer, Meta, Plan, PromptBlock, mcp_server_from_json, prompt_block_from_json
 from .harness import ApprovalAction, ContentBlock, StopReason, ToolCallStatus, ToolKind, plain_text
-from .host import ConfigOption
+from .host import ConfigOption, commands_json
+from .prompt import SlashCommand
 
 if TYPE_CHECKING:
     from .agent import Agent, Options
@@ -80,10 +83,31 @@ class Turn:
         """The session's working directory."""
         return str(self._n.cwd)
 
-    def prompt(self) -> List[ContentBlock]:
-        """The prompt's content blocks, in their ACP wire form."""
-        blocks: List[ContentBlock] = self._n.prompt()
-        return blocks
+    def prompt(self) -> List[PromptBlock]:
+        """The prompt's content blocks, typed, as the client sent them: text and resource links
+        always; images, audio and embedded resources when the agent advertises them
+        (``Options.prompt_capabilities``, checked before the turn starts)."""
+        return [prompt_block_from_json(b) for b in self._n.prompt()]
+
+    @property
+    def command(self) -> Optional[SlashCommand]:
+        """The host-defined slash command this prompt invokes (``/name input``, see
+        ``TurnRunner.commands``), if any."""
+        command = self._n.command
+        return None if command is None else SlashCommand.from_json(command)
+
+    @property
+    def meta(self) -> Optional[Meta]:
+        """The ``session/prompt`` request's ``_meta`` (e.g. a W3C ``traceparent``), as the client
+        sent it."""
+        meta: Optional[Meta] = self._n.meta
+        return meta
+
+    @property
+    def mcp_servers(self) -> List[McpServer]:
+        """The MCP servers the session was given (by the ``session/new``, ``load`` or ``resume``
+        that opened it), in order."""
+        return [mcp_server_from_json(s) for s in self._n.mcp_servers]
 
     def prompt_text(self) -> str:
         """The prompt's text blocks, concatenated."""
@@ -148,9 +172,42 @@ class Turn:
         """Asks the user a question; over ACP v1.20.0 this waits until the turn is cancelled."""
         return await dispatcher.wait(self._n.ask_user, question)
 
-    async def usage(self, used: int, size: int) -> None:
-        """Reports context usage; closes the current step first (``usage_update``)."""
-        await dispatcher.wait(self._n.usage, used, size)
+    async def usage(self, used: int, size: int, cost: Optional[Cost] = None) -> None:
+        """Reports context usage, with the session's cumulative ``cost`` when known; closes the
+        current step first (``usage_update``)."""
+        if cost is None:
+            await dispatcher.wait(self._n.usage, used, size)
+        else:
+            await dispatcher.wait(self._n.usage_with_cost, used, size, cost)
+
+    async def plan(self, plan: Plan) -> None:
+        """Sends the turn's plan (``plan``): every entry with its current status. Each plan
+        replaces the one before at the client; send it again, whole, as entries progress.
+        ``session/load`` replays the session's latest plan."""
+        await dispatcher.wait(self._n.plan, plan)
+
+    async def set_response_meta(self, meta: Meta) -> None:
+        """Sets the ``_meta`` of the prompt's response, whatever the turn's outcome (the last
+        call counts)."""
+        await dispatcher.wait(self._n.set_response_meta, meta)
+
+    async def set_mode(self, mode_id: str) -> None:
+        """Switches the session to mode ``mode_id`` (the config option ``mode``), as if the client
+        had asked: the client gets ``current_mode_update`` then ``config_option_update``, before
+        the prompt's response; the current mode changes nothing; an unknown one raises
+        :class:`acp_facade.InvalidParams` and changes nothing."""
+        await dispatcher.wait(self._n.set_mode, mode_id)
+
+    async def set_config_option(self, config_id: str, value: str) -> List[Dict[str, Any]]:
+        """Sets the select option ``config_id`` to ``value``, as if the client had asked (see
+        :meth:`set_mode`); returns the complete state the client now has, as ACP config options."""
+        options: List[Dict[str, Any]] = await dispatcher.wait(self._n.set_config_option, config_id, value)
+        return options
+
+    async def set_commands(self, commands: Sequence[Union[AvailableCommand, Dict[str, Any]]]) -> None:
+        """Replaces the session's host-defined slash commands (advertised at once once the
+        session's first prompt advertised them)."""
+        await dispatcher.wait(self._n.set_commands, commands_json(commands))
 
     async def end_step(self) -> None:
         """Closes the current step, if it has content."""
@@ -163,7 +220,8 @@ class Turn:
 class TurnRunner:
     """What a product writes: how one turn runs. Subclass it and define ``run_turn``.
 
-    Optional: ``config_options()``, ``title(first_prompt)`` and ``async def compact(session_id)``.
+    Optional: ``config_options()``, ``commands()``, ``title(first_prompt)`` and
+    ``async def compact(session_id)``.
     """
 
     async def run_turn(self, turn: Turn) -> Union[StopReason, str, None]:
@@ -215,6 +273,7 @@ class Runner:
         config_options = getattr(turn_runner, "config_options", None)
         if config_options is not None:
             options = [o.to_json() if isinstance(o, ConfigOption) else o for o in config_options()]
+        commands = getattr(turn_runner, "commands", None)
         self.turn_runner = turn_runner
         self._native = _native.Runner(
             store,
@@ -222,6 +281,7 @@ class Runner:
             options,
             callable(getattr(turn_runner, "title", None)),
             callable(getattr(turn_runner, "compact", None)),
+            commands_json(commands()) if callable(commands) else [],
         )
 
     def options(self) -> "Options":

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use acp_facade::Error;
-use acp_facade::acp::{ContentBlock, ErrorCode, StopReason};
-use acp_facade::harness::ToolCallId;
+use acp_facade::acp::{ContentBlock, ErrorCode, McpServer, Meta, StopReason};
+use acp_facade::harness::{SlashCommand, ToolCallId};
 use acp_facade::runner::Turn;
 use acp_facade::runner::ops::{self, Reply, TurnEnded, TurnOp, TurnOps};
 use pyo3::exceptions::PyRuntimeError;
@@ -46,6 +46,9 @@ pub(crate) async fn run(target: &Target, turn: &Turn, config_ids: &[String]) -> 
         cwd: turn.cwd().to_string_lossy().into_owned(),
         prompt: turn.prompt().to_vec(),
         config: config_ids.iter().filter_map(|id| turn.config_value(id).map(|v| (id.clone(), v))).collect(),
+        command: turn.command().cloned(),
+        meta: turn.meta().cloned(),
+        mcp_servers: turn.mcp_servers().to_vec(),
     };
     let mut call = bridge::call(target, "run_turn", move |py| args(py, (Bound::new(py, handle)?,)), stop_reason);
     // Operations queued before the coroutine returned still belong to the turn.
@@ -85,6 +88,15 @@ fn applied(future: u64) -> Reply<()> {
     answer(future, |py, ()| Ok(py.None().into_bound(py)))
 }
 
+/// A reply that completes the Python future `future` with an operation's value as plain data, or
+/// raises its error (the matching `AcpError`).
+fn outcome<T: serde::Serialize + Send + 'static>(future: u64) -> Reply<Result<T, Error>> {
+    answer(future, |py, outcome: Result<T, Error>| match outcome {
+        Ok(value) => encode(py, &value),
+        Err(error) => Err(crate::error::to_py_err(py, &error)),
+    })
+}
+
 /// The native half of a running turn (wrapped by `acp_facade.Turn`).
 #[pyclass(name = "Turn", module = "acp_facade._native", frozen)]
 pub struct PyTurn {
@@ -97,6 +109,9 @@ pub struct PyTurn {
     cwd: String,
     prompt: Vec<ContentBlock>,
     config: HashMap<String, String>,
+    command: Option<SlashCommand>,
+    meta: Option<Meta>,
+    mcp_servers: Vec<McpServer>,
 }
 
 impl PyTurn {
@@ -244,5 +259,55 @@ impl PyTurn {
 
     fn step_text(&self) -> String {
         self.step().clone()
+    }
+
+    // ---- The rich turn: what the prompt carries beside its content, plans, the response's
+    // `_meta`, costs, and the session's own changes. ----
+
+    /// The host-defined slash command the prompt invokes, `{"name", "input"}`, or `None`.
+    #[getter]
+    fn command<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        encode(py, &self.command)
+    }
+
+    /// The prompt request's `_meta`, or `None`.
+    #[getter]
+    fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        encode(py, &self.meta)
+    }
+
+    /// The session's MCP servers, in their ACP JSON form.
+    #[getter]
+    fn mcp_servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        encode(py, &self.mcp_servers)
+    }
+
+    fn plan(&self, plan: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let plan = Box::new(extract(plan, "plan")?);
+        self.push_then(TurnOp::Plan(plan), future)
+    }
+
+    fn set_response_meta(&self, meta: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let meta = Box::new(extract(meta, "_meta")?);
+        self.push_then(TurnOp::ResponseMeta(meta), future)
+    }
+
+    fn usage_with_cost(&self, used: u64, size: u64, cost: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let cost = Box::new(extract(cost, "cost")?);
+        self.step().clear();
+        self.push_then(TurnOp::UsageWithCost { used, size, cost }, future)
+    }
+
+    fn set_mode(&self, mode_id: String, future: u64) -> PyResult<()> {
+        self.push(TurnOp::SetMode { mode_id, reply: outcome(future) }).map(|_| ())
+    }
+
+    fn set_config_option(&self, config_id: String, value: String, future: u64) -> PyResult<()> {
+        self.push(TurnOp::SetConfigOption { config_id, value, reply: outcome(future) }).map(|_| ())
+    }
+
+    fn set_commands(&self, commands: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let commands = extract(commands, "commands")?;
+        self.push(TurnOp::SetCommands { commands, reply: outcome(future) }).map(|_| ())
     }
 }
