@@ -44,13 +44,18 @@ use napi_derive::module_init;
 
 #[module_init]
 fn init() {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     // Diagnostics go to stderr only. A host that installed its own subscriber keeps it.
-    let _ = tracing_subscriber::fmt()
+    // `ACP_FACADE_LOG` holds `target=level` directives (e.g. `acp_facade=debug`) or a level.
+    let filter = std::env::var("ACP_FACADE_LOG")
+        .ok()
+        .and_then(|directives| directives.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN));
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ACP_FACADE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .try_init();
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry().with(stderr).try_init();
 }

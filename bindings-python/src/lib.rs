@@ -41,10 +41,17 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 fn init_logging() {
-    // Logs go to stderr only: stdout is the protocol channel.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ACP_FACADE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).try_init();
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // Logs go to stderr only: stdout is the protocol channel. `ACP_FACADE_LOG` holds
+    // `target=level` directives (e.g. `acp_facade=debug`) or a level; default `warn`.
+    let filter = std::env::var("ACP_FACADE_LOG")
+        .ok()
+        .and_then(|directives| directives.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN));
+    let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
+    let _ = tracing_subscriber::registry().with(stderr).try_init();
 }
 
 /// The native module.

@@ -117,13 +117,18 @@ fn is_postgres(store: &str) -> bool {
 }
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ACP_FACADE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        // `ACP_FACADE_LOG`: `target=level` directives (e.g. `acp_facade=debug`) or a level.
+        let filter = std::env::var("ACP_FACADE_LOG")
+            .ok()
+            .and_then(|directives| directives.parse::<tracing_subscriber::filter::Targets>().ok())
+            .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN));
+        let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
+        tracing_subscriber::registry().with(stderr).init();
+    }
     // Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(Command::Serve(args)) => args,
