@@ -102,6 +102,33 @@ export interface Cost { amount: number; currency: string; _meta?: Meta | null }
 /** A host-defined slash command (ACP `AvailableCommand`), advertised beside `compact`; `input.hint` is shown while the user has typed no input. */
 export interface AvailableCommand { name: string; description: string; input?: { hint: string } | null; _meta?: Meta | null }
 
+/** A change a tool call proposes to the file at `path` (absolute); `oldText` `null` for a new file (ACP `Diff`). */
+export interface Diff { type: 'diff'; path: string; oldText?: string | null; newText: string; _meta?: Meta | null }
+
+/** A terminal the client runs (from `terminal/create`), shown live in a tool call (ACP `Terminal`). */
+export interface Terminal { type: 'terminal'; terminalId: string; _meta?: Meta | null }
+
+/** An item of a tool call's content (ACP `ToolCallContent`): a wrapped content block, a diff or a terminal. */
+export type ToolCallContent = { type: 'content'; content: ContentBlock; _meta?: Meta | null } | Diff | Terminal
+
+/** A file a tool call works on (absolute `path`), optionally at a 1-based `line` (ACP `ToolCallLocation`). */
+export interface ToolCallLocation { path: string; line?: number | null; _meta?: Meta | null }
+
+/**
+ * Fields of a tool call in ACP's wire form, each optional (`Turn.startTool` requires `title`):
+ * `content` items are tool call content or bare content blocks; `content` and `locations` replace
+ * whole lists. An unknown field or an invalid value throws `ERR_ACP_INVALID_ARG`.
+ */
+export interface ToolCallFields {
+  title?: string
+  kind?: ToolKind
+  status?: ToolCallStatus
+  content?: (ToolCallContent | ContentBlock)[]
+  locations?: ToolCallLocation[]
+  rawInput?: unknown
+  rawOutput?: unknown
+}
+
 /** An extension request handler: `params` as the client sent them (`null` when absent); resolves with the result. */
 export type ExtensionMethod = (params: unknown) => MaybePromise<unknown>
 
@@ -152,13 +179,17 @@ export type Message =
   | { role: 'ai'; content: ContentBlock[]; thoughts?: ContentBlock[]; tool_calls?: { call_id: string; name: string; kind: ToolKind; input?: unknown }[] }
   | { role: 'tool_result'; call_id: string; output: ContentBlock[]; is_error: boolean }
 
+/** The fields of a tool call that changed, beside status and content (`acp_facade::harness::ToolCallChanges`). */
+export interface ToolCallChanges { title?: string | null; kind?: ToolKind | null; locations?: ToolCallLocation[] | null; raw_input?: unknown; raw_output?: unknown }
+
 /** What happened (`acp_facade::harness::EventKind`, in its serde form). */
 export type EventKind =
   | { type: 'turn_started'; message: { content: ContentBlock[] } }
   | { type: 'token_delta'; text: string; channel: 'message' | 'thought' }
-  | { type: 'tool_call_started'; call_id: string; name: string; kind: ToolKind; input: unknown }
-  | { type: 'tool_call_progress'; call_id: string; status?: ToolCallStatus | null; content?: ContentBlock[] | null }
-  | { type: 'tool_call_completed'; call_id: string; output: ContentBlock[]; is_error: boolean }
+  | { type: 'tool_call_started'; call_id: string; name: string; kind: ToolKind; input: unknown; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[]; locations?: ToolCallLocation[]; raw_output?: unknown }
+  /** Any subset of a call's fields changed; each present replaces the call's. */
+  | ({ type: 'tool_call_progress'; call_id: string; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[] | null } & ToolCallChanges)
+  | ({ type: 'tool_call_completed'; call_id: string; output: (ToolCallContent | ContentBlock)[]; is_error: boolean } & ToolCallChanges)
   | { type: 'step_done'; messages: Message[] }
   | { type: 'context_measured'; used: number; size: number; cost?: Cost | null }
   | { type: 'gate_opened'; gate: Gate }

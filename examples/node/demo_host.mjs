@@ -3,7 +3,7 @@
 // "model" and an SQLite store (or PostgreSQL, for a postgres:// URL). It behaves exactly like the
 // Rust one (examples/demo-agent) on the wire, as docs/DEMO.md describes:
 //   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | plan N |
-//   switch MODE | mcp | /shout TEXT | an image, audio, embedded resource or resource link first |
+//   switch MODE | mcp | edit PATH | /shout TEXT | an image, audio, embedded resource or resource link first |
 //   anything else echoed
 // It accepts image, audio and embedded-resource prompts and http MCP servers, echoes a prompt's
 // `_meta.traceparent` on its response, and answers the extension method `_demo/echo`.
@@ -146,6 +146,16 @@ function demoPlan(steps, done) {
   return { entries }
 }
 
+/**
+ * `path` as typed when absolute, else under `cwd` with `.` and empty parts dropped (as Rust's
+ * `Path::components` does; `..` is kept, unlike `path.join`).
+ */
+function absolute(cwd, path) {
+  if (path.startsWith('/')) return path
+  const parts = `${cwd}/${path}`.split('/').filter((p) => p !== '' && p !== '.')
+  return `/${parts.join('/')}`
+}
+
 /** `mcp: NAME(TRANSPORT) …`, or `mcp: none`. */
 function mcpLine(servers) {
   if (servers.length === 0) return 'mcp: none'
@@ -252,6 +262,19 @@ const script = {
       case 'mcp':
         await say(mcpLine(turn.mcpServers))
         break
+      case 'edit': {
+        const file = absolute(turn.cwd, rest)
+        const call = await turn.startTool({
+          title: `edit ${rest}`,
+          kind: 'edit',
+          status: 'in_progress',
+          locations: [{ path: file, line: 1 }],
+          content: [{ type: 'diff', path: file, oldText: 'old\n', newText: 'new\n' }],
+        })
+        await turn.updateTool(call, { status: 'completed', rawOutput: { ok: true } })
+        await say(`edited ${rest}`)
+        break
+      }
       default: {
         const words = text.split(WS_RUN).filter((w) => w !== '')
         for (let i = 0; i < words.length; i++) {

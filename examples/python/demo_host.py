@@ -4,7 +4,7 @@
 An ACP agent over stdio with a scripted "model" and a SQLite store (or PostgreSQL, for a
 ``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``) as
 ``docs/DEMO.md`` describes: ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
-``ask QUESTION``, ``fail``, ``/compact``, ``plan N``, ``switch MODE``, ``mcp``, ``/shout TEXT``, a
+``ask QUESTION``, ``fail``, ``/compact``, ``plan N``, ``switch MODE``, ``mcp``, ``edit PATH``, ``/shout TEXT``, a
 prompt whose first block is an image, audio, an embedded resource or a resource link, and anything
 else echoed word by word; a prompt's ``_meta.traceparent`` comes back in the response's ``_meta``,
 and the extension method ``_demo/echo`` answers its params.
@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import acp_facade
@@ -40,6 +40,7 @@ from acp_facade import (
     Authenticator,
     AvailableCommand,
     ConfigOption,
+    Diff,
     EmbeddedResource,
     ImageContent,
     InternalError,
@@ -60,6 +61,8 @@ from acp_facade import (
     StopReason,
     TextContent,
     TextResourceContents,
+    ToolCallLocation,
+    ToolCallStatus,
     ToolKind,
     Turn,
     TurnRunner,
@@ -169,6 +172,28 @@ def split_command(text: str) -> Tuple[str, str]:
     return text[: match.start()], text[match.start() + 1 :].strip(_WS)
 
 
+def absolute(turn: Turn, path: str) -> str:
+    """``path`` as typed when absolute, else under the session's directory (``.`` and empty parts
+    dropped, as Rust's ``Path::components`` does)."""
+    if path.startswith("/"):
+        return path
+    return str(PurePosixPath(turn.cwd, path))
+
+
+async def edit(turn: Turn, path: str) -> None:
+    """``edit PATH``: an ``edit`` tool call proposing a diff of PATH, completed with a raw output."""
+    file = absolute(turn, path)
+    call = await turn.start_tool(
+        f"edit {path}",
+        kind=ToolKind.EDIT,
+        status=ToolCallStatus.IN_PROGRESS,
+        locations=[ToolCallLocation(file, 1)],
+        content=[Diff(file, "new\n", "old\n")],
+    )
+    await turn.update_tool(call, status=ToolCallStatus.COMPLETED, raw_output={"ok": True})
+    await turn.text(f"edited {path}")
+
+
 async def report_usage(turn: Turn, prompt: str) -> None:
     """Context usage: the UTF-8 bytes of the prompt plus those of the reply."""
     used = len(prompt.encode()) + len(turn.step_text().encode())
@@ -240,6 +265,8 @@ class Script(TurnRunner):
                 await turn.text(f"unknown mode {rest}")
         elif verb == "mcp":
             await turn.text(mcp_line(turn.mcp_servers))
+        elif verb == "edit":
+            await edit(turn, rest)
         else:
             words = [w for w in _WS_RUN.split(text) if w]
             for i, word in enumerate(words):

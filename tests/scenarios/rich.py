@@ -1,4 +1,4 @@
-"""docs/DEMO.md's rich lines (issue 13): `plan N`, `/shout TEXT`, `switch MODE`, `mcp` with the MCP
+"""docs/DEMO.md's rich lines (issue 13): `plan N`, `edit PATH`, `/shout TEXT`, `switch MODE`, `mcp` with the MCP
 servers of session/new, load and resume (sse refused), prompts whose first block is an image, audio,
 an embedded resource or a resource link, a prompt's `_meta.traceparent` echoed on its response,
 and the extension method `_demo/echo`; and what initialize advertises for them."""
@@ -92,6 +92,47 @@ async def plan(run: Run) -> None:
     assert kinds.count("plan") == 1 and kinds[-1] == "plan", kinds
     assert _statuses(replayed[-1]) == ["completed", "completed"], replayed[-1]
     assert (await p.prompt(sid, "stream 1")).stop_reason == "end_turn"
+
+
+@scenario()
+async def edit(run: Run) -> None:
+    """`edit PATH`: one `tool_call` (kind edit, title `edit PATH` as typed, in_progress, the absolute
+    path at line 1, a diff old → new), then one `tool_call_update` completed with rawOutput
+    `{"ok": true}`; chunk `edited PATH`. session/load replays the call once, with its diff and
+    location, finished."""
+    p = await run.start(store=run.store)
+    sid = await p.new_session()
+    expected = {"src/./a.rs": f"{CWD}/src/a.rs", "/abs/b.rs": "/abs/b.rs"}
+    for typed, path in expected.items():
+        mark = run.mark()
+        reply = await p.prompt(sid, f"edit {typed}")
+        _turn(run, mark, sid, reply, [f"edited {typed}"], f"edit {typed}")
+        calls = [u for u in run.updates(mark, sid) if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+        assert [u["sessionUpdate"] for u in calls] == ["tool_call", "tool_call_update"], calls
+        started, done = calls
+        call_id = started["toolCallId"]
+        assert {k: v for k, v in started.items() if k != "toolCallId"} == {
+            "sessionUpdate": "tool_call",
+            "title": f"edit {typed}",
+            "kind": "edit",
+            "status": "in_progress",
+            "locations": [{"path": path, "line": 1}],
+            "content": [{"type": "diff", "path": path, "oldText": "old\n", "newText": "new\n"}],
+        }, started
+        assert done == {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed", "rawOutput": {"ok": True}}, done
+    # After a restart, load replays both calls once each, finished, with their diff and location.
+    await p.hang_up()
+    p = await run.start(store=run.store)
+    mark = run.mark()
+    assert (await p.load(sid)).ok
+    replayed = [u for u in run.updates(mark, sid) if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+    started = [u for u in replayed if u["sessionUpdate"] == "tool_call"]
+    assert [u["title"] for u in started] == [f"edit {t}" for t in expected], replayed
+    for update, path in zip(started, expected.values()):
+        assert update["locations"] == [{"path": path, "line": 1}], update
+        assert update["content"] == [{"type": "diff", "path": path, "oldText": "old\n", "newText": "new\n"}], update
+    finished = {u["toolCallId"]: u.get("status") for u in replayed}
+    assert len(finished) == 2 and set(finished.values()) == {"completed"}, replayed
 
 
 @scenario()

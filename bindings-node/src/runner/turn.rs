@@ -23,7 +23,7 @@ use acp_facade::error::Error as AcpError;
 use acp_facade::harness::content::text_block;
 use acp_facade::harness::{ApprovalAction, SlashCommand, ToolCallId};
 use acp_facade::runner::ops::{self, Reply, TurnOp, TurnOps};
-use acp_facade::runner::{Permission, Turn as CoreTurn};
+use acp_facade::runner::{Permission, ToolCallFields, Turn as CoreTurn};
 use napi::bindgen_prelude::{
     Function, JsObjectValue, Object, ObjectFinalize, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
 };
@@ -100,6 +100,10 @@ fn content(value: Option<Value>) -> Result<Vec<ContentBlock>> {
             serde_json::from_value(other).map_err(|e| js_error(Code::InvalidArg, format!("invalid content: {e}")))
         }
     }
+}
+
+fn tool_fields(value: Value) -> Result<ToolCallFields> {
+    serde_json::from_value(value).map_err(|e| js_error(Code::InvalidArg, format!("invalid tool call: {e}")))
 }
 
 fn enum_value<T: serde::de::DeserializeOwned>(what: &str, value: &str) -> Result<T> {
@@ -261,6 +265,32 @@ impl Turn {
     ) -> Result<Option<PromiseRaw<'env, ()>>> {
         let output = content(output)?;
         self.push(env, TurnOp::FailToolCall { call_id: ToolCallId::new(call_id), output })
+    }
+
+    /// Announces a tool call (`tool_call`) with any of its fields, in ACP's wire form: `title`
+    /// (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
+    /// blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
+    /// `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
+    /// `session/load` as it ended.
+    #[napi(ts_args_type = "call: ToolCallFields & { title: string }", ts_return_type = "Promise<string>")]
+    pub fn start_tool<'env>(&self, env: &'env Env, call: Value) -> Result<PromiseRaw<'env, String>> {
+        let spec = tool_fields(call)?.into_spec().map_err(|e| js_error(Code::InvalidArg, e))?;
+        let spec = Box::new(spec);
+        self.ask(env, |reply| TurnOp::StartTool { spec, reply }, |id: ToolCallId| id.to_string())
+    }
+
+    /// Changes any subset of a tool call's fields (`tool_call_update`): each one given replaces
+    /// the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
+    /// `"failed"` finishes the call. Paced like `text`.
+    #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void> | null")]
+    pub fn update_tool<'env>(
+        &self,
+        env: &'env Env,
+        call_id: String,
+        fields: Value,
+    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let fields = Box::new(tool_fields(fields)?.into_update());
+        self.push(env, TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields })
     }
 
     /// Asks the client for permission to run a tool call (`session/request_permission`);

@@ -19,6 +19,7 @@ __all__ = [
     "AvailableCommand",
     "BlobResourceContents",
     "Cost",
+    "Diff",
     "EmbeddedResource",
     "EnvVariable",
     "HttpHeader",
@@ -37,9 +38,13 @@ __all__ = [
     "PromptCapabilities",
     "ResourceLink",
     "TextContent",
+    "Terminal",
     "TextResourceContents",
+    "ToolCallContent",
+    "ToolCallLocation",
     "mcp_server_from_json",
     "prompt_block_from_json",
+    "tool_content_json",
 ]
 
 Meta = Dict[str, Any]
@@ -470,3 +475,88 @@ class AvailableCommand:
         """Builds one from the ACP wire form."""
         hint = (data.get("input") or {}).get("hint")
         return cls(data["name"], data.get("description", ""), hint, data.get("_meta"))
+
+
+# ---- tool calls -------------------------------------------------------------------------------
+
+
+@dataclass
+class Diff:
+    """A change a tool call proposes to the file at ``path`` (absolute): ``old_text`` ``None`` for a
+    new file (ACP ``Diff``, tool call content ``{"type": "diff"}``)."""
+
+    type: ClassVar[str] = "diff"
+    path: str
+    new_text: str
+    old_text: Optional[str] = None
+    meta: Optional[Meta] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The ACP wire form, as tool call content."""
+        out: Dict[str, Any] = {"type": self.type, "path": self.path, "oldText": self.old_text, "newText": self.new_text}
+        return _with_meta(out, self.meta)
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Diff":
+        """Builds one from the ACP wire form."""
+        return cls(data["path"], data["newText"], data.get("oldText"), data.get("_meta"))
+
+
+@dataclass
+class Terminal:
+    """A terminal the client runs (created with ``terminal/create``), shown live in a tool call
+    (ACP ``Terminal``, tool call content ``{"type": "terminal"}``)."""
+
+    type: ClassVar[str] = "terminal"
+    terminal_id: str
+    meta: Optional[Meta] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The ACP wire form, as tool call content."""
+        return _with_meta({"type": self.type, "terminalId": self.terminal_id}, self.meta)
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Terminal":
+        """Builds one from the ACP wire form."""
+        return cls(data["terminalId"], data.get("_meta"))
+
+
+@dataclass
+class ToolCallLocation:
+    """A file a tool call works on (absolute ``path``), and optionally a 1-based ``line``; the client
+    can follow along."""
+
+    path: str
+    line: Optional[int] = None
+    meta: Optional[Meta] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The ACP wire form."""
+        return _with_meta(_optional({"path": self.path}, line=self.line), self.meta)
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "ToolCallLocation":
+        """Builds one from the ACP wire form."""
+        return cls(data["path"], data.get("line"), data.get("_meta"))
+
+
+ToolCallContent = Union[PromptBlock, Diff, Terminal, str, Dict[str, Any]]
+"""An item of a tool call's content: a content block (typed, or its wire form), a :class:`Diff`, a
+:class:`Terminal`, a ``str`` (a text block), or the ACP wire form of any of them
+(``{"type": "content" | "diff" | "terminal", ...}``)."""
+
+_TOOL_CONTENT_TYPES = ("content", "diff", "terminal")
+
+
+def tool_content_json(item: ToolCallContent) -> Dict[str, Any]:
+    """The ACP wire form of one item of a tool call's content (``ToolCallContent``): a content block
+    is wrapped as ``{"type": "content", "content": block}``."""
+    if isinstance(item, str):
+        return {"type": "content", "content": {"type": "text", "text": item}}
+    if isinstance(item, (Diff, Terminal)):
+        return item.to_json()
+    if isinstance(item, dict):
+        if item.get("type") in _TOOL_CONTENT_TYPES:
+            return dict(item)
+        return {"type": "content", "content": dict(item)}
+    return {"type": "content", "content": item.to_json()}

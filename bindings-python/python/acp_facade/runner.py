@@ -21,7 +21,19 @@ from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence
 
 from . import _native
 from ._bridge import DONE, dispatcher
-from .acp import AvailableCommand, Cost, McpServer, Meta, Plan, PromptBlock, mcp_server_from_json, prompt_block_from_json
+from .acp import (
+    AvailableCommand,
+    Cost,
+    McpServer,
+    Meta,
+    Plan,
+    PromptBlock,
+    ToolCallContent,
+    ToolCallLocation,
+    mcp_server_from_json,
+    prompt_block_from_json,
+    tool_content_json,
+)
 from .harness import ApprovalAction, ContentBlock, StopReason, ToolCallStatus, ToolKind, plain_text
 from .host import ConfigOption, commands_json
 from .prompt import SlashCommand
@@ -54,6 +66,34 @@ _ALL_CONTROLS = (ApprovalAction.APPROVE, ApprovalAction.APPROVE_ALWAYS, Approval
 
 def _value(v: Any) -> Any:
     return v.value if isinstance(v, Enum) else v
+
+
+def _tool_fields(
+    title: Optional[str],
+    kind: Any,
+    status: Any,
+    content: Optional[Sequence[ToolCallContent]],
+    locations: Optional[Sequence[Union[ToolCallLocation, Dict[str, Any]]]],
+    raw_input: Any,
+    raw_output: Any,
+) -> Dict[str, Any]:
+    """A tool call's fields in ACP's wire form, only those given."""
+    fields: Dict[str, Any] = {}
+    if title is not None:
+        fields["title"] = title
+    if kind is not None:
+        fields["kind"] = _value(kind)
+    if status is not None:
+        fields["status"] = _value(status)
+    if content is not None:
+        fields["content"] = [tool_content_json(c) for c in content]
+    if locations is not None:
+        fields["locations"] = [loc if isinstance(loc, dict) else loc.to_json() for loc in locations]
+    if raw_input is not None:
+        fields["rawInput"] = raw_input
+    if raw_output is not None:
+        fields["rawOutput"] = raw_output
+    return fields
 
 
 class Turn:
@@ -160,6 +200,43 @@ class Turn:
     async def fail_tool_call(self, call_id: str, output: Sequence[ContentBlock] = ()) -> None:
         """Finishes a tool call as failed (``tool_call_update``, status failed)."""
         await dispatcher.wait(self._n.finish_tool_call, call_id, list(output), True)
+
+    async def start_tool(
+        self,
+        title: str,
+        *,
+        kind: Union[ToolKind, str, None] = None,
+        status: Union[ToolCallStatus, str, None] = None,
+        content: Optional[Sequence[ToolCallContent]] = None,
+        locations: Optional[Sequence[Union[ToolCallLocation, Dict[str, Any]]]] = None,
+        raw_input: Any = None,
+        raw_output: Any = None,
+    ) -> str:
+        """Announces a tool call (``tool_call``) with any of its fields: ``kind`` (``other`` when
+        absent), ``status`` (``pending``), ``content`` (content blocks, :class:`Diff`,
+        :class:`Terminal`), ``locations``, ``raw_input``, ``raw_output``; returns its id. A call
+        finished with :meth:`update_tool` is replayed by ``session/load`` as it ended."""
+        fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
+        result: str = await dispatcher.wait(self._n.start_tool, fields)
+        return result
+
+    async def update_tool(
+        self,
+        call_id: str,
+        *,
+        title: Optional[str] = None,
+        kind: Union[ToolKind, str, None] = None,
+        status: Union[ToolCallStatus, str, None] = None,
+        content: Optional[Sequence[ToolCallContent]] = None,
+        locations: Optional[Sequence[Union[ToolCallLocation, Dict[str, Any]]]] = None,
+        raw_input: Any = None,
+        raw_output: Any = None,
+    ) -> None:
+        """Changes any subset of a tool call's fields (``tool_call_update``): each one given
+        replaces the call's (``content`` and ``locations`` as whole lists); a ``status`` of
+        ``completed`` or ``failed`` finishes the call."""
+        fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
+        await dispatcher.wait(self._n.update_tool, call_id, fields)
 
     async def request_permission(
         self, call_id: str, title: str, controls: Sequence[ApprovalAction] = _ALL_CONTROLS

@@ -14,8 +14,8 @@ use std::sync::{Mutex, PoisonError};
 use acp_facade::Error;
 use acp_facade::acp::{ContentBlock, ErrorCode, McpServer, Meta, StopReason};
 use acp_facade::harness::{SlashCommand, ToolCallId};
-use acp_facade::runner::Turn;
 use acp_facade::runner::ops::{self, Reply, TurnEnded, TurnOp, TurnOps};
+use acp_facade::runner::{ToolCallFields, Turn};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
@@ -187,6 +187,21 @@ impl PyTurn {
             TurnOp::CompleteToolCall { call_id, output }
         };
         self.push_then(op, future)
+    }
+
+    /// Announces a tool call with any of its fields (ACP's wire form; `title` required).
+    fn start_tool(&self, fields: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let fields: ToolCallFields = extract(fields, "tool call")?;
+        let spec = Box::new(fields.into_spec().map_err(pyo3::exceptions::PyValueError::new_err)?);
+        let reply = answer(future, |py, id: ToolCallId| Ok(pyo3::types::PyString::new(py, id.as_str()).into_any()));
+        self.push(TurnOp::StartTool { spec, reply }).map(|_| ())
+    }
+
+    /// Changes any subset of a tool call's fields (ACP's wire form).
+    fn update_tool(&self, call_id: String, fields: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let fields: ToolCallFields = extract(fields, "tool call update")?;
+        let fields = Box::new(fields.into_update());
+        self.push_then(TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields }, future)
     }
 
     fn request_permission(

@@ -37,8 +37,12 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::tool_state::ToolCallSpec;
 use super::turn::{Permission, Turn};
-use crate::acp::{AvailableCommand, ContentBlock, Cost, Meta, Plan, SessionConfigOption, ToolCallStatus, ToolKind};
+use crate::acp::{
+    AvailableCommand, ContentBlock, Cost, Meta, Plan, SessionConfigOption, ToolCallStatus, ToolCallUpdateFields,
+    ToolKind,
+};
 use crate::error::Error;
 use crate::harness::{ApprovalAction, ToolCallId};
 use crate::pace::{Backlog, Pace, Refused};
@@ -152,6 +156,20 @@ pub enum TurnOp {
         /// Answered with the outcome.
         reply: Reply<Result<(), Error>>,
     },
+    /// [`Turn::start_tool`]: a tool call with any of its fields; answers the new call's id.
+    StartTool {
+        /// What the call is announced with (boxed: see the size note on [`TurnOp`]).
+        spec: Box<ToolCallSpec>,
+        /// Answered with the call's id.
+        reply: Reply<ToolCallId>,
+    },
+    /// [`Turn::update_tool`]: any subset of a tool call's fields.
+    UpdateTool {
+        /// The call.
+        call_id: ToolCallId,
+        /// The fields that change (boxed: see the size note on [`TurnOp`]).
+        fields: Box<ToolCallUpdateFields>,
+    },
 }
 
 impl TurnOp {
@@ -179,6 +197,8 @@ impl TurnOp {
                 reply.send(turn.set_config_option(&config_id, &value).await);
             }
             Self::SetCommands { commands, reply } => reply.send(turn.set_commands(commands).await),
+            Self::StartTool { spec, reply } => reply.send(turn.start_tool(*spec).await),
+            Self::UpdateTool { call_id, fields } => turn.update_tool(&call_id, *fields).await,
         }
     }
 }
