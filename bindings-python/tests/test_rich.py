@@ -22,6 +22,7 @@ from acp_facade import (
     ConfigOption,
     ContextMeasured,
     Cost,
+    Diff,
     EmbeddedResource,
     EnvVariable,
     Event,
@@ -53,9 +54,16 @@ from acp_facade import (
     SessionHost,
     Setup,
     SlashCommand,
+    Terminal,
     TextContent,
     TextResourceContents,
     TokenDelta,
+    ToolCallCompleted,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStarted,
+    ToolCallStatus,
+    ToolKind,
     Turn,
     TurnDone,
     TurnRunner,
@@ -456,5 +464,184 @@ def test_a_runner_turn_gets_typed_prompts_commands_meta_and_servers_and_uses_eve
                 "usage_update",
             ], kinds
             assert [c.name for c in client.updates[5][1].available_commands] == ["shout", "whisper"]
+
+    run(body)
+
+
+# ---- tool calls, complete ---------------------------------------------------------------------
+
+
+class EditTurns(TurnRunner):
+    """`edit`: a tool call with every field, changed twice; anything else tries invalid fields."""
+
+    def __init__(self) -> None:
+        self.errors: List[str] = []
+
+    async def run_turn(self, turn: Turn) -> None:
+        if turn.prompt_text() != "edit":
+            attempts = [
+                turn.update_tool("call", kind="edti"),
+                turn.update_tool("call", locations=[{"line": 1}]),
+                turn.start_tool("t", content=[{"type": "diff", "path": "/a"}]),
+            ]
+            for attempt in attempts:
+                try:
+                    await attempt
+                except ValueError as e:
+                    self.errors.append(str(e))
+            return
+        call = await turn.start_tool(
+            "edit a.rs",
+            kind=ToolKind.EDIT,
+            status=ToolCallStatus.IN_PROGRESS,
+            content=["proposing", Diff("/w/a.rs", "new\n", "old\n"), Terminal("term-1")],
+            locations=[ToolCallLocation("/w/a.rs", 1), {"path": "/w/b.rs"}],
+            raw_input={"path": "a.rs"},
+        )
+        await turn.update_tool(call, title="edit a.rs (2)", locations=[ToolCallLocation("/w/a.rs", 7)])
+        await turn.update_tool(call, status="completed", raw_output={"ok": True}, content=[Diff("/w/new.rs", "x\n")])
+        await turn.text("edited")
+
+
+def test_a_runner_turn_sends_tool_calls_with_every_field_and_load_replays_them_as_they_ended() -> None:
+    async def body() -> None:
+        runner = Runner(MemoryStore(), EditTurns())
+        client = RecordingClient()
+        async with connect(runner.agent(), client) as conn:
+            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "edit"}])  # type: ignore[list-item]
+            calls = [u.model_dump(by_alias=True, exclude_none=True) for _, u in client.updates if u.session_update.startswith("tool_call")]
+        for update in calls:
+            validate_def("SessionUpdate", update)
+        started, renamed, done = calls
+        call_id = started.pop("toolCallId")
+        assert started == {
+            "sessionUpdate": "tool_call",
+            "title": "edit a.rs",
+            "kind": "edit",
+            "status": "in_progress",
+            "content": [
+                {"type": "content", "content": {"type": "text", "text": "proposing"}},
+                {"type": "diff", "path": "/w/a.rs", "oldText": "old\n", "newText": "new\n"},
+                {"type": "terminal", "terminalId": "term-1"},
+            ],
+            "locations": [{"path": "/w/a.rs", "line": 1}, {"path": "/w/b.rs"}],
+            "rawInput": {"path": "a.rs"},
+        }
+        assert renamed == {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "title": "edit a.rs (2)",
+            "locations": [{"path": "/w/a.rs", "line": 7}],
+        }
+        assert done == {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "completed",
+            "content": [{"type": "diff", "path": "/w/new.rs", "newText": "x\n"}],
+            "rawOutput": {"ok": True},
+        }
+        replay = RecordingClient()
+        async with connect(runner.agent(), replay) as conn:
+            await conn.load_session(session_id=sid, cwd="/tmp", mcp_servers=[])
+            replayed = [u.model_dump(by_alias=True, exclude_none=True) for _, u in replay.updates if u.session_update.startswith("tool_call")]
+        # One `tool_call`, as the call ended: every change applied.
+        assert len(replayed) == 1, replayed
+        assert {k: v for k, v in replayed[0].items() if k != "toolCallId"} == {
+            "sessionUpdate": "tool_call",
+            "title": "edit a.rs (2)",
+            "kind": "edit",
+            "status": "completed",
+            "content": [{"type": "diff", "path": "/w/new.rs", "newText": "x\n"}],
+            "locations": [{"path": "/w/a.rs", "line": 7}],
+            "rawInput": {"path": "a.rs"},
+            "rawOutput": {"ok": True},
+        }, replayed
+
+    run(body)
+
+
+def test_invalid_tool_call_fields_raise_and_the_turn_goes_on() -> None:
+    async def body() -> None:
+        turns = EditTurns()
+        client = RecordingClient()
+        async with connect(Runner(MemoryStore(), turns).agent(), client) as conn:
+            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+            response = await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "bad"}])  # type: ignore[list-item]
+            assert response.stop_reason == "end_turn"
+        assert len(turns.errors) == 3, turns.errors
+        assert "edti" in turns.errors[0] and "path" in turns.errors[1] and "newText" in turns.errors[2], turns.errors
+        assert not [u for _, u in client.updates if u.session_update.startswith("tool_call")]
+
+    run(body)
+
+
+class ToolSession(RichSession):
+    """Each turn announces a tool call with a diff, a terminal and locations, renames it, and
+    finishes it with a raw output, through the harness events."""
+
+    async def _turn(self, command: str, turn_id: str, prompt: Prompt) -> None:
+        def event(kind: Any, durable: bool = False, command_id: Optional[str] = None) -> Event:
+            event_class = EventClass.ENDURING if durable else EventClass.EPHEMERAL
+            return Event(kind, event_class, command_id=command_id, loop_id="main", turn_id=turn_id)
+
+        await self.events.publish(event(TurnStarted(UserMessage([b.to_json() for b in prompt.content])), True, command))
+        started = ToolCallStarted(
+            "c1",
+            "edit a.rs",
+            ToolKind.EDIT,
+            {"path": "a.rs"},
+            status=ToolCallStatus.IN_PROGRESS,
+            content=[Diff("/w/a.rs", "new\n", "old\n"), Terminal("term-1"), {"type": "text", "text": "t"}],
+            locations=[ToolCallLocation("/w/a.rs", 1)],
+        )
+        await self.events.publish(event(started))
+        await self.events.publish(event(ToolCallProgress("c1", title="edit a.rs (2)", kind=ToolKind.READ)))
+        await self.events.publish(event(ToolCallCompleted("c1", [], raw_output={"ok": True})))
+        await self.events.publish(event(TurnDone(), True))
+
+
+def test_a_live_session_sends_tool_calls_with_every_field_through_its_events() -> None:
+    events = [
+        ToolCallStarted("c", "t", ToolKind.EDIT, None, ToolCallStatus.IN_PROGRESS, [{"type": "diff", "path": "/a", "oldText": None, "newText": "n"}], [ToolCallLocation("/a", 2)], {"r": 1}),
+        ToolCallProgress("c", title="u", locations=[ToolCallLocation("/b")], raw_input=[1]),
+        ToolCallCompleted("c", [{"type": "text", "text": "done"}], True, kind=ToolKind.READ, raw_output=2),
+    ]
+    for kind in events:
+        event = Event(kind)
+        assert Event.from_json(event.to_json()) == event
+    assert ToolCallProgress("c").to_json() == {"type": "tool_call_progress", "call_id": "c"}, "absent: unchanged"
+
+    class Host(SessionHost):
+        async def new_session(self, setup: Setup) -> LiveSession:
+            return ToolSession("tools", setup)
+
+    async def body() -> None:
+        client = RecordingClient()
+        async with connect(Agent(Options(Host())), client) as conn:
+            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+            response = await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
+            assert response.stop_reason == "end_turn"
+            calls = [u.model_dump(by_alias=True, exclude_none=True) for _, u in client.updates if u.session_update.startswith("tool_call")]
+        for update in calls:
+            validate_def("SessionUpdate", update)
+        assert calls == [
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "c1",
+                "title": "edit a.rs",
+                "kind": "edit",
+                "status": "in_progress",
+                "content": [
+                    {"type": "diff", "path": "/w/a.rs", "oldText": "old\n", "newText": "new\n"},
+                    {"type": "terminal", "terminalId": "term-1"},
+                    {"type": "content", "content": {"type": "text", "text": "t"}},
+                ],
+                "locations": [{"path": "/w/a.rs", "line": 1}],
+                "rawInput": {"path": "a.rs"},
+            },
+            {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "edit a.rs (2)", "kind": "read"},
+            {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed", "rawOutput": {"ok": True}},
+        ], calls
 
     run(body)

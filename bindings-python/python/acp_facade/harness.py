@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional, Union
 
-from .acp import Cost, Meta, Plan
+from .acp import Cost, Meta, Plan, ToolCallContent, ToolCallLocation, tool_content_json
 
 __all__ = [
     "AiMessage",
@@ -337,35 +337,91 @@ class TokenDelta(_Kind):
     channel: TokenChannel = TokenChannel.MESSAGE
 
 
+def _tool_content(items: Optional[List[Any]]) -> Optional[List[Dict[str, Any]]]:
+    """Tool call content in the core's form: wire dicts as they are, typed values converted."""
+    if items is None:
+        return None
+    return [c if isinstance(c, dict) else tool_content_json(c) for c in items]
+
+
+class _ToolKind(_Kind):
+    """The JSON form of the tool call kinds: fields that are ``None`` are left out (the core reads
+    an absent field as unchanged), typed content and locations converted."""
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        out: Dict[str, Any] = {"type": self.type}
+        for name in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            value = getattr(self, name)
+            if name in ("content", "output"):
+                value = _tool_content(value)
+            if value is not None or name == "input":
+                out[name] = _wire(value)
+        return out
+
+
+def _tool_extras(args: Dict[str, Any]) -> Dict[str, Any]:
+    """The optional fields of a tool call kind's core form, typed."""
+    extras: Dict[str, Any] = {}
+    for name in ("title", "raw_input", "raw_output", "content"):
+        if args.get(name) is not None:
+            extras[name] = args[name]
+    if args.get("kind") is not None:
+        extras["kind"] = ToolKind(args["kind"])
+    if args.get("status") is not None:
+        extras["status"] = ToolCallStatus(args["status"])
+    if args.get("locations") is not None:
+        extras["locations"] = [ToolCallLocation.from_json(loc) for loc in args["locations"]]
+    return extras
+
+
 @dataclass
-class ToolCallStarted(_Kind):
-    """A tool call was announced."""
+class ToolCallStarted(_ToolKind):
+    """A tool call was announced (``tool_call``): its title (``name``), kind and raw input, and
+    optionally the status it starts in (``pending`` when absent), its content (content blocks,
+    :class:`~acp_facade.Diff`, :class:`~acp_facade.Terminal`), locations and raw output."""
 
     type: ClassVar[str] = "tool_call_started"
     call_id: str = ""
     name: str = ""
     kind: ToolKind = ToolKind.OTHER
     input: Any = None
+    status: Optional[ToolCallStatus] = None
+    content: Optional[List[ToolCallContent]] = None
+    locations: Optional[List[ToolCallLocation]] = None
+    raw_output: Any = None
 
 
 @dataclass
-class ToolCallProgress(_Kind):
-    """A tool call made progress (status and/or new content)."""
+class ToolCallProgress(_ToolKind):
+    """A tool call changed (``tool_call_update``): every field that is not ``None`` replaces the
+    call's (``content`` and ``locations`` as whole lists)."""
 
     type: ClassVar[str] = "tool_call_progress"
     call_id: str = ""
     status: Optional[ToolCallStatus] = None
-    content: Optional[List[ContentBlock]] = None
+    content: Optional[List[ToolCallContent]] = None
+    title: Optional[str] = None
+    kind: Optional[ToolKind] = None
+    locations: Optional[List[ToolCallLocation]] = None
+    raw_input: Any = None
+    raw_output: Any = None
 
 
 @dataclass
-class ToolCallCompleted(_Kind):
-    """A tool call finished."""
+class ToolCallCompleted(_ToolKind):
+    """A tool call finished (``tool_call_update``, ``completed`` or ``failed``), with its final
+    ``output`` (empty: unchanged) and any other fields that changed as it did."""
 
     type: ClassVar[str] = "tool_call_completed"
     call_id: str = ""
-    output: List[ContentBlock] = field(default_factory=list)
+    output: List[ToolCallContent] = field(default_factory=list)
     is_error: bool = False
+    title: Optional[str] = None
+    kind: Optional[ToolKind] = None
+    locations: Optional[List[ToolCallLocation]] = None
+    raw_input: Any = None
+    raw_output: Any = None
 
 
 @dataclass
@@ -550,15 +606,19 @@ def _kind_from_json(data: Dict[str, Any]) -> EventKind:
     if cls is TokenDelta:
         return TokenDelta(args.get("text", ""), TokenChannel(args.get("channel", "message")))
     if cls is ToolCallStarted:
-        return ToolCallStarted(args["call_id"], args.get("name", ""), ToolKind(args.get("kind", "other")), args.get("input"))
+        extras = _tool_extras(args)
+        extras["kind"] = extras.get("kind", ToolKind.OTHER)
+        return ToolCallStarted(args["call_id"], args.get("name", ""), input=args.get("input"), **extras)
+    if cls is ToolCallCompleted:
+        extras = _tool_extras({k: v for k, v in args.items() if k != "content"})
+        return ToolCallCompleted(args["call_id"], list(args.get("output", [])), bool(args.get("is_error", False)), **extras)
     if cls is ContextMeasured:
         cost = args.get("cost")
         return ContextMeasured(args.get("used", 0), args.get("size", 0), None if cost is None else Cost.from_json(cost))
     if cls is PlanUpdated:
         return PlanUpdated(Plan.from_json(args.get("plan", {})))
     if cls is ToolCallProgress:
-        status = args.get("status")
-        return ToolCallProgress(args["call_id"], None if status is None else ToolCallStatus(status), args.get("content"))
+        return ToolCallProgress(args["call_id"], **_tool_extras(args))
     result: EventKind = cls(**args)
     return result
 

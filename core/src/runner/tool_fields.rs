@@ -37,7 +37,7 @@ pub struct ToolCallFields {
     #[serde(default)]
     pub title: Option<String>,
     /// Kind of tool.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "known_kind")]
     pub kind: Option<ToolKind>,
     /// Status.
     #[serde(default)]
@@ -55,6 +55,18 @@ pub struct ToolCallFields {
     /// Raw output.
     #[serde(default)]
     pub raw_output: Option<Value>,
+}
+
+/// A tool kind ACP names: ACP's `ToolKind` reads any other string as `other`, which would hide a
+/// host's typo.
+fn known_kind<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<ToolKind>, D::Error> {
+    let Some(name) = Option::<String>::deserialize(deserializer)? else { return Ok(None) };
+    let kind: ToolKind = serde_json::from_value(Value::String(name.clone())).map_err(serde::de::Error::custom)?;
+    if serde_json::to_value(kind).ok().as_ref().and_then(Value::as_str) == Some(name.as_str()) {
+        Ok(Some(kind))
+    } else {
+        Err(serde::de::Error::custom(format_args!("unknown tool kind `{name}`")))
+    }
 }
 
 impl ToolCallFields {
