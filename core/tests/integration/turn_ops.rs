@@ -19,7 +19,7 @@ use acp_facade::harness::ApprovalAction;
 use acp_facade::harness::content::text_block;
 use acp_facade::pace::{HARD_LIMIT, HIGH_WATER, Pace, Refused};
 use acp_facade::runner::ops::{self, Reply, TurnEnded, TurnOp, TurnOps};
-use acp_facade::runner::{MemoryStore, Permission, Runner, Turn, TurnRunner};
+use acp_facade::runner::{MemoryStore, Permission, Runner, ToolCallFields, Turn, TurnRunner};
 use async_trait::async_trait;
 use common::{TestClient, chunk_texts, updates};
 use futures::executor::block_on;
@@ -301,6 +301,63 @@ async fn rich_operations_reach_the_wire_in_order_and_changes_answer_their_outcom
     assert_eq!(ups[5]["availableCommands"], json!([{"name": "shout", "description": "Repeat in capitals"}]));
     assert_eq!(ups[6]["cost"], json!({"amount": 0.25, "currency": "EUR"}));
     assert_eq!(seen.notes(), ["mode Ok(())", "unknown -32602", "options 1", "commands Ok(())"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_calls_with_every_field_go_through_the_queue_from_their_wire_form() {
+    let script: Script = Arc::new(|ops, seen| {
+        let fields = |value: Value| serde_json::from_value::<ToolCallFields>(value).unwrap();
+        let spec = fields(json!({
+            "title": "edit a.rs", "kind": "edit", "status": "in_progress",
+            "locations": [{"path": "/w/a.rs", "line": 1}],
+            "content": [{"type": "text", "text": "bare"}, {"type": "diff", "path": "/w/a.rs", "oldText": "old\n", "newText": "new\n"}],
+            "rawInput": {"path": "a.rs"},
+        }))
+        .into_spec()
+        .unwrap();
+        let call = answered(&ops, |reply| TurnOp::StartTool { spec: Box::new(spec), reply });
+        seen.note(format!("call {call}"));
+        let update = fields(json!({"title": "edit b.rs", "locations": [{"path": "/w/b.rs"}]})).into_update();
+        let _ = ops.push(TurnOp::UpdateTool { call_id: call.clone(), fields: Box::new(update) }).unwrap();
+        let done = fields(json!({"status": "completed", "rawOutput": {"ok": true}})).into_update();
+        let _ = ops.push(TurnOp::UpdateTool { call_id: call, fields: Box::new(done) }).unwrap();
+        for (bad, why) in [
+            (json!({"kind": "edti"}), "unknown tool kind `edti`"),
+            (json!({"colour": "red"}), "unknown field `colour`"),
+            (json!({"locations": [{"line": 1}]}), "missing field `path`"),
+        ] {
+            let error = serde_json::from_value::<ToolCallFields>(bad).unwrap_err().to_string();
+            seen.note(if error.contains(why) { why.to_owned() } else { error });
+        }
+        seen.note(fields(json!({"kind": "edit"})).into_spec().unwrap_err());
+        StopReason::EndTurn
+    });
+    let (mut client, sid, seen) = start(script).await;
+    let id = client.prompt(&sid, "go").await;
+    let (response, before) = client.response_with_preceding(&id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    let ups = updates(&before);
+    let call_id = ups[0]["toolCallId"].clone();
+    assert_eq!(
+        ups,
+        [
+            json!({
+                "sessionUpdate": "tool_call", "toolCallId": call_id, "title": "edit a.rs", "kind": "edit",
+                "status": "in_progress", "locations": [{"path": "/w/a.rs", "line": 1}],
+                "content": [
+                    {"type": "content", "content": {"type": "text", "text": "bare"}},
+                    {"type": "diff", "path": "/w/a.rs", "oldText": "old\n", "newText": "new\n"},
+                ],
+                "rawInput": {"path": "a.rs"},
+            }),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "title": "edit b.rs", "locations": [{"path": "/w/b.rs"}]}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed", "rawOutput": {"ok": true}}),
+        ]
+    );
+    assert_eq!(
+        seen.notes()[1..],
+        ["unknown tool kind `edti`", "unknown field `colour`", "missing field `path`", "a tool call needs a `title`"]
+    );
 }
 
 /// `Permission` names, as both bindings hand them out.
