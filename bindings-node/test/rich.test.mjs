@@ -241,6 +241,25 @@ describe('the rich turn: host interfaces', () => {
     await conn.end()
   })
 
+  test('a repeated identical title from a live session is announced once', async () => {
+    const session = new RichSession('titled', null)
+    session.submitPrompt = function (prompt) {
+      const n = ++this.turns
+      const at = { loopId: 'main', turnId: `t${n}`, class: 'enduring' }
+      this.events.publish({ ...at, commandId: `c${n}`, kind: { type: 'turn_started', message: { content: prompt.content } } })
+      for (const title of ['Same', 'Same', 'Other', 'Other']) this.events.publish({ ...at, kind: { type: 'session_meta_changed', title } })
+      this.events.publish({ ...at, kind: { type: 'turn_done' } })
+      return `c${n}`
+    }
+    const conn = serveInProcess(new Agent({ newSession: () => session }))
+    await conn.initialize()
+    const { sessionId } = await conn.connection.newSession({ cwd: '/tmp', mcpServers: [] })
+    for (let i = 0; i < 2; i++) await conn.connection.prompt(textPrompt(sessionId, 'go'))
+    const titles = conn.updatesOf(sessionId).filter((u) => u.sessionUpdate === 'session_info_update').map((u) => u.title)
+    assert.deepEqual(titles, ['Same', 'Other', 'Same', 'Other'])
+    await conn.end()
+  })
+
   test('extension methods and notifications reach their handlers; others are -32601', async () => {
     const notified = []
     const { agent } = richAgent(notified)

@@ -50,6 +50,7 @@ from acp_facade import (
     ResponseMeta,
     Runner,
     SelectOption,
+    SessionMetaChanged,
     SessionControl,
     SessionHost,
     Setup,
@@ -643,5 +644,30 @@ def test_a_live_session_sends_tool_calls_with_every_field_through_its_events() -
             {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "edit a.rs (2)", "kind": "read"},
             {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed", "rawOutput": {"ok": True}},
         ], calls
+
+    run(body)
+
+
+def test_a_repeated_identical_title_from_a_live_session_is_announced_once() -> None:
+    class TitledSession(RichSession):
+        async def _turn(self, command: str, turn_id: str, prompt: Prompt) -> None:
+            at = {"loop_id": "main", "turn_id": turn_id}
+            await self.events.publish(Event(TurnStarted(UserMessage([b.to_json() for b in prompt.content])), EventClass.ENDURING, command_id=command, **at))
+            for title in ("Same", "Same", "Other", "Other"):
+                await self.events.publish(Event(SessionMetaChanged(title=title), EventClass.ENDURING, **at))
+            await self.events.publish(Event(TurnDone(), EventClass.ENDURING, **at))
+
+    class Host(SessionHost):
+        async def new_session(self, setup: Setup) -> LiveSession:
+            return TitledSession("titled", setup)
+
+    async def body() -> None:
+        client = RecordingClient()
+        async with connect(Agent(Options(Host())), client) as conn:
+            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+            for _ in range(2):
+                await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
+            titles = [u.title for _, u in client.updates if u.session_update == "session_info_update"]
+        assert titles == ["Same", "Other", "Same", "Other"], titles
 
     run(body)
