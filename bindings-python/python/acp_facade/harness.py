@@ -344,7 +344,7 @@ def _tool_content(items: Optional[List[Any]]) -> Optional[List[Dict[str, Any]]]:
     return [c if isinstance(c, dict) else tool_content_json(c) for c in items]
 
 
-class _ToolKind(_Kind):
+class _ToolCallKind(_Kind):
     """The JSON form of the tool call kinds: fields that are ``None`` are left out (the core reads
     an absent field as unchanged), typed content and locations converted."""
 
@@ -376,7 +376,7 @@ def _tool_extras(args: Dict[str, Any]) -> Dict[str, Any]:
 
 
 @dataclass
-class ToolCallStarted(_ToolKind):
+class ToolCallStarted(_ToolCallKind):
     """A tool call was announced (``tool_call``): its title (``name``), kind and raw input, and
     optionally the status it starts in (``pending`` when absent), its content (content blocks,
     :class:`~acp_facade.Diff`, :class:`~acp_facade.Terminal`), locations and raw output."""
@@ -393,7 +393,7 @@ class ToolCallStarted(_ToolKind):
 
 
 @dataclass
-class ToolCallProgress(_ToolKind):
+class ToolCallProgress(_ToolCallKind):
     """A tool call changed (``tool_call_update``): every field that is not ``None`` replaces the
     call's (``content`` and ``locations`` as whole lists)."""
 
@@ -409,7 +409,7 @@ class ToolCallProgress(_ToolKind):
 
 
 @dataclass
-class ToolCallCompleted(_ToolKind):
+class ToolCallCompleted(_ToolCallKind):
     """A tool call finished (``tool_call_update``, ``completed`` or ``failed``), with its final
     ``output`` (empty: unchanged) and any other fields that changed as it did."""
 
