@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import acp_facade
@@ -177,7 +177,7 @@ def absolute(turn: Turn, path: str) -> str:
     dropped, as Rust's ``Path::components`` does)."""
     if path.startswith("/"):
         return path
-    return str(PurePosixPath(turn.cwd, path))
+    return "/" + "/".join(p for p in f"{turn.cwd}/{path}".split("/") if p not in ("", "."))
 
 
 async def edit(turn: Turn, path: str) -> None:
