@@ -147,5 +147,6 @@ exports.EventHub = native.EventHub
 exports.MemoryStore = native.MemoryStore
 exports.PostgresStore = native.PostgresStore
 exports.Runner = native.Runner
+exports.SessionControl = native.SessionControl
 exports.SqliteStore = native.SqliteStore
 exports.Turn = native.Turn

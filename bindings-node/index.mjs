@@ -7,6 +7,27 @@ import { createRequire } from 'node:module'
 
 const cjs = createRequire(import.meta.url)('./index.js')
 
-export const { AcpError, ErrorCode, Agent, Connection, EventHub, MemoryStore, PostgresStore, Runner, SqliteStore, Turn } =
-  cjs
+export const {
+  AcpError,
+  ClientError,
+  UnsupportedError,
+  RelativePathError,
+  InvalidArgumentError,
+  NotEstablishedError,
+  RejectedError,
+  ProtocolError,
+  ReleasedError,
+  Client,
+  Terminal,
+  ErrorCode,
+  Agent,
+  Connection,
+  EventHub,
+  MemoryStore,
+  PostgresStore,
+  Runner,
+  SessionControl,
+  SqliteStore,
+  Turn,
+} = cjs
 export default cjs

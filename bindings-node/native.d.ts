@@ -3,13 +3,42 @@
 
 // ---- ACP wire types (schema v1.21.0), as the agent passes them through ----
 
+/** ACP `_meta`: extra data attached to a message or value (for example a W3C `traceparent`), passed through as is. */
+export type Meta = Record<string, unknown>
+
+/** A text block (ACP `TextContent`). */
+export interface TextContent { type: 'text'; text: string; annotations?: unknown; _meta?: Meta | null }
+
+/** An image, base64 `data` of type `mimeType` (ACP `ImageContent`); in a prompt when the agent advertises `promptCapabilities.image`. */
+export interface ImageContent { type: 'image'; data: string; mimeType: string; uri?: string | null; annotations?: unknown; _meta?: Meta | null }
+
+/** Audio, base64 `data` of type `mimeType` (ACP `AudioContent`); in a prompt when the agent advertises `promptCapabilities.audio`. */
+export interface AudioContent { type: 'audio'; data: string; mimeType: string; annotations?: unknown; _meta?: Meta | null }
+
+/** A link to a resource the agent can read itself (ACP `ResourceLink`); always accepted. */
+export interface ResourceLink {
+  type: 'resource_link'
+  uri: string
+  name: string
+  title?: string | null
+  description?: string | null
+  mimeType?: string | null
+  size?: number | null
+  annotations?: unknown
+  _meta?: Meta | null
+}
+
+/** The text of an embedded resource. */
+export interface TextResourceContents { uri: string; text: string; mimeType?: string | null; _meta?: Meta | null }
+
+/** The binary contents of an embedded resource (base64 `blob`). */
+export interface BlobResourceContents { uri: string; blob: string; mimeType?: string | null; _meta?: Meta | null }
+
+/** A resource whose contents the client embedded (ACP `EmbeddedResource`); in a prompt when the agent advertises `promptCapabilities.embeddedContext`. */
+export interface EmbeddedResource { type: 'resource'; resource: TextResourceContents | BlobResourceContents; annotations?: unknown; _meta?: Meta | null }
+
 /** A content block of a prompt or a tool's output (ACP `ContentBlock`). */
-export type ContentBlock =
-  | { type: 'text'; text: string; annotations?: unknown; _meta?: Record<string, unknown> | null }
-  | { type: 'image'; data: string; mimeType: string; uri?: string | null; annotations?: unknown }
-  | { type: 'audio'; data: string; mimeType: string; annotations?: unknown }
-  | { type: 'resource_link'; uri: string; name: string; title?: string | null; description?: string | null; mimeType?: string | null; size?: number | null; annotations?: unknown }
-  | { type: 'resource'; resource: { uri: string; text?: string; blob?: string; mimeType?: string | null }; annotations?: unknown }
+export type ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 /** Why a turn stopped (ACP `StopReason`); `undefined` from `runTurn` means `"end_turn"`. */
 export type StopReason = 'end_turn' | 'max_tokens' | 'max_turn_requests' | 'refusal' | 'cancelled'
@@ -53,39 +82,8 @@ export interface PermissionOption {
   _meta?: Record<string, unknown> | null
 }
 
-/** Content of a tool call: a content block (bare or `{ type: 'content', content }`), a diff, or a terminal's live output. */
-export type ToolCallContent =
-  | ContentBlock
-  | { type: 'content'; content: ContentBlock }
-  | { type: 'diff'; path: string; oldText?: string | null; newText: string }
-  | { type: 'terminal'; terminalId: string }
-
-/** A file (and line) a tool call works on. */
-export interface ToolCallLocation { path: string; line?: number | null }
-
-/** A tool call to announce (`turn.startTool`). */
-export interface ToolCallSpec {
-  title: string
-  /** @default 'other' */
-  kind?: ToolKind
-  /** @default 'pending' */
-  status?: ToolCallStatus
-  content?: ToolCallContent[]
-  locations?: ToolCallLocation[]
-  rawInput?: unknown
-  rawOutput?: unknown
-}
-
-/** A change of a tool call (`turn.updateTool`): every field given replaces the call's. */
-export interface ToolCallFields {
-  title?: string
-  kind?: ToolKind
-  status?: ToolCallStatus
-  content?: ToolCallContent[]
-  locations?: ToolCallLocation[]
-  rawInput?: unknown
-  rawOutput?: unknown
-}
+/** A tool call to announce (`turn.startTool`): its fields, `title` required. */
+export type ToolCallSpec = ToolCallFields & { title: string }
 
 /** How the user answered a question of the turn (`turn.ask`, `turn.fillForm`, `turn.openUrl`). */
 export type Reply =
@@ -120,9 +118,6 @@ export interface ClientCapabilities {
   meta: Record<string, unknown> | null
 }
 
-/** An environment variable for a terminal command. */
-export interface EnvVariable { name: string; value: string }
-
 /** How a terminal's command exited: its exit code, or the signal that ended it. */
 export interface TerminalExitStatus { exitCode?: number | null; signal?: string | null }
 
@@ -151,19 +146,97 @@ export type ElicitationAnswer =
 /** A URL elicitation: its id (for `client.completeElicitation`) and the user's answer. */
 export interface UrlElicitation { elicitationId: string; answer: ElicitationAnswer }
 
-/** An MCP server a client asked a session to use (ACP `McpServer`), passed through as sent. */
-export type McpServer = Record<string, unknown>
+/** An environment variable of a stdio MCP server. */
+export interface EnvVariable { name: string; value: string; _meta?: Meta | null }
+
+/** An HTTP header of an http or sse MCP server. */
+export interface HttpHeader { name: string; value: string; _meta?: Meta | null }
+
+/** An MCP server the agent starts itself (every agent accepts these). */
+export interface McpServerStdio { type?: undefined; name: string; command: string; args: string[]; env: EnvVariable[]; _meta?: Meta | null }
+
+/** An MCP server over HTTP (accepted when the agent advertises `mcpCapabilities.http`). */
+export interface McpServerHttp { type: 'http'; name: string; url: string; headers: HttpHeader[]; _meta?: Meta | null }
+
+/** An MCP server over server-sent events (accepted when the agent advertises `mcpCapabilities.sse`). */
+export interface McpServerSse { type: 'sse'; name: string; url: string; headers: HttpHeader[]; _meta?: Meta | null }
+
+/** An MCP server a client asked a session to use (ACP `McpServer`); `type` tells the transport (none: stdio). */
+export type McpServer = McpServerStdio | McpServerHttp | McpServerSse
+
+/** How important a plan entry is. */
+export type PlanEntryPriority = 'high' | 'medium' | 'low'
+
+/** Where a plan entry stands. */
+export type PlanEntryStatus = 'pending' | 'in_progress' | 'completed'
+
+/** One task of a plan. */
+export interface PlanEntry { content: string; priority: PlanEntryPriority; status: PlanEntryStatus; _meta?: Meta | null }
+
+/** An agent's plan (ACP `Plan`): every entry with its current status; each plan sent replaces the one before at the client. */
+export interface Plan { entries: PlanEntry[]; _meta?: Meta | null }
+
+/** A session's cumulative cost (ACP `Cost`): `amount` in `currency` (ISO 4217, e.g. `"USD"`), sent as `usage_update.cost`. */
+export interface Cost { amount: number; currency: string; _meta?: Meta | null }
+
+/** A host-defined slash command (ACP `AvailableCommand`), advertised beside `compact`; `input.hint` is shown while the user has typed no input. */
+export interface AvailableCommand { name: string; description: string; input?: { hint: string } | null; _meta?: Meta | null }
+
+/** A change a tool call proposes to the file at `path` (absolute); `oldText` `null` for a new file (ACP `Diff`). */
+export interface Diff { type: 'diff'; path: string; oldText?: string | null; newText: string; _meta?: Meta | null }
+
+/** A terminal the client runs (from `terminal/create`), shown live in a tool call (ACP `Terminal`; `Terminal.content` of a live terminal is one). */
+export interface TerminalContent { type: 'terminal'; terminalId: string; _meta?: Meta | null }
+
+/** An item of a tool call's content (ACP `ToolCallContent`): a wrapped content block, a diff or a terminal. */
+export type ToolCallContent = { type: 'content'; content: ContentBlock; _meta?: Meta | null } | Diff | TerminalContent
+
+/** A file a tool call works on (absolute `path`), optionally at a 1-based `line` (ACP `ToolCallLocation`). */
+export interface ToolCallLocation { path: string; line?: number | null; _meta?: Meta | null }
+
+/**
+ * Fields of a tool call in ACP's wire form, each optional (`Turn.startTool` requires `title`):
+ * `content` items are tool call content or bare content blocks; `content` and `locations` replace
+ * whole lists. An unknown field or an invalid value throws `ERR_ACP_INVALID_ARG`.
+ */
+export interface ToolCallFields {
+  title?: string
+  kind?: ToolKind
+  status?: ToolCallStatus
+  content?: (ToolCallContent | ContentBlock)[]
+  locations?: ToolCallLocation[]
+  rawInput?: unknown
+  rawOutput?: unknown
+}
+
+/** An extension request handler: `params` as the client sent them (`null` when absent); resolves with the result. */
+export type ExtensionMethod = (params: unknown) => MaybePromise<unknown>
+
+/** An extension notification handler. */
+export type ExtensionNotification = (params: unknown) => MaybePromise<void>
 
 // ---- The harness model (acp_facade::harness) ----
 
 /**
- * A session's validated setup: absolute, canonical `cwd`, extra roots, MCP servers, and the
- * session's handle on the client (`client`): keep it with the session; it works once the session
- * is established (after `newSession`, `loadSession` or `resumeSession` returned) and until it
- * closes. Its calls made while a prompt is in flight are cancelled with that prompt, and go out
- * after the updates of the events the session published before them.
+ * A session's validated setup: absolute, canonical `cwd`; extra roots; the MCP servers the client
+ * asked for (only of transports the agent advertises: stdio always, http and sse per
+ * `AgentOptions.mcpCapabilities`); the request's `_meta`, when it had one; and the session's handle
+ * on the client (`client`): keep it with the session; it works once the session is established
+ * (after `newSession`, `loadSession` or `resumeSession` returned) and until it closes. Its calls
+ * made while a prompt is in flight are cancelled with that prompt, and go out after the updates of
+ * the events the session published before them.
  */
-export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[]; client: Client }
+export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[]; meta?: Meta; client: Client }
+
+/** One invocation of a host-defined slash command: a prompt whose first block is the text `/name input`. */
+export interface SlashCommand { name: string; /** What follows the name, trimmed; empty when nothing does. */ input: string }
+
+/**
+ * A `session/prompt`, as `LiveSession.submitPrompt` receives it: its content (checked against the
+ * advertised prompt capabilities), the slash command it invokes (the content still holds the text
+ * as typed), the request's `_meta`.
+ */
+export interface Prompt { content: ContentBlock[]; command: SlashCommand | null; meta: Meta | null }
 
 /** The closed control set of a permission gate. */
 export type ApprovalAction = 'approve' | 'approve_always' | 'deny'
@@ -190,15 +263,19 @@ export type Message =
   | { role: 'ai'; content: ContentBlock[]; thoughts?: ContentBlock[]; tool_calls?: { call_id: string; name: string; kind: ToolKind; input?: unknown }[] }
   | { role: 'tool_result'; call_id: string; output: ContentBlock[]; is_error: boolean }
 
+/** The fields of a tool call that changed, beside status and content (`acp_facade::harness::ToolCallChanges`). */
+export interface ToolCallChanges { title?: string | null; kind?: ToolKind | null; locations?: ToolCallLocation[] | null; raw_input?: unknown; raw_output?: unknown }
+
 /** What happened (`acp_facade::harness::EventKind`, in its serde form). */
 export type EventKind =
   | { type: 'turn_started'; message: { content: ContentBlock[] } }
   | { type: 'token_delta'; text: string; channel: 'message' | 'thought' }
-  | { type: 'tool_call_started'; call_id: string; name: string; kind: ToolKind; input: unknown }
-  | { type: 'tool_call_progress'; call_id: string; status?: ToolCallStatus | null; content?: ContentBlock[] | null }
-  | { type: 'tool_call_completed'; call_id: string; output: ContentBlock[]; is_error: boolean }
+  | { type: 'tool_call_started'; call_id: string; name: string; kind: ToolKind; input: unknown; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[]; locations?: ToolCallLocation[]; raw_output?: unknown }
+  /** Any subset of a call's fields changed; each present replaces the call's. */
+  | ({ type: 'tool_call_progress'; call_id: string; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[] | null } & ToolCallChanges)
+  | ({ type: 'tool_call_completed'; call_id: string; output: (ToolCallContent | ContentBlock)[]; is_error: boolean } & ToolCallChanges)
   | { type: 'step_done'; messages: Message[] }
-  | { type: 'context_measured'; used: number; size: number }
+  | { type: 'context_measured'; used: number; size: number; cost?: Cost | null }
   | { type: 'gate_opened'; gate: Gate }
   | { type: 'gate_resolved'; gate_id: string }
   | { type: 'turn_done'; message?: Message | null; stop?: StopReason | null }
@@ -207,6 +284,10 @@ export type EventKind =
   | { type: 'compact_waiter_resolved' }
   | { type: 'compact_waiter_rejected'; reason: string }
   | { type: 'session_meta_changed'; title?: string | null; updated_at?: string | null }
+  /** The turn's plan, whole (publish it enduring: `session/load` replays the latest). */
+  | { type: 'plan_updated'; plan: Plan }
+  /** `_meta` for the turn's `session/prompt` response (the last one before the turn ends counts); never an update. */
+  | { type: 'response_meta'; meta: Meta }
 
 /**
  * A harness event as a host publishes it. `class` defaults to `"ephemeral"` (never journaled),
@@ -248,6 +329,16 @@ export interface LiveSession {
   configOptions?(): MaybePromise<SessionConfigOption[]>
   /** Sets one config option (value id, or boolean); the agent has validated it. */
   setConfigOption?(configId: string, value: string | boolean): MaybePromise<void>
+  /** Starts a turn with the whole prompt (slash command and `_meta` included), instead of `submit` (optional). */
+  submitPrompt?(prompt: Prompt): MaybePromise<string>
+  /**
+   * The host-defined slash commands the session starts with (optional; called once, when the session
+   * is returned); advertised beside `compact` from its first prompt on. A prompt `/name input` naming
+   * one reaches `submitPrompt` with `command` set.
+   */
+  commands?(): AvailableCommand[]
+  /** Receives the session's control once the agent serves it, to change its mode, options and commands itself (optional; must not block). */
+  setControl?(control: SessionControl): void
 }
 
 /** An entry of the session catalog (`session/list`). */
@@ -300,6 +391,8 @@ export interface TurnRunner {
   runTurn(turn: Turn): MaybePromise<StopReason | undefined | void>
   /** The config options of a new session with their initial values. */
   configOptions?(): MaybePromise<SessionConfigOption[]>
+  /** The host-defined slash commands every session starts with, advertised beside `compact`; a prompt `/name input` naming one runs with `turn.command` set. */
+  commands?(): MaybePromise<AvailableCommand[]>
   /** The title a session gets from its first prompt's text (`null`: none). */
   title?(firstPrompt: string): MaybePromise<string | null | undefined>
   /** Compacts a session's context (`/compact`); its presence offers the command. */
@@ -455,6 +548,33 @@ export declare class Runner {
   isLive(sessionId: string): boolean
 }
 
+/**
+ * What a host can change about its live session itself (its mode, a config option, its slash
+ * commands), through the path the client's own requests take, so that the client is told. A
+ * change made while a prompt of the session is in flight reaches the client in order with the
+ * turn's events, before the prompt's response; otherwise at once. Each Promise resolves once the
+ * updates are queued for the client.
+ */
+export declare class SessionControl {
+  /** The session this control acts on. */
+  get sessionId(): string
+  /**
+   * Sets the current mode (the config option `mode`): the client gets `current_mode_update`,
+   * then `config_option_update`; the current mode changes nothing.
+   */
+  setMode(modeId: string): Promise<void>
+  /**
+   * Sets one config option (a value id, or a boolean for a boolean option); resolves with the
+   * complete state the client now has.
+   */
+  setConfigOption(configId: string, value: string | boolean): Promise<SessionConfigOption[]>
+  /**
+   * Replaces the session's host-defined slash commands; once advertised (from the session's
+   * first prompt on), a different list is advertised again at once.
+   */
+  setCommands(commands: AvailableCommand[]): Promise<void>
+}
+
 /** A session store in an `SQLite` database file (or `:memory:`). */
 export declare class SqliteStore {
   /**
@@ -537,6 +657,20 @@ export declare class Turn {
   /** Finishes a tool call as failed (`tool_call_update`, status failed). */
   failToolCall(callId: string, output?: ContentBlock[] | string): Promise<void> | null
   /**
+   * Announces a tool call (`tool_call`) with any of its fields, in ACP's wire form: `title`
+   * (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
+   * blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
+   * `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
+   * `session/load` as it ended.
+   */
+  startTool(call: ToolCallSpec): Promise<string>
+  /**
+   * Changes any subset of a tool call's fields (`tool_call_update`): each one given replaces
+   * the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
+   * `"failed"` finishes the call. Paced like `text`.
+   */
+  updateTool(callId: string, fields: ToolCallFields): Promise<void> | null
+  /**
    * Asks the client for permission to run a tool call (`session/request_permission`);
    * resolves with the answer, `"cancelled"` when the turn is cancelled while waiting.
    * @param controls - the choices offered. @default `["approve", "approve_always", "deny"]`
@@ -572,14 +706,6 @@ export declare class Turn {
    * @param controls - the controls offered first. @default `["approve", "approve_always", "deny"]`
    */
   requestPermissionWithOptions(callId: string, title: string, controls?: ApprovalAction[] | null, options?: PermissionOption[]): Promise<PermissionAnswer>
-  /** Announces a tool call (`tool_call`) with everything in `spec`; resolves with its id. */
-  startTool(spec: ToolCallSpec): Promise<string>
-  /**
-   * Changes a tool call (`tool_call_update`): every field given replaces the call's (`content`
-   * and `locations` as whole lists). A status of `completed` or `failed` finishes the call: it
-   * is recorded as it ended, and `session/load` replays it so. Paced like `text`.
-   */
-  updateTool(callId: string, fields: ToolCallFields): Promise<void> | null
   /**
    * The turn's handle on the client: read and write files through the editor, run commands in
    * its terminals, ask the user. Its calls go out after the updates of what the turn did
@@ -589,10 +715,53 @@ export declare class Turn {
   get client(): Client
   /** What the client advertised (`fs`, `terminal`, `elicitation`, `_meta`). */
   get clientCapabilities(): ClientCapabilities
-  /** Reports context usage (`usage_update`); closes the current step first. */
-  usage(used: number, size: number): Promise<void> | null
+  /**
+   * Reports context usage (`usage_update`), with the session's cumulative `cost` when known;
+   * closes the current step first.
+   */
+  usage(used: number, size: number, cost?: Cost | null): Promise<void> | null
   /** Closes the current step, if it has content. */
   endStep(): Promise<void> | null
+  /**
+   * The host-defined slash command this prompt invokes (`/name input`, see
+   * `TurnRunner.commands`), or `null`.
+   */
+  get command(): SlashCommand | null
+  /** The `session/prompt` request's `_meta` (e.g. a W3C `traceparent`), or `null`. */
+  get meta(): Meta | null
+  /**
+   * The MCP servers the session was given (by the `session/new`, `load` or `resume` that
+   * opened it), in order.
+   */
+  get mcpServers(): McpServer[]
+  /**
+   * Sends the turn's plan (`plan`): every entry with its current status. Each plan replaces
+   * the one before at the client; send it again, whole, as entries progress. `session/load`
+   * replays the session's latest plan. Paced like `text`.
+   */
+  plan(plan: Plan): Promise<void> | null
+  /**
+   * Sets the `_meta` of the prompt's response, whatever the turn's outcome (the last call
+   * counts).
+   */
+  setResponseMeta(meta: Meta): Promise<void> | null
+  /**
+   * Switches the session to mode `modeId` (the config option `mode`), as if the client had
+   * asked: the client gets `current_mode_update`, then `config_option_update`, before the
+   * prompt's response; the current mode changes nothing; an unknown one rejects
+   * (`ERR_ACP_PROTOCOL`, -32602) and changes nothing.
+   */
+  setMode(modeId: string): Promise<void>
+  /**
+   * Sets the select option `configId` to `value`, as if the client had asked (see `setMode`);
+   * resolves with the complete state the client now has.
+   */
+  setConfigOption(configId: string, value: string): Promise<SessionConfigOption[]>
+  /**
+   * Replaces the session's host-defined slash commands (advertised at once once the session's
+   * first prompt advertised them).
+   */
+  setCommands(commands: AvailableCommand[]): Promise<void>
 }
 
 /** Settings of an agent; every field is optional. */
@@ -618,4 +787,44 @@ export interface AgentOptions {
   compaction?: boolean
   /** Whether `session/close` is offered. @default true */
   close?: boolean
+  /** The prompt content accepted beyond text and resource links. @default none */
+  promptCapabilities?: PromptCapabilities
+  /** The MCP transports accepted beyond stdio. @default none */
+  mcpCapabilities?: McpCapabilities
+  /**
+   * Extension request handlers by name (each `_`-prefixed), advertised under
+   * `agentCapabilities._meta`: `async (params) => result`, `params` as the client sent them
+   * (`null` when absent). Throw an `AcpError` to answer with its code. Not gated by
+   * authentication.
+   */
+  extensionMethods?: Record<string, ExtensionMethod>
+  /**
+   * Extension notification handlers by name (each `_`-prefixed): `async (params) => void`,
+   * called one at a time, in arrival order.
+   */
+  extensionNotifications?: Record<string, ExtensionNotification>
+}
+
+/**
+ * The MCP transports an agent accepts beyond stdio (ACP `mcpCapabilities`); a session request
+ * naming a server of another transport is refused (-32602) before the host sees it.
+ */
+export interface McpCapabilities {
+  /** MCP servers over HTTP. @default false */
+  http?: boolean
+  /** MCP servers over server-sent events. @default false */
+  sse?: boolean
+}
+
+/**
+ * The prompt content an agent accepts beyond text and resource links (ACP `promptCapabilities`);
+ * a prompt with a block it does not advertise is refused (-32602) before the host sees it.
+ */
+export interface PromptCapabilities {
+  /** Image blocks. @default false */
+  image?: boolean
+  /** Audio blocks. @default false */
+  audio?: boolean
+  /** Embedded resources (`resource` blocks). @default false */
+  embeddedContext?: boolean
 }

@@ -1,6 +1,13 @@
 //! `Agent`: an ACP agent for one connection, built from a JS host object (the host interfaces)
-//! or by a `Runner`, served over stdio or over caller-supplied streams.
+//! or by a `Runner`, served over stdio or over caller-supplied streams. Its options say what it
+//! accepts beyond text prompts and stdio MCP servers, and which extension methods it serves
+//! ([`extensions`]).
 
+mod extensions;
+
+use std::collections::HashMap;
+
+use extensions::JsFunction;
 use std::time::Duration;
 
 use acp_facade::Options;
@@ -14,10 +21,33 @@ use crate::error::{Code, Result, js_error, recode};
 use crate::host::HostParts;
 use crate::rpc::Connection;
 
-/// Settings of an agent; every field is optional.
+/// The prompt content an agent accepts beyond text and resource links (ACP `promptCapabilities`);
+/// a prompt with a block it does not advertise is refused (-32602) before the host sees it.
 #[napi(object)]
-#[derive(Debug, Default, Clone)]
-pub struct AgentOptions {
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PromptCapabilities {
+    /// Image blocks. @default false
+    pub image: Option<bool>,
+    /// Audio blocks. @default false
+    pub audio: Option<bool>,
+    /// Embedded resources (`resource` blocks). @default false
+    pub embedded_context: Option<bool>,
+}
+
+/// The MCP transports an agent accepts beyond stdio (ACP `mcpCapabilities`); a session request
+/// naming a server of another transport is refused (-32602) before the host sees it.
+#[napi(object)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct McpCapabilities {
+    /// MCP servers over HTTP. @default false
+    pub http: Option<bool>,
+    /// MCP servers over server-sent events. @default false
+    pub sse: Option<bool>,
+}
+
+/// Settings of an agent; every field is optional.
+#[napi(object, object_to_js = false)]
+pub struct AgentOptions<'a> {
     /// `agentInfo.name`. @default "acp-facade"
     pub agent_name: Option<String>,
     /// `agentInfo.version`. @default the package version
@@ -37,11 +67,25 @@ pub struct AgentOptions {
     pub compaction: Option<bool>,
     /// Whether `session/close` is offered. @default true
     pub close: Option<bool>,
+    /// The prompt content accepted beyond text and resource links. @default none
+    pub prompt_capabilities: Option<PromptCapabilities>,
+    /// The MCP transports accepted beyond stdio. @default none
+    pub mcp_capabilities: Option<McpCapabilities>,
+    /// Extension request handlers by name (each `_`-prefixed), advertised under
+    /// `agentCapabilities._meta`: `async (params) => result`, `params` as the client sent them
+    /// (`null` when absent). Throw an `AcpError` to answer with its code. Not gated by
+    /// authentication.
+    #[napi(ts_type = "Record<string, ExtensionMethod>")]
+    pub extension_methods: Option<HashMap<String, JsFunction<'a>>>,
+    /// Extension notification handlers by name (each `_`-prefixed): `async (params) => void`,
+    /// called one at a time, in arrival order.
+    #[napi(ts_type = "Record<string, ExtensionNotification>")]
+    pub extension_notifications: Option<HashMap<String, JsFunction<'a>>>,
 }
 
-/// Applies JS options to core options.
-pub fn apply_options(mut options: Options, js: Option<AgentOptions>) -> Options {
-    let Some(js) = js else { return options };
+/// Applies JS options to core options; a bad extension method name is `ERR_ACP_INVALID_ARG`.
+pub fn apply_options(mut options: Options, js: Option<AgentOptions<'_>>) -> Result<Options> {
+    let Some(js) = js else { return Ok(options) };
     if js.agent_name.is_some() || js.agent_version.is_some() {
         let name = js.agent_name.unwrap_or_else(|| options.agent_info.name.clone());
         let version = js.agent_version.unwrap_or_else(|| options.agent_info.version.clone());
@@ -68,7 +112,28 @@ pub fn apply_options(mut options: Options, js: Option<AgentOptions>) -> Options 
     if let Some(on) = js.close {
         options = options.close(on);
     }
-    options
+    if let Some(caps) = js.prompt_capabilities {
+        options = options.prompt_capabilities(
+            acp_facade::acp::PromptCapabilities::new()
+                .image(caps.image.unwrap_or(false))
+                .audio(caps.audio.unwrap_or(false))
+                .embedded_context(caps.embedded_context.unwrap_or(false)),
+        );
+    }
+    if let Some(caps) = js.mcp_capabilities {
+        options = options.mcp_capabilities(
+            acp_facade::acp::McpCapabilities::new().http(caps.http.unwrap_or(false)).sse(caps.sse.unwrap_or(false)),
+        );
+    }
+    if js.extension_methods.is_some() || js.extension_notifications.is_some() {
+        let extensions = extensions::with_handlers(
+            options.extensions.clone(),
+            js.extension_methods.unwrap_or_default(),
+            js.extension_notifications.unwrap_or_default(),
+        )?;
+        options = options.extensions(extensions);
+    }
+    Ok(options)
 }
 
 /// An ACP agent for one connection.
@@ -81,7 +146,7 @@ pub struct Agent {
 impl Agent {
     /// An agent over a host implementing the host interfaces (see `Host`).
     #[napi(constructor, ts_args_type = "host: Host, options?: AgentOptions")]
-    pub fn new(env: &Env, host: Object<'_>, options: Option<AgentOptions>) -> Result<Self> {
+    pub fn new(env: &Env, host: Object<'_>, options: Option<AgentOptions<'_>>) -> Result<Self> {
         let parts = HostParts::from_object(env, &host).map_err(recode)?;
         let session_host =
             parts.host.ok_or_else(|| js_error(Code::InvalidArg, "a host needs a `newSession` method"))?;
@@ -101,7 +166,7 @@ impl Agent {
         if let Some(authenticator) = parts.authenticator {
             core = core.authenticator(authenticator);
         }
-        Ok(Self::from_core(acp_facade::Agent::new(apply_options(core, options))))
+        Ok(Self::from_core(acp_facade::Agent::new(apply_options(core, options)?)))
     }
 
     /// Serves over the process's stdin and stdout until the client hangs up; then closes every

@@ -222,6 +222,15 @@ pub fn acp_to_js(error: &AcpError) -> napi::Error<Code> {
     js_error(Code::Protocol, format!("{} ({})", error.message, i32::from(error.code)))
 }
 
+/// An ACP error rejecting a Promise (`ERR_ACP_PROTOCOL: <message> (<code>)` as its message: a
+/// Promise settled from Rust cannot carry a custom `code`).
+pub fn acp_rejection(error: &AcpError) -> napi::Error {
+    napi::Error::new(
+        napi::Status::GenericFailure,
+        format!("{}: {} ({})", Code::Protocol.as_ref(), error.message, i32::from(error.code)),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

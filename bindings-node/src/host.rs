@@ -14,30 +14,36 @@
 //!
 //! A live session is an object with `id`, `events` (an `EventHub` it publishes to), `submit`,
 //! `interrupt`, `respondGate`, and optionally `shutdown` ([`SessionCloser`]), `compact`
-//! ([`Compactor`]) and `configOptions` + `setConfigOption` ([`RuntimeConfig`]). Its methods are
-//! looked up on the object at each call, through the host's one [`Invoker`]; the agent holds
-//! the object until the session is closed.
+//! ([`Compactor`]), `configOptions` + `setConfigOption` ([`RuntimeConfig`]), `submitPrompt`
+//! (the whole prompt: [`LiveSession::submit_prompt`]), `commands()` (its host-defined slash
+//! commands, called once when the session is adapted) and `setControl` (handed the session's
+//! [`control::SessionControl`]). Its methods are looked up on the object at each call, through the
+//! host's one [`Invoker`]; the agent holds the object until the session is closed.
 //!
 //! A session-opening call hands the host the session's handle on the client as `setup.client`
 //! (a [`Client`]), ordered after the session's own updates: its calls wait until the facade has
 //! forwarded what the session published to its hub before them ([`in_order_with`](acp_facade::client::Client::in_order_with),
 //! told which hub once the host returned the session).
 
+pub mod control;
+
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, Weak};
 
 use acp_facade::acp::{
-    AuthMethod, AuthMethodId, ContentBlock, SessionConfigId, SessionConfigOption, SessionConfigOptionValue, SessionId,
+    AuthMethod, AuthMethodId, AvailableCommand, ContentBlock, SessionConfigId, SessionConfigOption,
+    SessionConfigOptionValue, SessionId,
 };
 use acp_facade::error::{Error as AcpError, ErrorExt};
-use acp_facade::harness::{CommandId, Event, GateId, GateResponse};
+use acp_facade::harness::{CommandId, Event, GateId, GateResponse, Prompt};
 use acp_facade::host::{
     Authenticator, Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog,
-    SessionCatalogEntry, SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
+    SessionCatalogEntry, SessionCloser, SessionControl, SessionDeleter, SessionHost, SessionLoader, SessionResumer,
+    Setup,
 };
 use acp_facade::hub::EventHub;
 use async_trait::async_trait;
-use napi::bindgen_prelude::{ClassInstance, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{ClassInstance, Function, JsObjectValue, Object, ToNapiValue, Unknown};
 use napi::{Env, JsValue, ValueType};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -345,7 +351,25 @@ fn live_session_from(
         closer: opt("shutdown")?.map(JsCloser),
         compactor: opt("compact")?.map(JsCompactor),
         config,
+        submit_prompt: opt("submitPrompt")?,
+        set_control: opt("setControl")?,
+        commands: commands_of(env, &object)?,
     }))
+}
+
+/// What the live session's `commands()` returns (called here, once, on the JS thread); none when
+/// it has no such method.
+fn commands_of(env: &Env, object: &Object<'_>) -> Result<Vec<AvailableCommand>, AcpError> {
+    let invalid = |e: String| AcpError::internal_msg(format!("invalid live session: `commands()` {e}"));
+    let value: Unknown<'_> = object.get_named_property("commands").map_err(|e| invalid(e.to_string()))?;
+    if value.get_type().map_err(|e| invalid(e.to_string()))? != ValueType::Function {
+        return Ok(Vec::new());
+    }
+    // SAFETY: checked to be a function.
+    let function: Function<'_, (), Unknown<'_>> = unsafe { value.cast() }.map_err(|e| invalid(e.to_string()))?;
+    let listed = function.apply(object, ()).map_err(|e| invalid(format!("threw: {e}")))?;
+    let json: Value = env.from_js_value(listed).map_err(|e| invalid(format!("returned no JSON: {e}")))?;
+    serde_json::from_value(json).map_err(|e| invalid(format!("returned an invalid command list: {e}")))
 }
 
 struct JsLiveSession {
@@ -357,6 +381,12 @@ struct JsLiveSession {
     closer: Option<JsCloser>,
     compactor: Option<JsCompactor>,
     config: Option<JsConfig>,
+    /// `submitPrompt`, called instead of `submit` when present.
+    submit_prompt: Option<JsMethod>,
+    /// `setControl`, handed the session's control once the agent serves it.
+    set_control: Option<JsMethod>,
+    /// What `commands()` returned when the session was adapted.
+    commands: Vec<AvailableCommand>,
 }
 
 #[async_trait]
@@ -373,6 +403,27 @@ impl LiveSession for JsLiveSession {
         let prompt = serde_json::to_value(prompt).map_err(|e| AcpError::internal_msg(e.to_string()))?;
         let id: String = self.submit.call(serde_args(vec![prompt]), serde_convert("command id")).await?;
         Ok(CommandId::new(id))
+    }
+
+    async fn submit_prompt(&self, prompt: Prompt) -> HostResult<CommandId> {
+        let Some(method) = &self.submit_prompt else { return self.submit(prompt.content).await };
+        let prompt = serde_json::to_value(prompt).map_err(|e| AcpError::internal_msg(e.to_string()))?;
+        let id: String = method.call(serde_args(vec![prompt]), serde_convert("command id")).await?;
+        Ok(CommandId::new(id))
+    }
+
+    fn commands(&self) -> Vec<AvailableCommand> {
+        self.commands.clone()
+    }
+
+    fn set_control(&self, control: Arc<dyn SessionControl>) {
+        let Some(method) = &self.set_control else { return };
+        method.call_detached(Box::new(move |env| {
+            // SAFETY: `env` is the live env of this JS thread callback.
+            Ok(vec![unsafe {
+                control::SessionControl::to_napi_value(env.raw(), control::SessionControl::new(control))
+            }?])
+        }));
     }
 
     async fn interrupt(&self) -> HostResult<()> {

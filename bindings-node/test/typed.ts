@@ -57,3 +57,77 @@ const host: Host = {
 const agent = new Agent(host)
 const served: Promise<void> = agent.serveStdio()
 void [fromRunner, paced, served, agent.serve(process.stdin, process.stdout)]
+
+// ---- The rich turn (issue 13) ----
+import type { AvailableCommand, ContentBlock, LiveSession, McpServer, Meta, Plan, Prompt, SessionControl, Setup, SlashCommand, ToolCallFields } from 'acp-facade'
+
+const shout: AvailableCommand = { name: 'shout', description: 'Shout', input: { hint: 'text' } }
+const richTurns: TurnRunner = {
+  async runTurn(turn: Turn) {
+    const blocks: ContentBlock[] = turn.prompt
+    const command: SlashCommand | null = turn.command
+    const meta: Meta | null = turn.meta
+    const servers: McpServer[] = turn.mcpServers
+    for (const server of servers) {
+      if (server.type === 'http' || server.type === 'sse') void server.url
+      else void server.command
+    }
+    const plan: Plan = { entries: [{ content: 'read', priority: 'high', status: 'in_progress' }] }
+    await turn.plan(plan)
+    await turn.setResponseMeta({ traceparent: 'x' })
+    await turn.usage(1, 2, { amount: 0.5, currency: 'USD' })
+    await turn.setMode('code')
+    await turn.setConfigOption('mode', 'ask')
+    await turn.setCommands([shout])
+    const fields: ToolCallFields = {
+      kind: 'edit',
+      status: 'in_progress',
+      content: [
+        { type: 'diff', path: '/a', oldText: null, newText: 'x' },
+        { type: 'terminal', terminalId: 't' },
+        { type: 'content', content: { type: 'text', text: 'hi' } },
+        { type: 'image', data: 'AA==', mimeType: 'image/png' },
+      ],
+      locations: [{ path: '/a', line: 1 }],
+      rawInput: {},
+      rawOutput: null,
+    }
+    const id: string = await turn.startTool({ ...fields, title: 'edit /a' })
+    await turn.updateTool(id, { status: 'completed', rawOutput: { ok: true } })
+    // @ts-expect-error: a tool call is announced with a title
+    void turn.startTool({ kind: 'edit' })
+    // @ts-expect-error: not a tool call field
+    void turn.updateTool(id, { colour: 'red' })
+    // @ts-expect-error: a plan entry's status
+    void turn.plan({ entries: [{ content: 'x', priority: 'low', status: 'done' }] })
+    void [blocks, command, meta]
+    return undefined
+  },
+  commands: () => [shout],
+}
+new Runner(new MemoryStore(), richTurns).agent({
+  promptCapabilities: { image: true, audio: true, embeddedContext: true },
+  mcpCapabilities: { http: true, sse: false },
+  extensionMethods: { '_x/echo': async (params: unknown) => params },
+  extensionNotifications: { '_x/note': (params: unknown) => void params },
+})
+
+const richSession = (setup: Setup): LiveSession => ({
+  id: 'r',
+  events: new EventHub(),
+  submit: () => 'c',
+  submitPrompt: (prompt: Prompt) => `${prompt.command?.name ?? ''}${setup.mcpServers.length}`,
+  commands: () => [shout],
+  setControl: (control: SessionControl) => void control.setMode('code'),
+  interrupt: () => {},
+  respondGate: () => {},
+})
+const toolEvents: HarnessEvent[] = [
+  { kind: { type: 'tool_call_started', call_id: 'c', name: 'edit', kind: 'edit', input: null, status: 'in_progress', content: [{ type: 'diff', path: '/a', newText: 'x' }], locations: [{ path: '/a' }] } },
+  { kind: { type: 'tool_call_progress', call_id: 'c', title: 'renamed', kind: 'read', raw_output: 1 } },
+  { kind: { type: 'tool_call_completed', call_id: 'c', output: [], is_error: false, raw_output: { ok: true } } },
+  { kind: { type: 'plan_updated', plan: { entries: [] } } },
+  { kind: { type: 'response_meta', meta: { traceparent: 'x' } } },
+  { kind: { type: 'context_measured', used: 1, size: 2, cost: { amount: 1, currency: 'EUR' } } },
+]
+void [richSession, toolEvents]

@@ -3,7 +3,9 @@
 //!
 //! Serving runs on the binding's Tokio runtime; its end completes a Python future through the
 //! bridge, so `await agent.serve_stdio()` is an ordinary coroutine in the caller's loop.
-//! Cancelling that coroutine aborts the serve task.
+//! Cancelling that coroutine aborts the serve task. Extension methods: [`extensions`].
+
+mod extensions;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,8 +77,10 @@ impl PyOptions {
         Ok(Self { inner: self.inner.clone().authenticator(Arc::new(authenticator)) })
     }
 
-    /// A copy with the given settings changed (`None` keeps a setting).
+    /// A copy with the given settings changed (`None` keeps a setting); extension handlers, as
+    /// `(name, adapter)` pairs, are added to those registered.
     #[pyo3(signature = (*, agent_info=None, compaction=None, close=None, prompt_capabilities=None,
+        mcp_capabilities=None, extension_methods=None, extension_notifications=None,
         max_sessions=None, max_page_size=None, close_grace=None, cancel_grace=None, max_message_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn replace(
@@ -85,6 +89,9 @@ impl PyOptions {
         compaction: Option<bool>,
         close: Option<bool>,
         prompt_capabilities: Option<&Bound<'_, PyAny>>,
+        mcp_capabilities: Option<&Bound<'_, PyAny>>,
+        extension_methods: Option<Vec<(String, Py<PyAny>)>>,
+        extension_notifications: Option<Vec<(String, Py<PyAny>)>>,
         max_sessions: Option<usize>,
         max_page_size: Option<usize>,
         close_grace: Option<f64>,
@@ -103,6 +110,17 @@ impl PyOptions {
         }
         if let Some(capabilities) = prompt_capabilities {
             options = options.prompt_capabilities(extract(capabilities, "prompt capabilities")?);
+        }
+        if let Some(capabilities) = mcp_capabilities {
+            options = options.mcp_capabilities(extract(capabilities, "MCP capabilities")?);
+        }
+        if extension_methods.is_some() || extension_notifications.is_some() {
+            let extensions = extensions::with_handlers(
+                options.extensions.clone(),
+                extension_methods.unwrap_or_default(),
+                extension_notifications.unwrap_or_default(),
+            )?;
+            options = options.extensions(extensions);
         }
         if let Some(max) = max_sessions {
             options = options.max_sessions(max);

@@ -4,26 +4,31 @@
 //! plain data passed here into typed objects, calls the product's `async def` methods and hands back
 //! plain data. Every call goes through the [`bridge`]: queued in Rust, run as an
 //! asyncio task, answered synchronously. Capabilities follow the methods the product's objects
-//! define: the Python side reports them when an object is adapted.
+//! define: the Python side reports them when an object is adapted. The facade's control of a live
+//! session, handed to its `set_control`, is [`control`]'s.
 //!
 //! A session-opening call hands the host the session's handle on the client (`Setup.client`, a
 //! [`PyClient`]) beside the setup, ordered after the session's own updates: its calls wait until
 //! the facade has forwarded what the session published to its hub before them
 //! ([`Client::in_order_with`], told which hub once the host returned the session).
 
+mod control;
+
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, Weak};
 
 use acp_facade::Error;
 use acp_facade::acp::{
-    AuthMethod, AuthMethodId, ContentBlock, SessionConfigId, SessionConfigOption, SessionConfigOptionValue, SessionId,
+    AuthMethod, AuthMethodId, AvailableCommand, ContentBlock, SessionConfigId, SessionConfigOption,
+    SessionConfigOptionValue, SessionId,
 };
 use acp_facade::client::Client;
 use acp_facade::error::ErrorExt;
-use acp_facade::harness::{CommandId, Event, GateId, GateResponse};
+use acp_facade::harness::{CommandId, Event, GateId, GateResponse, Prompt};
 use acp_facade::host::{
     Authenticator, Compactor, EventStream, HostResult, LiveSession, LoadedSession, RuntimeConfig, SessionCatalog,
-    SessionCatalogEntry, SessionCloser, SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
+    SessionCatalogEntry, SessionCloser, SessionControl, SessionDeleter, SessionHost, SessionLoader, SessionResumer,
+    Setup,
 };
 use acp_facade::hub::EventHub;
 use async_trait::async_trait;
@@ -84,12 +89,21 @@ fn setup_args<'py>(
     }
 }
 
-/// Adapts the `(id, hub, live adapter, capabilities)` tuple a session-opening call returns; its
-/// hub goes in `slot`.
+/// The optional parts of a live session, as the Python side reports them: `shutdown`, `compact`,
+/// `config_options` + `set_config_option`, `submit_prompt`, `set_control`.
+type LiveCapabilities = (bool, bool, bool, bool, bool);
+
+/// Adapts the `(id, hub, live adapter, capabilities, commands)` tuple a session-opening call
+/// returns; its hub goes in `slot`.
 fn live_from_py(value: &Bound<'_, PyAny>, slot: &HubSlot) -> Result<Arc<dyn LiveSession>, Error> {
     let invalid = |e: PyErr| Error::internal_msg(format!("the host returned an invalid live session: {e}"));
-    let (id, hub, target, caps): (String, Bound<'_, PyEventHub>, Py<PyAny>, (bool, bool, bool)) =
-        value.extract().map_err(invalid)?;
+    let (id, hub, target, caps, commands): (
+        String,
+        Bound<'_, PyEventHub>,
+        Py<PyAny>,
+        LiveCapabilities,
+        Bound<'_, PyAny>,
+    ) = value.extract().map_err(invalid)?;
     let hub = hub.get().hub();
     let _ = slot.set(Arc::downgrade(&hub));
     Ok(Arc::new(PyLiveSession {
@@ -99,6 +113,9 @@ fn live_from_py(value: &Bound<'_, PyAny>, slot: &HubSlot) -> Result<Arc<dyn Live
         closer: caps.0,
         compactor: caps.1,
         config: caps.2,
+        submit_prompt: caps.3,
+        set_control: caps.4,
+        commands: decode(&commands, "command list")?,
     }))
 }
 
@@ -252,6 +269,7 @@ impl Authenticator for PyAuthenticator {
 
 /// A live session run by Python: its events come from its [`EventHub`], its methods are called
 /// through the bridge.
+#[allow(clippy::struct_excessive_bools, reason = "one flag per optional part, as the Python side detected them")]
 pub(crate) struct PyLiveSession {
     id: SessionId,
     hub: Arc<EventHub>,
@@ -259,6 +277,12 @@ pub(crate) struct PyLiveSession {
     closer: bool,
     compactor: bool,
     config: bool,
+    /// Whether the session takes the whole prompt (`submit_prompt`) rather than its content.
+    submit_prompt: bool,
+    /// Whether the session takes the facade's control (`set_control`).
+    set_control: bool,
+    /// The host-defined slash commands it starts with (read when it was adapted).
+    commands: Vec<AvailableCommand>,
 }
 
 fn command_id(value: &Bound<'_, PyAny>) -> Result<CommandId, Error> {
@@ -280,6 +304,33 @@ impl LiveSession for PyLiveSession {
 
     async fn submit(&self, prompt: Vec<ContentBlock>) -> HostResult<CommandId> {
         bridge::call(&self.target, "submit", move |py| args(py, (encode(py, &prompt)?,)), command_id).await
+    }
+
+    async fn submit_prompt(&self, prompt: Prompt) -> HostResult<CommandId> {
+        if !self.submit_prompt {
+            return self.submit(prompt.content).await;
+        }
+        bridge::call(&self.target, "submit_prompt", move |py| args(py, (encode(py, &prompt)?,)), command_id).await
+    }
+
+    fn commands(&self) -> Vec<AvailableCommand> {
+        self.commands.clone()
+    }
+
+    fn set_control(&self, control: Arc<dyn SessionControl>) {
+        if !self.set_control {
+            return;
+        }
+        let target = self.target.clone();
+        // Handed over on the loop, without blocking the facade (`set_control` must not block).
+        crate::runtime().spawn(async move {
+            let control = control::PySessionControl::new(control);
+            let handed =
+                bridge::call(&target, "set_control", move |py| args(py, (Bound::new(py, control)?,)), |_| Ok(()));
+            if let Err(e) = handed.await {
+                tracing::warn!(error = %e.message, "the live session's `set_control` failed");
+            }
+        });
     }
 
     async fn interrupt(&self) -> HostResult<()> {
@@ -352,4 +403,8 @@ impl RuntimeConfig for PyLiveSession {
         )
         .await
     }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<control::PySessionControl>()
 }

@@ -67,5 +67,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     client::register(m)?;
     runner::register(m)?;
     agent::register(m)?;
+    host::register(m)?;
     Ok(())
 }

@@ -147,7 +147,7 @@ def test_new_session_receives_the_setup() -> None:
         server = {"name": "fs", "command": "/bin/mcp-fs", "args": ["--ro"], "env": []}
         async with connect(Agent(Options(Host()))) as conn:
             await conn.new_session(cwd="/nonexistent/acp-facade", mcp_servers=[server])  # type: ignore[list-item]
-        assert setups == [Setup("/nonexistent/acp-facade", [], [server])]
+        assert setups == [Setup("/nonexistent/acp-facade", [], [acp_facade.McpServerStdio("fs", "/bin/mcp-fs", ["--ro"])])]
 
     run(body)
 

@@ -270,6 +270,6 @@ def test_compact() -> None:
             await _settle(d)
             assert response.stop_reason == "end_turn"
             commands = [u for _, u in d.client.updates if u.session_update == "available_commands_update"]
-            assert [c.name for c in commands[0].available_commands] == ["compact"]
+            assert [c.name for c in commands[0].available_commands] == ["compact", "shout"]
 
     run(body)

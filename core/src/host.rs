@@ -225,16 +225,19 @@ impl Setup {
 
 /// The form hosts in other languages receive (the bindings pass it on as is):
 /// `{"cwd": "/abs/path", "additionalDirectories": ["/abs/other"], "mcpServers": [<ACP McpServer>]}`,
-/// in that order. Paths are strings (a path that is not UTF-8 is converted lossily); MCP servers
-/// keep their ACP wire form.
+/// in that order, then `"meta": {...}` when the request had a `_meta`. Paths are strings (a path
+/// that is not UTF-8 is converted lossily); MCP servers keep their ACP wire form.
 impl serde::Serialize for Setup {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut setup = serializer.serialize_struct("Setup", 3)?;
+        let mut setup = serializer.serialize_struct("Setup", 3 + usize::from(self.meta.is_some()))?;
         setup.serialize_field("cwd", &self.cwd.to_string_lossy())?;
         let directories: Vec<_> = self.additional_directories.iter().map(|d| d.to_string_lossy()).collect();
         setup.serialize_field("additionalDirectories", &directories)?;
         setup.serialize_field("mcpServers", &self.mcp_servers)?;
+        if let Some(meta) = &self.meta {
+            setup.serialize_field("meta", meta)?;
+        }
         setup.end()
     }
 }
@@ -528,6 +531,12 @@ mod tests {
             serde_json::to_string(&setup).unwrap(),
             r#"{"cwd":"/nonexistent/acp-facade/project","additionalDirectories":["/nonexistent/acp-facade/lib"],"mcpServers":[{"name":"fs","command":"/bin/mcp-fs","args":["--ro"],"env":[]}]}"#,
             "the fields in the order hosts have always seen them"
+        );
+        let meta: Meta = serde_json::from_value(json!({"traceparent": "00-1-2-01"})).unwrap();
+        assert_eq!(
+            serde_json::to_value(setup.clone().with_meta(Some(meta))).unwrap()["meta"],
+            json!({"traceparent": "00-1-2-01"}),
+            "the request's `_meta`, when it had one"
         );
         assert_eq!(
             serde_json::to_value(&setup).unwrap(),

@@ -2,9 +2,12 @@
 // The acp-facade demo agent on the Node turn runner: an ACP agent over stdio with a scripted
 // "model" and an SQLite store (or PostgreSQL, for a postgres:// URL). It behaves exactly like the
 // Rust one (examples/demo-agent) on the wire, as docs/DEMO.md describes:
-//   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | anything else echoed,
-//   and the lines that call the client: read PATH | write PATH TEXT… | run CMD ARG… | open URL,
-//   plus edit PATH and the benchmark's readloop N PATH [PARALLEL]
+//   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | plan N |
+//   switch MODE | mcp | edit PATH | /shout TEXT | an image, audio, embedded resource or resource link first |
+//   anything else echoed, and the lines that call the client: read PATH | write PATH TEXT… |
+//   run CMD ARG… | open URL, plus the benchmark's readloop N PATH [PARALLEL]
+// It accepts image, audio and embedded-resource prompts and http MCP servers, echoes a prompt's
+// `_meta.traceparent` on its response, and answers the extension method `_demo/echo`.
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing;
 //          a postgres:// URL keeps them in PostgreSQL, shared by every process using it),
 //          --page-size N (the largest session/list page, default 50),
@@ -105,9 +108,51 @@ async function sleepMs(ms, signal) {
 }
 
 /** The first text content block of the prompt, trimmed. */
-function commandText(turn) {
-  const block = turn.prompt.find((b) => b.type === 'text')
+function commandText(prompt) {
+  const block = prompt.find((b) => b.type === 'text')
   return block ? trimWs(block.text) : ''
+}
+
+/** The demo's host-defined slash command. */
+const SHOUT = { name: 'shout', description: 'Repeat the input in capitals', input: { hint: 'text' } }
+
+/** The length of base64 `data` once decoded; 0 unless it is canonical base64 (padded, no stray bits), as the Rust demo's decoder has it. */
+function decodedLength(data) {
+  if (data.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) return 0
+  const bytes = Buffer.from(data, 'base64')
+  return bytes.toString('base64') === data ? bytes.length : 0
+}
+
+/** The chunk answering a prompt whose first block is not text (`undefined` for text). */
+function blockLine(block) {
+  switch (block.type) {
+    case 'image':
+    case 'audio':
+      return `${block.type} ${block.mimeType} ${decodedLength(block.data)}`
+    case 'resource': {
+      const { resource } = block
+      return `resource ${resource.uri} ${'text' in resource ? [...resource.text].length : 0}`
+    }
+    case 'resource_link':
+      return `link ${block.uri}`
+    default:
+      return undefined
+  }
+}
+
+/** A plan of `steps` entries (`step 1` …), the first `done` completed, the rest pending. */
+function demoPlan(steps, done) {
+  const entries = []
+  for (let i = 1; i <= steps; i++) {
+    entries.push({ content: `step ${i}`, priority: 'medium', status: i <= done ? 'completed' : 'pending' })
+  }
+  return { entries }
+}
+
+/** `mcp: NAME(TRANSPORT) …`, or `mcp: none`. */
+function mcpLine(servers) {
+  if (servers.length === 0) return 'mcp: none'
+  return `mcp: ${servers.map((s) => `${s.name}(${s.type ?? 'stdio'})`).join(' ')}`
 }
 
 const utf8Length = (s) => Buffer.byteLength(s, 'utf8')
@@ -268,7 +313,19 @@ const CLIENT_LINES = {
 /** The scripted "model". */
 const script = {
   async runTurn(turn) {
-    const text = commandText(turn)
+    const meta = turn.meta
+    if (meta !== null && 'traceparent' in meta) await turn.setResponseMeta({ traceparent: meta.traceparent })
+    const prompt = turn.prompt
+    const text = commandText(prompt)
+    const command = turn.command
+    const line = command !== null && command.name === SHOUT.name
+      ? command.input.toUpperCase()
+      : prompt.length > 0 ? blockLine(prompt[0]) : undefined
+    if (line !== undefined) {
+      await turn.text(line)
+      await turn.usage(utf8Length(text) + utf8Length(line), CONTEXT_SIZE)
+      return 'end_turn'
+    }
     const space = WS_RUN.exec(text)
     const verb = space ? text.slice(0, space.index) : text
     const rest = space ? trimWs(text.slice(space.index + space[0].length)) : ''
@@ -339,6 +396,29 @@ const script = {
       case 'readloop':
         if ((await CLIENT_LINES[verb](turn, say, text, rest)) === 'cancelled') return 'cancelled'
         break
+      case 'plan': {
+        const steps = parseU64(rest)
+        for (let done = 0; done <= steps; done++) {
+          if (signal.aborted) return 'cancelled'
+          const wait = turn.plan(demoPlan(steps, done))
+          if (wait) await wait
+        }
+        await say('planned')
+        break
+      }
+      case 'switch': {
+        let changed = true
+        try {
+          await turn.setMode(rest)
+        } catch {
+          changed = false
+        }
+        await say(changed ? `mode: ${rest}` : `unknown mode ${rest}`)
+        break
+      }
+      case 'mcp':
+        await say(mcpLine(turn.mcpServers))
+        break
       case 'fail':
         throw new Error('the demo turn failed, as asked')
       default: {
@@ -378,6 +458,10 @@ const script = {
         ],
       },
     ]
+  },
+
+  commands() {
+    return [SHOUT]
   },
 
   title(firstPrompt) {
@@ -421,7 +505,16 @@ async function main() {
   }
   const runner = new Runner(store, script)
   const agent = runner.agent(
-    { agentName: 'acp-facade-demo', agentVersion: VERSION, maxPageSize: args.pageSize },
+    {
+      agentName: 'acp-facade-demo',
+      agentVersion: VERSION,
+      maxPageSize: args.pageSize,
+      // What the demo accepts beyond text: image, audio and embedded-resource prompts, http MCP
+      // servers (not sse), and the extension method `_demo/echo` (its params back as its result).
+      promptCapabilities: { image: true, audio: true, embeddedContext: true },
+      mcpCapabilities: { http: true },
+      extensionMethods: { '_demo/echo': async (params) => params ?? {} },
+    },
     args.auth ? demoLogin : undefined,
   )
   try {

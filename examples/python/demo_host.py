@@ -5,8 +5,11 @@ An ACP agent over stdio with a scripted "model" and a SQLite store (or PostgreSQ
 ``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``) as
 ``docs/DEMO.md`` describes: ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
 ``ask QUESTION``, ``fail``, ``/compact``, the lines that call the client (``read PATH``,
-``write PATH TEXT…``, ``run CMD ARG…``, ``open URL``), ``edit PATH``, the benchmark's
-``readloop N PATH [PARALLEL]``, and anything else echoed word by word.
+``write PATH TEXT…``, ``run CMD ARG…``, ``open URL``), the benchmark's ``readloop N PATH
+[PARALLEL]``, ``plan N``, ``switch MODE``, ``mcp``, ``edit PATH``, ``/shout TEXT``, a prompt whose
+first block is an image, audio, an embedded resource or a resource link, and anything else echoed
+word by word; a prompt's ``_meta.traceparent`` comes back in the response's ``_meta``, and the
+extension method ``_demo/echo`` answers its params.
 
 usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth] [--help]
 
@@ -20,33 +23,51 @@ Nothing but protocol goes to stdout; diagnostics go to stderr.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import logging
 import os
 import re
 import sys
-from typing import Awaitable, Callable, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import acp_facade
 from acp_facade import (
+    AcpError,
     ApprovalAction,
+    AudioContent,
     AuthMethod,
     Authenticator,
+    AvailableCommand,
     ClientError,
     ConfigOption,
+    Diff,
+    EmbeddedResource,
+    ImageContent,
     InternalError,
+    McpCapabilities,
+    McpServer,
+    Options,
+    Plan,
+    PlanEntry,
+    PlanEntryPriority,
+    PlanEntryStatus,
     PostgresStore,
+    PromptBlock,
+    PromptCapabilities,
+    ResourceLink,
     Runner,
     SelectOption,
     SqliteStore,
     StopReason,
-    ToolCallSpec,
+    TextContent,
+    TextResourceContents,
+    ToolCallLocation,
     ToolCallStatus,
     ToolKind,
     Turn,
     TurnRunner,
     UnsupportedError,
-    diff,
-    location,
     text_block,
 )
 
@@ -67,6 +88,9 @@ An Agent Client Protocol agent over stdio (the acp-facade demo on Python; docs/D
 CONTEXT_SIZE = 200_000
 """The context window the demo reports."""
 
+SHOUT = AvailableCommand("shout", "Repeat the input in capitals", "text")
+"""The demo's host-defined slash command."""
+
 # Rust's `char::is_whitespace` (Unicode White_Space), so trimming and splitting match the Rust demo.
 _WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 _WS_RUN = re.compile(f"[{_WS}]+")
@@ -84,12 +108,62 @@ def _parse_u64(text: str) -> int:
     return value if value <= _U64_MAX else 0
 
 
-def command_text(turn: Turn) -> str:
+def command_text(prompt: Sequence[PromptBlock]) -> str:
     """The first text block of the prompt, trimmed."""
-    for block in turn.prompt():
-        if block.get("type") == "text":
-            return str(block.get("text", "")).strip(_WS)
+    for block in prompt:
+        if isinstance(block, TextContent):
+            return block.text.strip(_WS)
     return ""
+
+
+def decoded_len(data: str) -> int:
+    """The length of base64 ``data`` once decoded (0 when it is not canonical base64, as the Rust
+    demo's decoder has it: padded, no stray bits)."""
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return 0
+    return len(decoded) if base64.b64encode(decoded).decode() == data else 0
+
+
+def block_line(block: PromptBlock) -> Optional[str]:
+    """The chunk answering a prompt whose first block is not text, if it is one."""
+    if isinstance(block, ImageContent):
+        return f"image {block.mime_type} {decoded_len(block.data)}"
+    if isinstance(block, AudioContent):
+        return f"audio {block.mime_type} {decoded_len(block.data)}"
+    if isinstance(block, EmbeddedResource):
+        chars = len(block.resource.text) if isinstance(block.resource, TextResourceContents) else 0
+        return f"resource {block.resource.uri} {chars}"
+    if isinstance(block, ResourceLink):
+        return f"link {block.uri}"
+    return None
+
+
+def demo_plan(steps: int, done: int) -> Plan:
+    """A plan of ``steps`` entries (``step 1`` …), the first ``done`` completed, the rest pending."""
+    return Plan(
+        [
+            PlanEntry(
+                f"step {i}",
+                PlanEntryPriority.MEDIUM,
+                PlanEntryStatus.COMPLETED if i <= done else PlanEntryStatus.PENDING,
+            )
+            for i in range(1, steps + 1)
+        ]
+    )
+
+
+def mcp_line(servers: Sequence[McpServer]) -> str:
+    """``mcp: NAME(TRANSPORT) …``, or ``mcp: none``."""
+    if not servers:
+        return "mcp: none"
+    return "mcp: " + " ".join(f"{s.name}({s.transport})" for s in servers)
+
+
+async def demo_echo(params: Any) -> Any:
+    """``_demo/echo``: answers its params object as its result."""
+    return {} if params is None else params
 
 
 def split_command(text: str) -> Tuple[str, str]:
@@ -163,8 +237,9 @@ async def run(turn: Turn, line: str, command: str) -> StopReason:
         terminal = await turn.client.create_terminal(program, args, cwd=turn.cwd)
     except ClientError as e:
         return await failed(turn, "run", e)
-    spec = ToolCallSpec(line, ToolKind.EXECUTE, ToolCallStatus.IN_PROGRESS, content=[terminal.content])
-    call = await turn.start_tool(spec)
+    call = await turn.start_tool(
+        line, kind=ToolKind.EXECUTE, status=ToolCallStatus.IN_PROGRESS, content=[terminal.content]
+    )
     try:
         exited = await terminal.wait_for_exit()
         await terminal.output()
@@ -205,14 +280,13 @@ async def open_url(turn: Turn, url: str) -> StopReason:
 async def edit(turn: Turn, path: str) -> StopReason:
     """``edit PATH``: an ``edit`` tool call proposing a diff of PATH, completed with a raw output."""
     file = absolute(turn, path)
-    spec = ToolCallSpec(
+    call = await turn.start_tool(
         f"edit {path}",
-        ToolKind.EDIT,
-        ToolCallStatus.IN_PROGRESS,
-        content=[diff(file, "old\n", "new\n")],
-        locations=[location(file, 1)],
+        kind=ToolKind.EDIT,
+        status=ToolCallStatus.IN_PROGRESS,
+        locations=[ToolCallLocation(file, 1)],
+        content=[Diff(file, "new\n", "old\n")],
     )
-    call = await turn.start_tool(spec)
     await turn.update_tool(call, status=ToolCallStatus.COMPLETED, raw_output={"ok": True})
     await turn.text(f"edited {path}")
     return StopReason.END_TURN
@@ -261,7 +335,19 @@ class Script(TurnRunner):
     """The demo's turn runner."""
 
     async def run_turn(self, turn: Turn) -> StopReason:
-        text = command_text(turn)
+        meta = turn.meta
+        if meta is not None and "traceparent" in meta:
+            await turn.set_response_meta({"traceparent": meta["traceparent"]})
+        prompt = turn.prompt()
+        text = command_text(prompt)
+        command = turn.command
+        line = command.input.upper() if command is not None and command.name == SHOUT.name else None
+        if line is None and prompt:
+            line = block_line(prompt[0])
+        if line is not None:
+            await turn.text(line)
+            await report_usage(turn, text)
+            return StopReason.END_TURN
         verb, rest = split_command(text)
         if verb == "stream":
             for i in range(1, _parse_u64(rest) + 1):
@@ -307,6 +393,21 @@ class Script(TurnRunner):
                 return stop
         elif verb == "fail":
             raise InternalError("the demo turn failed, as asked")
+        elif verb == "plan":
+            steps = _parse_u64(rest)
+            for done in range(steps + 1):
+                if turn.is_cancelled():
+                    return StopReason.CANCELLED
+                await turn.plan(demo_plan(steps, done))
+            await turn.text("planned")
+        elif verb == "switch":
+            try:
+                await turn.set_mode(rest)
+                await turn.text(f"mode: {rest}")
+            except AcpError:
+                await turn.text(f"unknown mode {rest}")
+        elif verb == "mcp":
+            await turn.text(mcp_line(turn.mcp_servers))
         else:
             words = [w for w in _WS_RUN.split(text) if w]
             for i, word in enumerate(words):
@@ -328,6 +429,9 @@ class Script(TurnRunner):
             ),
             ConfigOption("model", "Model", "fast", [SelectOption("fast", "Fast"), SelectOption("smart", "Smart")], category="model"),
         ]
+
+    def commands(self) -> List[AvailableCommand]:
+        return [SHOUT]
 
     def title(self, first_prompt: str) -> Optional[str]:
         title = first_prompt.strip(_WS)[:40]
@@ -410,10 +514,20 @@ def open_store(store: str) -> Union[SqliteStore, PostgresStore]:
     return PostgresStore(store) if is_postgres(store) else SqliteStore(store)
 
 
+def rich(options: Options) -> Options:
+    """What the demo accepts beyond text: image, audio and embedded-resource prompts, http MCP
+    servers (not sse), and the extension method ``_demo/echo``."""
+    return (
+        options.prompt_capabilities(PromptCapabilities(image=True, audio=True, embedded_context=True))
+        .mcp_capabilities(McpCapabilities(http=True))
+        .extension_methods({"_demo/echo": demo_echo})
+    )
+
+
 async def serve(store: Union[SqliteStore, PostgresStore], page_size: int, auth: bool) -> None:
     """Serves the demo agent over stdio until the client hangs up."""
     runner = Runner(store, Script())
-    options = runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size)
+    options = rich(runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size))
     if auth:
         options = options.authenticator(DemoLogin())
     await runner.agent(options).serve_stdio()

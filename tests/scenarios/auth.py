@@ -43,7 +43,8 @@ async def auth_required(run: Run) -> None:
     await _all_refused(p, "sess_00000000000000000")
     assert "error" in await p.raw_request("authenticate", {"methodId": "nope"})
     await _all_refused(p, "sess_00000000000000000")
-    # Extension methods are not gated: still unknown, not unauthenticated.
+    # Extension methods are not gated: served, or unknown, never unauthenticated.
+    assert (await p.raw_request("_demo/echo", {"before": "login"}))["result"] == {"before": "login"}
     assert (await p.raw_request("_demo/unknown", {}))["error"]["code"] == -32601
 
     assert (await p.raw_request("authenticate", {"methodId": "demo-login"}))["result"] == {}

@@ -1,4 +1,5 @@
-"""docs/DEMO.md's prompt script: stream, think, tool, sleep, ask, fail, /compact, echo; usage and titles."""
+"""docs/DEMO.md's prompt script: stream, think, tool, sleep, ask, fail, /compact, echo; usage and titles.
+The rich lines (plan, /shout, switch, mcp, non-text blocks, `_meta`, extension methods): `rich.py`."""
 
 from __future__ import annotations
 
@@ -227,14 +228,15 @@ async def fail(run: Run) -> None:
 @scenario()
 async def compact(run: Run) -> None:
     """`/compact`: advertised as `compact` in available_commands_update (once per session, on its
-    first prompt); the prompt ends end_turn; also as a session's very first prompt."""
+    first prompt, first, beside the host's `shout`); the prompt ends end_turn; also as a session's
+    very first prompt."""
     p = await run.start()
     sid = await p.new_session()
     mark = run.mark()
     assert (await p.prompt(sid, "hello")).stop_reason == "end_turn"
     adverts = [u for u in run.updates(mark, sid) if u["sessionUpdate"] == "available_commands_update"]
     assert len(adverts) == 1, adverts
-    assert [c["name"] for c in adverts[0]["availableCommands"]] == ["compact"]
+    assert [c["name"] for c in adverts[0]["availableCommands"]] == ["compact", "shout"]
     for _ in range(2):
         mark = run.mark()
         reply = await p.prompt(sid, "/compact")
@@ -319,20 +321,22 @@ async def numbers(run: Run) -> None:
 
 @scenario()
 async def prompt_without_text(run: Run) -> None:
-    """A prompt whose first block is not text: the first *text* block decides; no text at all is
-    an empty echo (end_turn)."""
+    """The first block decides: a resource link first is answered `link URI` whatever text follows
+    (rich.py has the other kinds); a prompt with no block at all is an empty echo (end_turn)."""
     from acp import resource_link_block, text_block
 
     p = await run.start()
     sid = await p.new_session()
     mark = run.mark()
-    reply = await p.prompt_blocks(sid, [resource_link_block("file:///tmp/x.txt", "x.txt"), text_block("stream 2")])
+    reply = await p.prompt_blocks(sid, [resource_link_block("x.txt", "file:///tmp/x.txt"), text_block("stream 2")])
     assert reply.stop_reason == "end_turn", reply.raw
-    assert run.texts("agent_message_chunk", mark, sid) == ["t1 ", "t2 "]
+    assert run.texts("agent_message_chunk", mark, sid) == ["link file:///tmp/x.txt"]
+    assert_usage_last(run, mark, sid, "a link first")
     mark = run.mark()
-    reply = await p.prompt_blocks(sid, [resource_link_block("file:///tmp/y.txt", "y.txt")])
+    reply = await p.prompt_blocks(sid, [resource_link_block("y.txt", "file:///tmp/y.txt")])
     assert reply.stop_reason == "end_turn", reply.raw
-    assert run.texts("agent_message_chunk", mark, sid) == []
+    assert run.texts("agent_message_chunk", mark, sid) == ["link file:///tmp/y.txt"]
     mark = run.mark()
     reply = await p.prompt_blocks(sid, [])
     assert reply.stop_reason == "end_turn", reply.raw
+    assert run.texts("agent_message_chunk", mark, sid) == []

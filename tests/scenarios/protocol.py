@@ -118,7 +118,12 @@ async def bad_params(run: Run) -> None:
         ("session/prompt", {"sessionId": sid, "prompt": "hi"}, "prompt"),
         ("session/prompt", {"sessionId": sid}, "prompt"),
         ("session/prompt", {"sessionId": sid, "prompt": [{"type": "video", "url": "x"}]}, None),
-        ("session/prompt", {"sessionId": sid, "prompt": [{"type": "image", "mimeType": "image/png", "data": "AA=="}]}, "prompt[0]"),
+        ("session/prompt", {"sessionId": sid, "prompt": [{"type": "image", "mimeType": "image/png"}]}, "prompt"),
+        (
+            "session/new",
+            {"cwd": CWD, "mcpServers": [{"type": "sse", "name": "s", "url": "https://example.com/sse", "headers": []}]},
+            "mcpServers[0]",
+        ),
         ("session/set_mode", {"sessionId": sid}, "modeId"),
         ("session/list", {"cursor": 5}, "cursor"),
         ("session/load", {"sessionId": sid}, None),

@@ -16,7 +16,8 @@ from .prompts import assert_usage_last
 @scenario()
 async def initialize(run: Run) -> None:
     """initialize: protocolVersion 1, every session capability advertised (loadSession, list,
-    resume, close, delete), agentInfo; a newer client version is answered with 1."""
+    resume, close, delete), the prompt content and MCP transports accepted beyond text and stdio
+    (image, audio, embedded context; http), agentInfo; a newer client version is answered with 1."""
     p = await run.start(initialize=False)
     init = (await p.initialize(1)).result
     assert init["protocolVersion"] == 1, init
@@ -24,6 +25,8 @@ async def initialize(run: Run) -> None:
     assert caps["loadSession"] is True, init
     for capability in ("list", "resume", "close", "delete"):
         assert isinstance(caps["sessionCapabilities"][capability], dict), (capability, init)
+    assert caps["promptCapabilities"] == {"image": True, "audio": True, "embeddedContext": True}, init
+    assert caps["mcpCapabilities"] == {"http": True, "sse": False}, init
     assert init["agentInfo"]["name"] == "acp-facade-demo", init
     assert init["authMethods"] == [], init
     await p.hang_up()

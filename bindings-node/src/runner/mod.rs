@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `runTurn(turn)` → stop reason (`undefined` is `"end_turn"`) | `run_turn` |
 //! | `configOptions()` → `SessionConfigOption[]` | `config_options` |
+//! | `commands()` → `AvailableCommand[]` | `commands` |
 //! | `title(firstPrompt)` → `string \| null` | `title` |
 //! | `compact({ sessionId })` (its presence offers `/compact`) | `supports_compaction`, `compact` |
 
@@ -15,7 +16,7 @@ pub mod turn;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use acp_facade::acp::{SessionConfigOption, StopReason};
+use acp_facade::acp::{AvailableCommand, SessionConfigOption, StopReason};
 use acp_facade::error::Error as AcpError;
 use acp_facade::host::LiveSession;
 use acp_facade::runner::{RunnerSession, Turn as CoreTurn, TurnRunner};
@@ -34,6 +35,7 @@ struct JsTurnRunner {
     /// Calls each turn's `AbortController.abort`.
     invoker: Invoker,
     config_options: Option<JsMethod>,
+    commands: Option<JsMethod>,
     title: Option<JsMethod>,
     compact: Option<JsMethod>,
     /// The ids of the config options last handed out, for `turn.configValue`.
@@ -57,6 +59,17 @@ impl TurnRunner for JsTurnRunner {
             }
             Err(e) => {
                 tracing::error!(error = %e.message, "the Node turn runner's configOptions failed");
+                Vec::new()
+            }
+        }
+    }
+
+    fn commands(&self) -> Vec<AvailableCommand> {
+        let Some(method) = &self.commands else { return Vec::new() };
+        match method.call_blocking(no_args(), serde_convert::<Vec<AvailableCommand>>("command list")) {
+            Ok(commands) => commands,
+            Err(e) => {
+                tracing::error!(error = %e.message, "the Node turn runner's commands failed");
                 Vec::new()
             }
         }
@@ -117,6 +130,7 @@ impl Runner {
             run_turn,
             invoker: Invoker::new(env).map_err(recode)?,
             config_options: JsMethod::get(&turns, "configOptions").map_err(recode)?,
+            commands: JsMethod::get(&turns, "commands").map_err(recode)?,
             title: JsMethod::get(&turns, "title").map_err(recode)?,
             compact: JsMethod::get(&turns, "compact").map_err(recode)?,
             config_ids: Mutex::default(),
@@ -129,8 +143,13 @@ impl Runner {
     #[napi(
         ts_args_type = "options?: AgentOptions | undefined | null, authenticator?: Authenticator | undefined | null"
     )]
-    pub fn agent(&self, env: &Env, options: Option<AgentOptions>, authenticator: Option<Object<'_>>) -> Result<Agent> {
-        let mut core = crate::agent::apply_options(self.runner.options(), options);
+    pub fn agent(
+        &self,
+        env: &Env,
+        options: Option<AgentOptions<'_>>,
+        authenticator: Option<Object<'_>>,
+    ) -> Result<Agent> {
+        let mut core = crate::agent::apply_options(self.runner.options(), options)?;
         if let Some(object) = authenticator {
             let auth = crate::host::authenticator(env, &object)
                 .map_err(recode)?

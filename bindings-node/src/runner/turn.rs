@@ -6,7 +6,8 @@
 //! which [`run`] applies in call order while it awaits the JS `runTurn` Promise. Streaming calls
 //! (`text`, `thought`, tool progress, usage) return `null`, or a Promise to await when the client
 //! reads slower than the turn writes (see [`crate::pace`]); calls with an answer
-//! (`startToolCall`, `requestPermission`, `askUser`) return a Promise of it.
+//! (`startToolCall`, `requestPermission`, `askUser`, and the session's own changes `setMode`,
+//! `setConfigOption`, `setCommands`) return a Promise of it.
 //!
 //! Cancellation: `turn.signal` is an `AbortSignal` aborted on `session/cancel`, `$/cancel_request`
 //! or close; `turn.isCancelled` reads the same state synchronously. A turn whose `runTurn` has
@@ -20,15 +21,13 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use acp_facade::acp::{ContentBlock, PermissionOption, StopReason, ToolCallStatus, ToolKind};
+use acp_facade::acp::{ContentBlock, Cost, McpServer, Meta, PermissionOption, StopReason, ToolCallStatus, ToolKind};
 use acp_facade::client::Client as CoreClient;
 use acp_facade::error::Error as AcpError;
 use acp_facade::harness::content::text_block;
-use acp_facade::harness::{ApprovalAction, ToolCallId};
+use acp_facade::harness::{ApprovalAction, SlashCommand, ToolCallId};
 use acp_facade::runner::ops::{self, PermissionRequest, Reply, TurnOp, TurnOps};
-use acp_facade::runner::{
-    Permission, PermissionAnswer, Reply as UserReply, ToolCallSpec, Turn as CoreTurn, tool_call_fields,
-};
+use acp_facade::runner::{Permission, PermissionAnswer, Reply as UserReply, ToolCallFields, Turn as CoreTurn};
 use napi::bindgen_prelude::{
     Function, JsObjectValue, Object, ObjectFinalize, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
 };
@@ -39,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::callback::{BuildArgs, Invoker, JsMethod, SharedObject, serde_convert};
 use crate::client::{Client, capabilities_json};
-use crate::error::{Code, Result, js_error, recode};
+use crate::error::{Code, Result, acp_rejection, js_error, recode};
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
@@ -69,6 +68,14 @@ struct TurnInit {
     prompt_text: String,
     client: CoreClient,
     config: HashMap<String, String>,
+    rich: Rich,
+}
+
+/// What a prompt carries beside its content, kept typed until JS asks for it.
+struct Rich {
+    command: Option<SlashCommand>,
+    meta: Option<Meta>,
+    mcp_servers: Vec<McpServer>,
 }
 
 /// One running turn, handed to `runTurn`.
@@ -83,6 +90,7 @@ pub struct Turn {
     /// The core turn's handle on the client (cancelled with the turn, ordered after its events).
     client: CoreClient,
     config: HashMap<String, String>,
+    rich: Rich,
     signal: ObjectRef<false>,
 }
 
@@ -119,6 +127,10 @@ fn content(value: Option<Value>) -> Result<Vec<ContentBlock>> {
             serde_json::from_value(other).map_err(|e| js_error(Code::InvalidArg, format!("invalid content: {e}")))
         }
     }
+}
+
+fn tool_fields(value: Value) -> Result<ToolCallFields> {
+    serde_json::from_value(value).map_err(|e| js_error(Code::InvalidArg, format!("invalid tool call: {e}")))
 }
 
 fn enum_value<T: serde::de::DeserializeOwned>(what: &str, value: &str) -> Result<T> {
@@ -282,6 +294,32 @@ impl Turn {
         self.push(env, TurnOp::FailToolCall { call_id: ToolCallId::new(call_id), output })
     }
 
+    /// Announces a tool call (`tool_call`) with any of its fields, in ACP's wire form: `title`
+    /// (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
+    /// blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
+    /// `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
+    /// `session/load` as it ended.
+    #[napi(ts_args_type = "call: ToolCallSpec", ts_return_type = "Promise<string>")]
+    pub fn start_tool<'env>(&self, env: &'env Env, call: Value) -> Result<PromiseRaw<'env, String>> {
+        let spec = tool_fields(call)?.into_spec().map_err(|e| js_error(Code::InvalidArg, e))?;
+        let spec = Box::new(spec);
+        self.ask(env, |reply| TurnOp::StartTool { spec, reply }, |id: ToolCallId| id.to_string())
+    }
+
+    /// Changes any subset of a tool call's fields (`tool_call_update`): each one given replaces
+    /// the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
+    /// `"failed"` finishes the call. Paced like `text`.
+    #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void> | null")]
+    pub fn update_tool<'env>(
+        &self,
+        env: &'env Env,
+        call_id: String,
+        fields: Value,
+    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let fields = Box::new(tool_fields(fields)?.into_update());
+        self.push(env, TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields })
+    }
+
     /// Asks the client for permission to run a tool call (`session/request_permission`);
     /// resolves with the answer, `"cancelled"` when the turn is cancelled while waiting.
     /// @param controls - the choices offered. @default `["approve", "approve_always", "deny"]`
@@ -376,30 +414,6 @@ impl Turn {
         self.ask(env, |reply| TurnOp::RequestPermissionWithOptions { request, reply }, permission_answer)
     }
 
-    /// Announces a tool call (`tool_call`) with everything in `spec`; resolves with its id.
-    #[napi(ts_args_type = "spec: ToolCallSpec")]
-    pub fn start_tool<'env>(&self, env: &'env Env, spec: Value) -> Result<PromiseRaw<'env, String>> {
-        let spec: Box<ToolCallSpec> = Box::new(
-            serde_json::from_value(spec).map_err(|e| js_error(Code::InvalidArg, format!("invalid tool call: {e}")))?,
-        );
-        self.ask(env, |reply| TurnOp::StartTool { spec, reply }, |id: ToolCallId| id.to_string())
-    }
-
-    /// Changes a tool call (`tool_call_update`): every field given replaces the call's (`content`
-    /// and `locations` as whole lists). A status of `completed` or `failed` finishes the call: it
-    /// is recorded as it ended, and `session/load` replays it so. Paced like `text`.
-    #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void> | null")]
-    pub fn update_tool<'env>(
-        &self,
-        env: &'env Env,
-        call_id: String,
-        fields: Value,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
-        let fields = tool_call_fields(fields)
-            .map_err(|e| js_error(Code::InvalidArg, format!("invalid tool call fields: {e}")))?;
-        self.push(env, TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields: Box::new(fields) })
-    }
-
     /// The turn's handle on the client: read and write files through the editor, run commands in
     /// its terminals, ask the user. Its calls go out after the updates of what the turn did
     /// before them, are cancelled with the turn, and its terminals are released when the turn
@@ -415,17 +429,126 @@ impl Turn {
         env.to_js_value(&capabilities_json(self.client.capabilities()))
     }
 
-    /// Reports context usage (`usage_update`); closes the current step first.
-    #[napi(ts_return_type = "Promise<void> | null")]
-    pub fn usage<'env>(&self, env: &'env Env, used: f64, size: f64) -> Result<Option<PromiseRaw<'env, ()>>> {
+    /// Reports context usage (`usage_update`), with the session's cumulative `cost` when known;
+    /// closes the current step first.
+    #[napi(ts_args_type = "used: number, size: number, cost?: Cost | null", ts_return_type = "Promise<void> | null")]
+    pub fn usage<'env>(
+        &self,
+        env: &'env Env,
+        used: f64,
+        size: f64,
+        cost: Option<Value>,
+    ) -> Result<Option<PromiseRaw<'env, ()>>> {
         let (used, size) = (u64_arg("used", used)?, u64_arg("size", size)?);
-        self.push(env, TurnOp::Usage { used, size })
+        match cost {
+            None | Some(Value::Null) => self.push(env, TurnOp::Usage { used, size }),
+            Some(cost) => {
+                let cost: Cost = serde_json::from_value(cost)
+                    .map_err(|e| js_error(Code::InvalidArg, format!("invalid cost: {e}")))?;
+                self.push(env, TurnOp::UsageWithCost { used, size, cost: Box::new(cost) })
+            }
+        }
     }
 
     /// Closes the current step, if it has content.
     #[napi(ts_return_type = "Promise<void> | null")]
     pub fn end_step<'env>(&self, env: &'env Env) -> Result<Option<PromiseRaw<'env, ()>>> {
         self.push(env, TurnOp::EndStep)
+    }
+}
+
+/// The rich turn: what the prompt carries beside its content, plans, the response's `_meta`,
+/// costs, and the session's own changes.
+#[napi]
+impl Turn {
+    /// The host-defined slash command this prompt invokes (`/name input`, see
+    /// `TurnRunner.commands`), or `null`.
+    #[napi(getter, ts_return_type = "SlashCommand | null")]
+    pub fn command<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        env.to_js_value(&self.rich.command)
+    }
+
+    /// The `session/prompt` request's `_meta` (e.g. a W3C `traceparent`), or `null`.
+    #[napi(getter, ts_return_type = "Meta | null")]
+    pub fn meta<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        env.to_js_value(&self.rich.meta)
+    }
+
+    /// The MCP servers the session was given (by the `session/new`, `load` or `resume` that
+    /// opened it), in order.
+    #[napi(getter, ts_return_type = "McpServer[]")]
+    pub fn mcp_servers<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        env.to_js_value(&self.rich.mcp_servers)
+    }
+
+    /// Sends the turn's plan (`plan`): every entry with its current status. Each plan replaces
+    /// the one before at the client; send it again, whole, as entries progress. `session/load`
+    /// replays the session's latest plan. Paced like `text`.
+    #[napi(ts_args_type = "plan: Plan", ts_return_type = "Promise<void> | null")]
+    pub fn plan<'env>(&self, env: &'env Env, plan: Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let plan =
+            serde_json::from_value(plan).map_err(|e| js_error(Code::InvalidArg, format!("invalid plan: {e}")))?;
+        self.push(env, TurnOp::Plan(Box::new(plan)))
+    }
+
+    /// Sets the `_meta` of the prompt's response, whatever the turn's outcome (the last call
+    /// counts).
+    #[napi(ts_args_type = "meta: Meta", ts_return_type = "Promise<void> | null")]
+    pub fn set_response_meta<'env>(&self, env: &'env Env, meta: Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+        let meta =
+            serde_json::from_value(meta).map_err(|e| js_error(Code::InvalidArg, format!("invalid _meta: {e}")))?;
+        self.push(env, TurnOp::ResponseMeta(Box::new(meta)))
+    }
+
+    /// Switches the session to mode `modeId` (the config option `mode`), as if the client had
+    /// asked: the client gets `current_mode_update`, then `config_option_update`, before the
+    /// prompt's response; the current mode changes nothing; an unknown one rejects
+    /// (`ERR_ACP_PROTOCOL`, -32602) and changes nothing.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set_mode<'env>(&self, env: &'env Env, mode_id: String) -> Result<PromiseRaw<'env, Value>> {
+        self.change(env, |reply| TurnOp::SetMode { mode_id, reply })
+    }
+
+    /// Sets the select option `configId` to `value`, as if the client had asked (see `setMode`);
+    /// resolves with the complete state the client now has.
+    #[napi(ts_return_type = "Promise<SessionConfigOption[]>")]
+    pub fn set_config_option<'env>(
+        &self,
+        env: &'env Env,
+        config_id: String,
+        value: String,
+    ) -> Result<PromiseRaw<'env, Value>> {
+        self.change(env, |reply| TurnOp::SetConfigOption { config_id, value, reply })
+    }
+
+    /// Replaces the session's host-defined slash commands (advertised at once once the session's
+    /// first prompt advertised them).
+    #[napi(ts_args_type = "commands: AvailableCommand[]", ts_return_type = "Promise<void>")]
+    pub fn set_commands<'env>(&self, env: &'env Env, commands: Value) -> Result<PromiseRaw<'env, Value>> {
+        let commands = serde_json::from_value(commands)
+            .map_err(|e| js_error(Code::InvalidArg, format!("invalid commands: {e}")))?;
+        self.change(env, |reply| TurnOp::SetCommands { commands, reply })
+    }
+}
+
+impl Turn {
+    /// Pushes a change that can be refused; its Promise resolves with the outcome's value as
+    /// plain JS data, or rejects with the core's error.
+    fn change<'env, T: serde::Serialize + Send + 'static>(
+        &self,
+        env: &'env Env,
+        make: impl FnOnce(Reply<std::result::Result<T, AcpError>>) -> TurnOp,
+    ) -> Result<PromiseRaw<'env, Value>> {
+        let (reply, answer) = Reply::channel();
+        let _ = self.ops.push(make(reply)).map_err(|e| crate::pace::refused(e, ended))?;
+        env.spawn_future(async move {
+            let value = answer
+                .await
+                .map_err(|_| napi::Error::new(napi::Status::GenericFailure, "ERR_ACP_TURN_ENDED: the turn has ended"))?
+                .map_err(|e| acp_rejection(&e))?;
+            serde_json::to_value(value).map_err(|e| napi::Error::from_reason(e.to_string()))
+        })
+        .map_err(recode)
     }
 }
 
@@ -455,6 +578,7 @@ impl TurnInit {
             prompt_text: self.prompt_text,
             client: self.client,
             config: self.config,
+            rich: self.rich,
             signal: signal.create_ref::<false>()?,
         };
         // SAFETY: `env` is the live env of this JS thread callback.
@@ -482,6 +606,11 @@ pub async fn run(
         prompt_text: turn.prompt_text(),
         client: turn.client().clone(),
         config: config_ids.iter().filter_map(|id| turn.config_value(id).map(|v| (id.clone(), v))).collect(),
+        rich: Rich {
+            command: turn.command().cloned(),
+            meta: turn.meta().cloned(),
+            mcp_servers: turn.mcp_servers().to_vec(),
+        },
     };
     let args: BuildArgs = Box::new(move |env| init.into_js(env).map(|turn| vec![turn]));
     let outcome = run_turn.call(args, serde_convert::<Option<StopReason>>("stop reason"));

@@ -4,10 +4,12 @@ the caller's asyncio loop over stdio or over a pair of asyncio streams."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._bridge import dispatcher
+from .acp import McpCapabilities, PromptCapabilities
+from .extensions import ExtensionMethod, ExtensionNotification, adapted
 from .host import HostAdapter, host_auth, host_capabilities, require_async
 
 __all__ = ["Agent", "Options", "serve", "serve_stdio"]
@@ -21,6 +23,11 @@ class Options:
     Build it over a host object (its optional methods switch capabilities on, authentication
     included: see :class:`acp_facade.Authenticator`) or get one from
     :meth:`acp_facade.Runner.options`. The builder methods return a changed copy, as in Rust.
+
+    What the agent accepts beyond text prompts and stdio MCP servers is advertised from
+    ``prompt_capabilities`` and ``mcp_capabilities`` (anything else a client sends is refused with
+    ``-32602`` before the host sees it); ``extension_methods`` and ``extension_notifications`` map
+    ``_``-prefixed names to ``async def`` handlers (see :mod:`acp_facade.extensions`).
     """
 
     __slots__ = ("_native",)
@@ -32,6 +39,10 @@ class Options:
         agent_info: Optional[Tuple[str, str]] = None,
         compaction: bool = False,
         close: bool = True,
+        prompt_capabilities: Optional[PromptCapabilities] = None,
+        mcp_capabilities: Optional[McpCapabilities] = None,
+        extension_methods: Optional[Mapping[str, ExtensionMethod]] = None,
+        extension_notifications: Optional[Mapping[str, ExtensionNotification]] = None,
         max_sessions: Optional[int] = None,
         max_page_size: Optional[int] = None,
         close_grace: Optional[float] = None,
@@ -51,6 +62,12 @@ class Options:
             agent_info=agent_info,
             compaction=compaction,
             close=close,
+            prompt_capabilities=prompt_capabilities,
+            mcp_capabilities=mcp_capabilities,
+            extension_methods=None if extension_methods is None else adapted(extension_methods, "extension method"),
+            extension_notifications=(
+                None if extension_notifications is None else adapted(extension_notifications, "extension notification")
+            ),
             max_sessions=max_sessions,
             max_page_size=max_page_size,
             close_grace=close_grace,
@@ -91,6 +108,25 @@ class Options:
     def close(self, on: bool) -> "Options":
         """Turns ``session/close`` on or off."""
         return self._with(close=on)
+
+    def prompt_capabilities(self, capabilities: Union[PromptCapabilities, Dict[str, Any]]) -> "Options":
+        """Sets the prompt content the agent accepts beyond text and resource links
+        (``promptCapabilities``: image, audio, embedded context)."""
+        return self._with(prompt_capabilities=capabilities)
+
+    def mcp_capabilities(self, capabilities: Union[McpCapabilities, Dict[str, Any]]) -> "Options":
+        """Sets the MCP transports the agent accepts beyond stdio (``mcpCapabilities``: http,
+        sse)."""
+        return self._with(mcp_capabilities=capabilities)
+
+    def extension_methods(self, handlers: Mapping[str, ExtensionMethod]) -> "Options":
+        """Adds extension request handlers, by name (each ``_``-prefixed, else ``ValueError``;
+        an ``async def``, else ``TypeError``); a name registered before is replaced."""
+        return self._with(extension_methods=adapted(handlers, "extension method"))
+
+    def extension_notifications(self, handlers: Mapping[str, ExtensionNotification]) -> "Options":
+        """Adds extension notification handlers, by name (see :meth:`extension_methods`)."""
+        return self._with(extension_notifications=adapted(handlers, "extension notification"))
 
     def max_sessions(self, max: int) -> "Options":
         """Sets the live-session limit."""

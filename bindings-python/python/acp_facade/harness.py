@@ -5,11 +5,12 @@ constructors and a readable repr, converts to the core's JSON form with ``to_jso
 ``from_json()``. Content blocks are ACP ``ContentBlock`` values in their wire (JSON) form, for
 example ``text_block("hi") == {"type": "text", "text": "hi"}``.
 
-A tool call's content items are ACP tool-call content in its wire form: content blocks (bare, as
-above, or wrapped ``{"type": "content", "content": block}``), diffs (:func:`diff`:
-``{"type": "diff", "path", "oldText", "newText"}``) and terminals (``{"type": "terminal",
+A tool call's content items are typed (:class:`acp_facade.Diff`,
+:class:`acp_facade.TerminalContent`, content blocks) or ACP tool-call content in its wire form:
+content blocks (bare, as above, or wrapped ``{"type": "content", "content": block}``), diffs
+(``{"type": "diff", "path", "oldText", "newText"}``) and terminals (``{"type": "terminal",
 "terminalId"}``, a :class:`acp_facade.Terminal`'s ``content``); its locations are
-``{"path": absolute path, "line": 1-based line or absent}`` (:func:`location`).
+:class:`acp_facade.ToolCallLocation` or ``{"path": absolute path, "line": 1-based line or absent}``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import itertools
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional, Union
+
+from .acp import Cost, Meta, Plan, ToolCallContent, ToolCallLocation, tool_content_json
 
 __all__ = [
     "AiMessage",
@@ -36,6 +39,8 @@ __all__ = [
     "GateResolver",
     "GateResponse",
     "Message",
+    "PlanUpdated",
+    "ResponseMeta",
     "SessionMetaChanged",
     "StepDone",
     "StopReason",
@@ -54,8 +59,6 @@ __all__ = [
     "TurnStarted",
     "UserMessage",
     "Visibility",
-    "diff",
-    "location",
     "plain_text",
     "text_block",
 ]
@@ -67,20 +70,6 @@ ContentBlock = Dict[str, Any]
 def text_block(text: str) -> ContentBlock:
     """A text content block."""
     return {"type": "text", "text": text}
-
-
-def diff(path: str, old_text: Optional[str], new_text: str) -> Dict[str, Any]:
-    """Tool-call content showing a change of the file at ``path`` (absolute); ``old_text`` is
-    ``None`` for a new file."""
-    return {"type": "diff", "path": str(path), "oldText": old_text, "newText": new_text}
-
-
-def location(path: str, line: Optional[int] = None) -> Dict[str, Any]:
-    """A tool call's location: a file (absolute) and optionally a 1-based line."""
-    out: Dict[str, Any] = {"path": str(path)}
-    if line is not None:
-        out["line"] = int(line)
-    return out
 
 
 def _set(out: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
@@ -404,16 +393,12 @@ class _Kind:
     """Shared JSON conversion of the event kinds."""
 
     type: ClassVar[str] = ""
-    _OPTIONAL: ClassVar[tuple[str, ...]] = ()
-    """Fields left out of the JSON form when ``None`` or empty."""
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
         out: Dict[str, Any] = {"type": self.type}
         for name in self.__dataclass_fields__:  # type: ignore[attr-defined]
             value = getattr(self, name)
-            if name in self._OPTIONAL and (value is None or value == []):
-                continue
             if name == "messages":
                 value = [_message_to_json(m) for m in value]
             out[name] = _wire(value)
@@ -437,54 +422,89 @@ class TokenDelta(_Kind):
     channel: TokenChannel = TokenChannel.MESSAGE
 
 
+def _tool_content(items: Optional[List[Any]]) -> Optional[List[Dict[str, Any]]]:
+    """Tool call content in the core's form: wire dicts as they are, typed values converted."""
+    if items is None:
+        return None
+    return [c if isinstance(c, dict) else tool_content_json(c) for c in items]
+
+
+class _ToolCallKind(_Kind):
+    """The JSON form of the tool call kinds: fields that are ``None`` are left out (the core reads
+    an absent field as unchanged), typed content and locations converted."""
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        out: Dict[str, Any] = {"type": self.type}
+        for name in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            value = getattr(self, name)
+            if name in ("content", "output"):
+                value = _tool_content(value)
+            if value is not None or name == "input":
+                out[name] = _wire(value)
+        return out
+
+
+def _tool_extras(args: Dict[str, Any]) -> Dict[str, Any]:
+    """The optional fields of a tool call kind's core form, typed."""
+    extras: Dict[str, Any] = {}
+    for name in ("title", "raw_input", "raw_output", "content"):
+        if args.get(name) is not None:
+            extras[name] = args[name]
+    if args.get("kind") is not None:
+        extras["kind"] = ToolKind(args["kind"])
+    if args.get("status") is not None:
+        extras["status"] = ToolCallStatus(args["status"])
+    if args.get("locations") is not None:
+        extras["locations"] = [ToolCallLocation.from_json(loc) for loc in args["locations"]]
+    return extras
+
+
 @dataclass
-class ToolCallStarted(_Kind):
+class ToolCallStarted(_ToolCallKind):
     """A tool call was announced (``tool_call``): its title (``name``), kind and raw input, and
-    optionally the status it starts in (``pending`` when ``None``), its content (content blocks,
-    diffs, terminals), its locations and its raw output."""
+    optionally the status it starts in (``pending`` when absent), its content (content blocks,
+    :class:`~acp_facade.Diff`, :class:`~acp_facade.TerminalContent`), locations and raw output."""
 
     type: ClassVar[str] = "tool_call_started"
-    _OPTIONAL: ClassVar[tuple[str, ...]] = ("status", "content", "locations", "raw_output")
     call_id: str = ""
     name: str = ""
     kind: ToolKind = ToolKind.OTHER
     input: Any = None
     status: Optional[ToolCallStatus] = None
-    content: List[Any] = field(default_factory=list)
-    locations: List[Dict[str, Any]] = field(default_factory=list)
+    content: Optional[List[ToolCallContent]] = None
+    locations: Optional[List[ToolCallLocation]] = None
     raw_output: Any = None
 
 
 @dataclass
-class ToolCallProgress(_Kind):
-    """A tool call changed (``tool_call_update``): each field that is not ``None`` replaces the
+class ToolCallProgress(_ToolCallKind):
+    """A tool call changed (``tool_call_update``): every field that is not ``None`` replaces the
     call's (``content`` and ``locations`` as whole lists)."""
 
     type: ClassVar[str] = "tool_call_progress"
-    _OPTIONAL: ClassVar[tuple[str, ...]] = ("title", "kind", "locations", "raw_input", "raw_output")
     call_id: str = ""
     status: Optional[ToolCallStatus] = None
-    content: Optional[List[Any]] = None
+    content: Optional[List[ToolCallContent]] = None
     title: Optional[str] = None
     kind: Optional[ToolKind] = None
-    locations: Optional[List[Dict[str, Any]]] = None
+    locations: Optional[List[ToolCallLocation]] = None
     raw_input: Any = None
     raw_output: Any = None
 
 
 @dataclass
-class ToolCallCompleted(_Kind):
-    """A tool call finished (``tool_call_update`` with status ``completed``, or ``failed`` when
-    ``is_error``): its final content when not empty, and the fields that changed as it did."""
+class ToolCallCompleted(_ToolCallKind):
+    """A tool call finished (``tool_call_update``, ``completed`` or ``failed``), with its final
+    ``output`` (empty: unchanged) and any other fields that changed as it did."""
 
     type: ClassVar[str] = "tool_call_completed"
-    _OPTIONAL: ClassVar[tuple[str, ...]] = ("title", "kind", "locations", "raw_input", "raw_output")
     call_id: str = ""
-    output: List[Any] = field(default_factory=list)
+    output: List[ToolCallContent] = field(default_factory=list)
     is_error: bool = False
     title: Optional[str] = None
     kind: Optional[ToolKind] = None
-    locations: Optional[List[Dict[str, Any]]] = None
+    locations: Optional[List[ToolCallLocation]] = None
     raw_input: Any = None
     raw_output: Any = None
 
@@ -499,11 +519,20 @@ class StepDone(_Kind):
 
 @dataclass
 class ContextMeasured(_Kind):
-    """The context window was measured."""
+    """The context window was measured; ``cost`` is the session's cumulative cost, when known
+    (``usage_update.cost``)."""
 
     type: ClassVar[str] = "context_measured"
     used: int = 0
     size: int = 0
+    cost: Optional[Cost] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The core's JSON form."""
+        out: Dict[str, Any] = {"type": self.type, "used": self.used, "size": self.size}
+        if self.cost is not None:
+            out["cost"] = self.cost.to_json()
+        return out
 
 
 @dataclass
@@ -578,6 +607,24 @@ class SessionMetaChanged(_Kind):
     updated_at: Optional[str] = None
 
 
+@dataclass
+class PlanUpdated(_Kind):
+    """The turn's plan, whole: it replaces any plan sent before (``plan``). Publish it Enduring so
+    that ``session/load`` can show the session's latest plan."""
+
+    type: ClassVar[str] = "plan_updated"
+    plan: Plan = field(default_factory=Plan)
+
+
+@dataclass
+class ResponseMeta(_Kind):
+    """``_meta`` for the turn's ``session/prompt`` response, whatever the turn's outcome; the last
+    one before the turn's terminal event counts. Never sent as an update."""
+
+    type: ClassVar[str] = "response_meta"
+    meta: Meta = field(default_factory=dict)
+
+
 EventKind = Union[
     TurnStarted,
     TokenDelta,
@@ -594,6 +641,8 @@ EventKind = Union[
     CompactWaiterResolved,
     CompactWaiterRejected,
     SessionMetaChanged,
+    PlanUpdated,
+    ResponseMeta,
 ]
 """What happened."""
 
@@ -615,6 +664,8 @@ _KINDS: Dict[str, Any] = {
         CompactWaiterResolved,
         CompactWaiterRejected,
         SessionMetaChanged,
+        PlanUpdated,
+        ResponseMeta,
     )
 }
 
@@ -640,44 +691,19 @@ def _kind_from_json(data: Dict[str, Any]) -> EventKind:
     if cls is TokenDelta:
         return TokenDelta(args.get("text", ""), TokenChannel(args.get("channel", "message")))
     if cls is ToolCallStarted:
-        status = args.get("status")
-        return ToolCallStarted(
-            args["call_id"],
-            args.get("name", ""),
-            ToolKind(args.get("kind", "other")),
-            args.get("input"),
-            None if status is None else ToolCallStatus(status),
-            list(args.get("content") or []),
-            list(args.get("locations") or []),
-            args.get("raw_output"),
-        )
-    if cls in (ToolCallProgress, ToolCallCompleted):
-        kind = args.get("kind")
-        title: Optional[str] = args.get("title")
-        changed_kind = None if kind is None else ToolKind(kind)
-        locations: Optional[List[Dict[str, Any]]] = args.get("locations")
-        if cls is ToolCallCompleted:
-            return ToolCallCompleted(
-                args["call_id"],
-                list(args.get("output", [])),
-                bool(args.get("is_error", False)),
-                title=title,
-                kind=changed_kind,
-                locations=locations,
-                raw_input=args.get("raw_input"),
-                raw_output=args.get("raw_output"),
-            )
-        status = args.get("status")
-        return ToolCallProgress(
-            args["call_id"],
-            None if status is None else ToolCallStatus(status),
-            args.get("content"),
-            title=title,
-            kind=changed_kind,
-            locations=locations,
-            raw_input=args.get("raw_input"),
-            raw_output=args.get("raw_output"),
-        )
+        extras = _tool_extras(args)
+        extras["kind"] = extras.get("kind", ToolKind.OTHER)
+        return ToolCallStarted(args["call_id"], args.get("name", ""), input=args.get("input"), **extras)
+    if cls is ToolCallCompleted:
+        extras = _tool_extras({k: v for k, v in args.items() if k != "content"})
+        return ToolCallCompleted(args["call_id"], list(args.get("output", [])), bool(args.get("is_error", False)), **extras)
+    if cls is ContextMeasured:
+        cost = args.get("cost")
+        return ContextMeasured(args.get("used", 0), args.get("size", 0), None if cost is None else Cost.from_json(cost))
+    if cls is PlanUpdated:
+        return PlanUpdated(Plan.from_json(args.get("plan", {})))
+    if cls is ToolCallProgress:
+        return ToolCallProgress(args["call_id"], **_tool_extras(args))
     result: EventKind = cls(**args)
     return result
 

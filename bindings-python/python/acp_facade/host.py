@@ -10,11 +10,15 @@ objects. Optional ``async def`` methods switch the matching ACP capability on wh
   ``requires_authentication`` + ``authenticate`` (``authMethods``, ``authenticate``), and
   ``logout`` (``auth.logout``);
 - on a live session: ``shutdown`` (graceful ``session/close``), ``compact`` (``/compact``),
-  ``config_options`` + ``set_config_option`` (``session/set_config_option`` and modes).
+  ``config_options`` + ``set_config_option`` (``session/set_config_option`` and modes),
+  ``submit_prompt`` (the whole :class:`acp_facade.Prompt` — slash command and ``_meta`` included —
+  instead of ``submit``'s content), ``commands`` (host-defined slash commands) and ``set_control``
+  (the :class:`acp_facade.SessionControl` to change the session's mode, options and commands).
 
-Every host method must be ``async def`` (except the plain ``def`` ``auth_methods`` and
-``requires_authentication``); a plain ``def`` is a ``TypeError`` when the agent is
-built (or, for a live session, when it is returned). Raise :class:`acp_facade.AcpError` (or a
+Every host method must be ``async def`` (except the plain ``def`` ``auth_methods``,
+``requires_authentication``, ``commands`` and ``set_control``); a plain ``def`` is a ``TypeError``
+when the agent is built (or, for a live session, when it is returned), and so is an ``async def``
+where a plain one is expected. Raise :class:`acp_facade.AcpError` (or a
 subclass) to answer with its code; any other exception answers ``-32603`` with its text. A live
 session publishes its events to its :attr:`LiveSession.events` hub; the core correlates and
 translates them (see the Rust ``acp_facade::host`` docs for the contract of each method).
@@ -29,7 +33,10 @@ from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
 from . import _native
 from ._bridge import DONE, dispatcher
 from .client import Client, ClientCapabilities
+from .acp import AvailableCommand, McpServer, Meta, mcp_server_from_json
+from .control import SessionControl
 from .harness import ContentBlock, Event, GateResponse
+from .prompt import Prompt
 
 __all__ = [
     "AuthMethod",
@@ -51,12 +58,15 @@ MODE_CONFIG_ID = "mode"
 
 @dataclass
 class Setup:
-    """The validated setup of a session: absolute, canonical ``cwd``, extra roots, MCP servers,
-    and the session's handle on the client (:attr:`client`)."""
+    """The validated setup of a session: absolute, canonical ``cwd``, extra roots, the MCP servers
+    the client asked for (only of transports the agent advertises: stdio always, http and sse per
+    ``Options.mcp_capabilities``), the request's ``meta`` (ACP ``_meta``), and the session's handle
+    on the client (:attr:`client`)."""
 
     cwd: str
     additional_directories: List[str] = field(default_factory=list)
-    mcp_servers: List[Dict[str, Any]] = field(default_factory=list)
+    mcp_servers: List[McpServer] = field(default_factory=list)
+    meta: Optional[Meta] = None
     client: Optional[Client] = field(default=None, compare=False)
     """The session's handle on the client: read and write files through the editor, run commands
     in its terminals, ask the user. Keep it with the session; it works once the session is
@@ -77,7 +87,8 @@ class Setup:
         return cls(
             data["cwd"],
             list(data.get("additionalDirectories", [])),
-            list(data.get("mcpServers", [])),
+            [mcp_server_from_json(s) for s in data.get("mcpServers", [])],
+            data.get("meta"),
             None if client is None else Client(client),
         )
 
@@ -240,6 +251,15 @@ class LiveSession:
     """A session the host is running. Subclass it and implement the ``async def`` methods.
 
     ``id`` becomes the ACP ``sessionId``; ``events`` is the hub the session publishes to.
+
+    Optional, besides those the module doc lists: ``async def submit_prompt(self, prompt)`` is
+    called instead of ``submit`` with the whole :class:`acp_facade.Prompt` (typed content, the
+    slash command it invokes, the request's ``_meta``); ``def commands(self)`` returns the
+    :class:`acp_facade.AvailableCommand` list the session starts with (read once, when the session
+    is returned; advertised beside ``compact`` from its first prompt on; a prompt ``/name input``
+    naming one reaches ``submit_prompt`` with ``prompt.command`` set); ``def set_control(self,
+    control)`` receives the session's :class:`acp_facade.SessionControl` once the facade serves it
+    (it must not block).
     """
 
     def __init__(self, id: str, events: Optional[EventHub] = None) -> None:
@@ -284,6 +304,8 @@ class SessionHost:
 
 _HOST_OPTIONAL = ("load_session", "resume_session", "list_sessions", "delete_session")
 _LIVE_REQUIRED = ("submit", "interrupt", "respond_gate")
+_LIVE_ASYNC = (*_LIVE_REQUIRED, "shutdown", "compact", "config_options", "set_config_option", "submit_prompt")
+_LIVE_SYNC = ("commands", "set_control")
 
 
 def require_async(obj: object, names: Sequence[str], what: str) -> None:
@@ -292,6 +314,20 @@ def require_async(obj: object, names: Sequence[str], what: str) -> None:
         method = getattr(obj, name, None)
         if method is not None and not inspect.iscoroutinefunction(method):
             raise TypeError(f"{what}.{name} must be an `async def` method, not a plain function")
+
+
+def require_sync(obj: object, names: Sequence[str], what: str) -> None:
+    """Raises ``TypeError`` if a method in ``names`` that ``obj`` has is ``async def``."""
+    for name in names:
+        method = getattr(obj, name, None)
+        if method is not None and inspect.iscoroutinefunction(method):
+            raise TypeError(f"{what}.{name} must be a plain `def` method, not `async def`")
+
+
+def commands_json(commands: Sequence[Any]) -> List[Any]:
+    """Slash commands (:class:`acp_facade.AvailableCommand` or their wire form) as the native
+    module takes them."""
+    return [c.to_json() if isinstance(c, AvailableCommand) else c for c in commands]
 
 
 def host_capabilities(host: object) -> Dict[str, bool]:
@@ -309,10 +345,7 @@ def host_auth(host: object) -> Optional[Tuple[List[Dict[str, Any]], bool]]:
     if not callable(getattr(host, "authenticate", None)):
         return None
     name = type(host).__name__
-    for sync in ("auth_methods", "requires_authentication"):
-        method = getattr(host, sync, None)
-        if method is not None and inspect.iscoroutinefunction(method):
-            raise TypeError(f"{name}.{sync} must be a plain `def` method, not `async def`")
+    require_sync(host, ("auth_methods", "requires_authentication"), name)
     auth_methods = getattr(host, "auth_methods", None)
     methods: List[Dict[str, Any]] = []
     for method in auth_methods() if callable(auth_methods) else []:
@@ -324,12 +357,13 @@ def host_auth(host: object) -> Optional[Tuple[List[Dict[str, Any]], bool]]:
     return (methods, callable(getattr(host, "logout", None)))
 
 
-def _live(session: LiveSession) -> Tuple[str, Any, Any, Tuple[bool, bool, bool]]:
+def _live(session: LiveSession) -> Tuple[str, Any, Any, Tuple[bool, bool, bool, bool, bool], List[Any]]:
     name = type(session).__name__
     for required in _LIVE_REQUIRED:
         if not callable(getattr(session, required, None)):
             raise TypeError(f"{name} has no `{required}` method")
-    require_async(session, (*_LIVE_REQUIRED, "shutdown", "compact", "config_options", "set_config_option"), name)
+    require_async(session, _LIVE_ASYNC, name)
+    require_sync(session, _LIVE_SYNC, name)
     events = getattr(session, "events", None)
     if not isinstance(events, EventHub):
         raise TypeError(f"{name}.events must be an acp_facade.EventHub")
@@ -337,8 +371,12 @@ def _live(session: LiveSession) -> Tuple[str, Any, Any, Tuple[bool, bool, bool]]
         callable(getattr(session, "shutdown", None)),
         callable(getattr(session, "compact", None)),
         callable(getattr(session, "config_options", None)) and callable(getattr(session, "set_config_option", None)),
+        callable(getattr(session, "submit_prompt", None)),
+        callable(getattr(session, "set_control", None)),
     )
-    return (str(session.id), events._native, _LiveAdapter(session), caps)
+    commands = getattr(session, "commands", None)
+    listed = commands_json(commands()) if callable(commands) else []
+    return (str(session.id), events._native, _LiveAdapter(session), caps, listed)
 
 
 class _LiveAdapter:
@@ -351,6 +389,12 @@ class _LiveAdapter:
 
     async def submit(self, prompt: List[ContentBlock]) -> str:
         return str(await self._s.submit(prompt))
+
+    async def submit_prompt(self, prompt: Dict[str, Any]) -> str:
+        return str(await self._s.submit_prompt(Prompt.from_json(prompt)))
+
+    def set_control(self, control: Any) -> None:
+        self._s.set_control(SessionControl(control))
 
     async def interrupt(self) -> None:
         await self._s.interrupt()

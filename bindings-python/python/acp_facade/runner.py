@@ -6,7 +6,8 @@
 further product code.
 
 A turn runner defines ``async def run_turn(self, turn)`` and may define
-``config_options(self) -> list[ConfigOption]`` (read once, when the runner is built),
+``config_options(self) -> list[ConfigOption]`` and ``commands(self) -> list[AvailableCommand]``
+(host-defined slash commands every session starts with; both read once, when the runner is built),
 ``title(self, first_prompt) -> str | None`` and ``async def compact(self, session_id)`` (its
 presence switches ``/compact`` on).
 """
@@ -15,15 +16,29 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence, Union
 
 from . import _native
 from ._bridge import DONE, dispatcher
 from .client import Client, ClientCapabilities, ElicitationSchema
+from .acp import (
+    AvailableCommand,
+    Cost,
+    McpServer,
+    Meta,
+    Plan,
+    PromptBlock,
+    ToolCallContent,
+    ToolCallLocation,
+    mcp_server_from_json,
+    prompt_block_from_json,
+    tool_content_json,
+)
 from .harness import ApprovalAction, ContentBlock, StopReason, ToolCallStatus, ToolKind, plain_text
-from .host import ConfigOption
+from .host import ConfigOption, commands_json
+from .prompt import SlashCommand
 
 if TYPE_CHECKING:
     from .agent import Agent, Options
@@ -36,7 +51,6 @@ __all__ = [
     "Reply",
     "Runner",
     "SqliteStore",
-    "ToolCallSpec",
     "Turn",
     "TurnRunner",
 ]
@@ -105,50 +119,38 @@ class PermissionAnswer:
         return cls(kind)
 
 
-@dataclass
-class ToolCallSpec:
-    """A tool call to announce with :meth:`Turn.start_tool`: everything but its id.
-
-    ``content`` items are content blocks, diffs (:func:`acp_facade.diff`) and terminals
-    (:attr:`acp_facade.Terminal.content`); ``locations`` are :func:`acp_facade.location` dicts.
-    """
-
-    title: str
-    kind: ToolKind = ToolKind.OTHER
-    status: ToolCallStatus = ToolCallStatus.PENDING
-    content: List[Any] = field(default_factory=list)
-    locations: List[Dict[str, Any]] = field(default_factory=list)
-    raw_input: Any = None
-    raw_output: Any = None
-
-    def to_json(self) -> Dict[str, Any]:
-        """The core's JSON form (ACP's field names)."""
-        out: Dict[str, Any] = {
-            "title": self.title,
-            "kind": _value(self.kind),
-            "status": _value(self.status),
-            "content": [_content(c) for c in self.content],
-            "locations": list(self.locations),
-            "rawInput": self.raw_input,
-        }
-        if self.raw_output is not None:
-            out["rawOutput"] = self.raw_output
-        return out
-
-
-def _content(item: Any) -> Any:
-    """A tool-call content item in its JSON form (a :class:`Terminal` becomes its content)."""
-    content = getattr(item, "content", None)
-    if isinstance(content, dict) and content.get("type") == "terminal":
-        return content
-    return item
-
-
-_UNCHANGED: Any = object()
 
 
 def _value(v: Any) -> Any:
     return v.value if isinstance(v, Enum) else v
+
+
+def _tool_fields(
+    title: Optional[str],
+    kind: Any,
+    status: Any,
+    content: Optional[Sequence[ToolCallContent]],
+    locations: Optional[Sequence[Union[ToolCallLocation, Dict[str, Any]]]],
+    raw_input: Any,
+    raw_output: Any,
+) -> Dict[str, Any]:
+    """A tool call's fields in ACP's wire form, only those given."""
+    fields: Dict[str, Any] = {}
+    if title is not None:
+        fields["title"] = title
+    if kind is not None:
+        fields["kind"] = _value(kind)
+    if status is not None:
+        fields["status"] = _value(status)
+    if content is not None:
+        fields["content"] = [tool_content_json(c) for c in content]
+    if locations is not None:
+        fields["locations"] = [loc if isinstance(loc, dict) else loc.to_json() for loc in locations]
+    if raw_input is not None:
+        fields["rawInput"] = raw_input
+    if raw_output is not None:
+        fields["rawOutput"] = raw_output
+    return fields
 
 
 class Turn:
@@ -178,10 +180,31 @@ class Turn:
         """The session's working directory."""
         return str(self._n.cwd)
 
-    def prompt(self) -> List[ContentBlock]:
-        """The prompt's content blocks, in their ACP wire form."""
-        blocks: List[ContentBlock] = self._n.prompt()
-        return blocks
+    def prompt(self) -> List[PromptBlock]:
+        """The prompt's content blocks, typed, as the client sent them: text and resource links
+        always; images, audio and embedded resources when the agent advertises them
+        (``Options.prompt_capabilities``, checked before the turn starts)."""
+        return [prompt_block_from_json(b) for b in self._n.prompt()]
+
+    @property
+    def command(self) -> Optional[SlashCommand]:
+        """The host-defined slash command this prompt invokes (``/name input``, see
+        ``TurnRunner.commands``), if any."""
+        command = self._n.command
+        return None if command is None else SlashCommand.from_json(command)
+
+    @property
+    def meta(self) -> Optional[Meta]:
+        """The ``session/prompt`` request's ``_meta`` (e.g. a W3C ``traceparent``), as the client
+        sent it."""
+        meta: Optional[Meta] = self._n.meta
+        return meta
+
+    @property
+    def mcp_servers(self) -> List[McpServer]:
+        """The MCP servers the session was given (by the ``session/new``, ``load`` or ``resume``
+        that opened it), in order."""
+        return [mcp_server_from_json(s) for s in self._n.mcp_servers]
 
     def prompt_text(self) -> str:
         """The prompt's text blocks, concatenated."""
@@ -235,6 +258,43 @@ class Turn:
         """Finishes a tool call as failed (``tool_call_update``, status failed)."""
         await dispatcher.wait(self._n.finish_tool_call, call_id, list(output), True)
 
+    async def start_tool(
+        self,
+        title: str,
+        *,
+        kind: Union[ToolKind, str, None] = None,
+        status: Union[ToolCallStatus, str, None] = None,
+        content: Optional[Sequence[ToolCallContent]] = None,
+        locations: Optional[Sequence[Union[ToolCallLocation, Dict[str, Any]]]] = None,
+        raw_input: Any = None,
+        raw_output: Any = None,
+    ) -> str:
+        """Announces a tool call (``tool_call``) with any of its fields: ``kind`` (``other`` when
+        absent), ``status`` (``pending``), ``content`` (content blocks, :class:`Diff`,
+        :class:`TerminalContent` or a :class:`Terminal`'s ``content``), ``locations``, ``raw_input``, ``raw_output``; returns its id. A call
+        finished with :meth:`update_tool` is replayed by ``session/load`` as it ended."""
+        fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
+        result: str = await dispatcher.wait(self._n.start_tool, fields)
+        return result
+
+    async def update_tool(
+        self,
+        call_id: str,
+        *,
+        title: Optional[str] = None,
+        kind: Union[ToolKind, str, None] = None,
+        status: Union[ToolCallStatus, str, None] = None,
+        content: Optional[Sequence[ToolCallContent]] = None,
+        locations: Optional[Sequence[Union[ToolCallLocation, Dict[str, Any]]]] = None,
+        raw_input: Any = None,
+        raw_output: Any = None,
+    ) -> None:
+        """Changes any subset of a tool call's fields (``tool_call_update``): each one given
+        replaces the call's (``content`` and ``locations`` as whole lists); a ``status`` of
+        ``completed`` or ``failed`` finishes the call."""
+        fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
+        await dispatcher.wait(self._n.update_tool, call_id, fields)
+
     async def request_permission(
         self, call_id: str, title: str, controls: Sequence[ApprovalAction] = _ALL_CONTROLS
     ) -> Permission:
@@ -284,43 +344,6 @@ class Turn:
         )
         return PermissionAnswer._from_native(answer)
 
-    async def start_tool(self, spec: ToolCallSpec) -> str:
-        """Announces a tool call (``tool_call``) with everything in ``spec``; returns its id."""
-        result: str = await dispatcher.wait(self._n.start_tool, spec.to_json())
-        return result
-
-    async def update_tool(
-        self,
-        call_id: str,
-        *,
-        title: Optional[str] = None,
-        kind: Optional[ToolKind] = None,
-        status: Optional[ToolCallStatus] = None,
-        content: Optional[Sequence[Any]] = None,
-        locations: Optional[Sequence[Dict[str, Any]]] = None,
-        raw_input: Any = _UNCHANGED,
-        raw_output: Any = _UNCHANGED,
-    ) -> None:
-        """Changes a tool call (``tool_call_update``): every argument given replaces the call's
-        (``content`` and ``locations`` as whole lists). A status of ``completed`` or ``failed``
-        finishes the call: it is recorded as it ended, and ``session/load`` replays it so."""
-        fields: Dict[str, Any] = {}
-        if title is not None:
-            fields["title"] = title
-        if kind is not None:
-            fields["kind"] = _value(kind)
-        if status is not None:
-            fields["status"] = _value(status)
-        if content is not None:
-            fields["content"] = [_content(c) for c in content]
-        if locations is not None:
-            fields["locations"] = list(locations)
-        if raw_input is not _UNCHANGED:
-            fields["rawInput"] = raw_input
-        if raw_output is not _UNCHANGED:
-            fields["rawOutput"] = raw_output
-        await dispatcher.wait(self._n.update_tool, call_id, fields)
-
     @property
     def client(self) -> Client:
         """The turn's handle on the client: read and write files through the editor, run
@@ -334,9 +357,42 @@ class Turn:
         """What the client advertised (``fs``, ``terminal``, ``elicitation``, ``_meta``)."""
         return ClientCapabilities(**self._n.client_capabilities())
 
-    async def usage(self, used: int, size: int) -> None:
-        """Reports context usage; closes the current step first (``usage_update``)."""
-        await dispatcher.wait(self._n.usage, used, size)
+    async def usage(self, used: int, size: int, cost: Optional[Cost] = None) -> None:
+        """Reports context usage, with the session's cumulative ``cost`` when known; closes the
+        current step first (``usage_update``)."""
+        if cost is None:
+            await dispatcher.wait(self._n.usage, used, size)
+        else:
+            await dispatcher.wait(self._n.usage_with_cost, used, size, cost)
+
+    async def plan(self, plan: Plan) -> None:
+        """Sends the turn's plan (``plan``): every entry with its current status. Each plan
+        replaces the one before at the client; send it again, whole, as entries progress.
+        ``session/load`` replays the session's latest plan."""
+        await dispatcher.wait(self._n.plan, plan)
+
+    async def set_response_meta(self, meta: Meta) -> None:
+        """Sets the ``_meta`` of the prompt's response, whatever the turn's outcome (the last
+        call counts)."""
+        await dispatcher.wait(self._n.set_response_meta, meta)
+
+    async def set_mode(self, mode_id: str) -> None:
+        """Switches the session to mode ``mode_id`` (the config option ``mode``), as if the client
+        had asked: the client gets ``current_mode_update`` then ``config_option_update``, before
+        the prompt's response; the current mode changes nothing; an unknown one raises
+        :class:`acp_facade.InvalidParams` and changes nothing."""
+        await dispatcher.wait(self._n.set_mode, mode_id)
+
+    async def set_config_option(self, config_id: str, value: str) -> List[Dict[str, Any]]:
+        """Sets the select option ``config_id`` to ``value``, as if the client had asked (see
+        :meth:`set_mode`); returns the complete state the client now has, as ACP config options."""
+        options: List[Dict[str, Any]] = await dispatcher.wait(self._n.set_config_option, config_id, value)
+        return options
+
+    async def set_commands(self, commands: Sequence[Union[AvailableCommand, Dict[str, Any]]]) -> None:
+        """Replaces the session's host-defined slash commands (advertised at once once the
+        session's first prompt advertised them)."""
+        await dispatcher.wait(self._n.set_commands, commands_json(commands))
 
     async def end_step(self) -> None:
         """Closes the current step, if it has content."""
@@ -349,7 +405,8 @@ class Turn:
 class TurnRunner:
     """What a product writes: how one turn runs. Subclass it and define ``run_turn``.
 
-    Optional: ``config_options()``, ``title(first_prompt)`` and ``async def compact(session_id)``.
+    Optional: ``config_options()``, ``commands()``, ``title(first_prompt)`` and
+    ``async def compact(session_id)``.
     """
 
     async def run_turn(self, turn: Turn) -> Union[StopReason, str, None]:
@@ -401,6 +458,7 @@ class Runner:
         config_options = getattr(turn_runner, "config_options", None)
         if config_options is not None:
             options = [o.to_json() if isinstance(o, ConfigOption) else o for o in config_options()]
+        commands = getattr(turn_runner, "commands", None)
         self.turn_runner = turn_runner
         self._native = _native.Runner(
             store,
@@ -408,6 +466,7 @@ class Runner:
             options,
             callable(getattr(turn_runner, "title", None)),
             callable(getattr(turn_runner, "compact", None)),
+            commands_json(commands()) if callable(commands) else [],
         )
 
     def options(self) -> "Options":

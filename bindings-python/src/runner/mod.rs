@@ -14,7 +14,7 @@ pub mod turn;
 use std::sync::Arc;
 
 use acp_facade::Error;
-use acp_facade::acp::{SessionConfigOption, StopReason};
+use acp_facade::acp::{AvailableCommand, SessionConfigOption, StopReason};
 use acp_facade::runner::{Runner, RunnerSession, Store, Turn, TurnRunner};
 use async_trait::async_trait;
 use postgres::PyPostgresStore;
@@ -36,15 +36,17 @@ pub struct PyRunner {
 
 #[pymethods]
 impl PyRunner {
-    /// `adapter` is the package's turn-runner adapter; `config_options`, `has_title` and
-    /// `compaction` describe the product's turn runner (read once, here).
+    /// `adapter` is the package's turn-runner adapter; `config_options`, `has_title`,
+    /// `compaction` and `commands` describe the product's turn runner (read once, here).
     #[new]
+    #[pyo3(signature = (store, adapter, config_options, has_title, compaction, commands=None))]
     fn new(
         store: &Bound<'_, PyAny>,
         adapter: Py<PyAny>,
         config_options: &Bound<'_, PyAny>,
         has_title: bool,
         compaction: bool,
+        commands: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let store: Arc<dyn Store> = if let Ok(s) = store.cast::<PySqliteStore>() {
             s.get().store.clone()
@@ -57,7 +59,8 @@ impl PyRunner {
         };
         let config: Vec<SessionConfigOption> = extract(config_options, "config options")?;
         let config_ids = config.iter().map(|o| o.id.0.to_string()).collect();
-        let turns = PyTurnRunner { target: Arc::new(adapter), config, config_ids, has_title, compaction };
+        let commands: Vec<AvailableCommand> = commands.map(|c| extract(c, "commands")).transpose()?.unwrap_or_default();
+        let turns = PyTurnRunner { target: Arc::new(adapter), config, config_ids, has_title, compaction, commands };
         Ok(Self { runner: Runner::new(store, Arc::new(turns)) })
     }
 
@@ -80,6 +83,8 @@ struct PyTurnRunner {
     config_ids: Vec<String>,
     has_title: bool,
     compaction: bool,
+    /// The host-defined slash commands every session starts with.
+    commands: Vec<AvailableCommand>,
 }
 
 #[async_trait]
@@ -90,6 +95,10 @@ impl TurnRunner for PyTurnRunner {
 
     fn config_options(&self) -> Vec<SessionConfigOption> {
         self.config.clone()
+    }
+
+    fn commands(&self) -> Vec<AvailableCommand> {
+        self.commands.clone()
     }
 
     fn title(&self, first_prompt: &str) -> Option<String> {

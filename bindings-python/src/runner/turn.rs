@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use acp_facade::Error;
-use acp_facade::acp::{ContentBlock, ErrorCode, StopReason};
+use acp_facade::acp::{ContentBlock, ErrorCode, McpServer, Meta, StopReason};
 use acp_facade::client::Client;
-use acp_facade::harness::{ApprovalAction, ToolCallId};
+use acp_facade::harness::{ApprovalAction, SlashCommand, ToolCallId};
 use acp_facade::runner::ops::{self, PermissionRequest, Reply, TurnEnded, TurnOp, TurnOps};
-use acp_facade::runner::{PermissionAnswer, Reply as UserReply, ToolCallSpec, Turn, tool_call_fields};
+use acp_facade::runner::{PermissionAnswer, Reply as UserReply, ToolCallFields, Turn};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +52,9 @@ pub(crate) async fn run(target: &Target, turn: &Turn, config_ids: &[String]) -> 
         prompt: turn.prompt().to_vec(),
         client: turn.client().clone(),
         config: config_ids.iter().filter_map(|id| turn.config_value(id).map(|v| (id.clone(), v))).collect(),
+        command: turn.command().cloned(),
+        meta: turn.meta().cloned(),
+        mcp_servers: turn.mcp_servers().to_vec(),
     };
     let mut call = bridge::call(target, "run_turn", move |py| args(py, (Bound::new(py, handle)?,)), stop_reason);
     // Operations queued before the coroutine returned still belong to the turn.
@@ -91,6 +94,15 @@ fn applied(future: u64) -> Reply<()> {
     answer(future, |py, ()| Ok(py.None().into_bound(py)))
 }
 
+/// A reply that completes the Python future `future` with an operation's value as plain data, or
+/// raises its error (the matching `AcpError`).
+fn outcome<T: serde::Serialize + Send + 'static>(future: u64) -> Reply<Result<T, Error>> {
+    answer(future, |py, outcome: Result<T, Error>| match outcome {
+        Ok(value) => encode(py, &value),
+        Err(error) => Err(crate::error::to_py_err(py, &error)),
+    })
+}
+
 /// The native half of a running turn (wrapped by `acp_facade.Turn`).
 #[pyclass(name = "Turn", module = "acp_facade._native", frozen)]
 pub struct PyTurn {
@@ -105,6 +117,9 @@ pub struct PyTurn {
     /// The core turn's handle on the client (cancelled with the turn, ordered after its events).
     client: Client,
     config: HashMap<String, String>,
+    command: Option<SlashCommand>,
+    meta: Option<Meta>,
+    mcp_servers: Vec<McpServer>,
 }
 
 /// How the user answered a question of the turn, as `(kind, value)`: `("answered", value)`,
@@ -205,6 +220,21 @@ impl PyTurn {
         self.push_then(op, future)
     }
 
+    /// Announces a tool call with any of its fields (ACP's wire form; `title` required).
+    fn start_tool(&self, fields: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let fields: ToolCallFields = extract(fields, "tool call")?;
+        let spec = Box::new(fields.into_spec().map_err(pyo3::exceptions::PyValueError::new_err)?);
+        let reply = answer(future, |py, id: ToolCallId| Ok(pyo3::types::PyString::new(py, id.as_str()).into_any()));
+        self.push(TurnOp::StartTool { spec, reply }).map(|_| ())
+    }
+
+    /// Changes any subset of a tool call's fields (ACP's wire form).
+    fn update_tool(&self, call_id: String, fields: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let fields: ToolCallFields = extract(fields, "tool call update")?;
+        let fields = Box::new(fields.into_update());
+        self.push_then(TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields }, future)
+    }
+
     fn request_permission(
         &self,
         call_id: String,
@@ -253,20 +283,6 @@ impl PyTurn {
         let request = Box::new(PermissionRequest { call_id: ToolCallId::new(call_id), title, controls, options });
         self.push(TurnOp::RequestPermissionWithOptions { request, reply: answer(future, permission_answer) })
             .map(|_| ())
-    }
-
-    /// Announces a tool call from its JSON form (see the core's `ToolCallSpec`).
-    fn start_tool(&self, spec: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
-        let spec: Box<ToolCallSpec> = Box::new(extract(spec, "tool call")?);
-        let reply = answer(future, |py, id: ToolCallId| Ok(pyo3::types::PyString::new(py, id.as_str()).into_any()));
-        self.push(TurnOp::StartTool { spec, reply }).map(|_| ())
-    }
-
-    /// Changes a tool call: `fields` in their JSON form (see the core's `tool_call_fields`).
-    fn update_tool(&self, call_id: String, fields: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
-        let fields = tool_call_fields(crate::harness::py_to_json(fields)?)
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid tool call fields: {e}")))?;
-        self.push_then(TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields: Box::new(fields) }, future)
     }
 
     /// The turn's handle on the client.
@@ -327,5 +343,55 @@ impl PyTurn {
 
     fn step_text(&self) -> String {
         self.step().clone()
+    }
+
+    // ---- The rich turn: what the prompt carries beside its content, plans, the response's
+    // `_meta`, costs, and the session's own changes. ----
+
+    /// The host-defined slash command the prompt invokes, `{"name", "input"}`, or `None`.
+    #[getter]
+    fn command<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        encode(py, &self.command)
+    }
+
+    /// The prompt request's `_meta`, or `None`.
+    #[getter]
+    fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        encode(py, &self.meta)
+    }
+
+    /// The session's MCP servers, in their ACP JSON form.
+    #[getter]
+    fn mcp_servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        encode(py, &self.mcp_servers)
+    }
+
+    fn plan(&self, plan: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let plan = Box::new(extract(plan, "plan")?);
+        self.push_then(TurnOp::Plan(plan), future)
+    }
+
+    fn set_response_meta(&self, meta: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let meta = Box::new(extract(meta, "_meta")?);
+        self.push_then(TurnOp::ResponseMeta(meta), future)
+    }
+
+    fn usage_with_cost(&self, used: u64, size: u64, cost: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let cost = Box::new(extract(cost, "cost")?);
+        self.step().clear();
+        self.push_then(TurnOp::UsageWithCost { used, size, cost }, future)
+    }
+
+    fn set_mode(&self, mode_id: String, future: u64) -> PyResult<()> {
+        self.push(TurnOp::SetMode { mode_id, reply: outcome(future) }).map(|_| ())
+    }
+
+    fn set_config_option(&self, config_id: String, value: String, future: u64) -> PyResult<()> {
+        self.push(TurnOp::SetConfigOption { config_id, value, reply: outcome(future) }).map(|_| ())
+    }
+
+    fn set_commands(&self, commands: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+        let commands = extract(commands, "commands")?;
+        self.push(TurnOp::SetCommands { commands, reply: outcome(future) }).map(|_| ())
     }
 }

@@ -42,6 +42,7 @@ pub mod session;
 pub mod sqlite;
 pub mod store;
 pub mod tool_calls;
+mod tool_fields;
 mod tool_state;
 pub mod turn;
 mod turn_control;
@@ -58,7 +59,8 @@ pub use session::RunnerSession;
 pub use sqlite::SqliteStore;
 pub use store::{Claim, MemoryStore, SessionRecord, Store, StoreError, StoreErrorKind};
 pub use tool_calls::{ToolCallBuilder, ToolCallUpdateBuilder};
-pub use tool_state::{ToolCallSpec, tool_call_fields};
+pub use tool_fields::ToolCallFields;
+pub use tool_state::ToolCallSpec;
 pub use turn::{Permission, Turn};
 
 use crate::acp::{AvailableCommand, SessionConfigOption, SessionId, StopReason};

@@ -37,6 +37,12 @@
 //! of calls in flight while it streams. A call is cancelled with the turn, like every call of the
 //! turn's handle; one still in flight when the turn ends without being cancelled is answered as it
 //! would have been.
+//!
+//! ## Operations that can fail
+//!
+//! An operation that can fail (the agent-initiated changes: [`TurnOp::SetMode`],
+//! [`TurnOp::SetConfigOption`], [`TurnOp::SetCommands`]) answers its `Result`, and the binding
+//! raises or rejects with the error.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -49,10 +55,11 @@ use super::gates::{PermissionAnswer, Reply as UserReply};
 use super::tool_state::ToolCallSpec;
 use super::turn::{Permission, Turn};
 use crate::acp::{
-    ContentBlock, ElicitationId, ElicitationSchema, EnvVariable, PermissionOption, TerminalExitStatus,
-    TerminalOutputResponse, ToolCallStatus, ToolCallUpdateFields, ToolKind,
+    AvailableCommand, ContentBlock, Cost, ElicitationId, ElicitationSchema, EnvVariable, Meta, PermissionOption, Plan,
+    SessionConfigOption, TerminalExitStatus, TerminalOutputResponse, ToolCallStatus, ToolCallUpdateFields, ToolKind,
 };
 use crate::client::{ClientError, ElicitationAnswer, Terminal, UrlElicitation};
+use crate::error::Error;
 use crate::harness::{ApprovalAction, ToolCallId};
 use crate::pace::{Backlog, Pace, Refused};
 
@@ -161,14 +168,50 @@ pub enum TurnOp {
         /// Answered with the choice.
         reply: Reply<PermissionAnswer>,
     },
-    /// [`Turn::start_tool`]; answers the new call's id.
+    /// [`Turn::plan`] (boxed: see the size note on [`TurnOp`]).
+    Plan(Box<Plan>),
+    /// [`Turn::set_response_meta`] (boxed: see the size note on [`TurnOp`]).
+    ResponseMeta(Box<Meta>),
+    /// [`Turn::usage_with_cost`].
+    UsageWithCost {
+        /// Tokens used.
+        used: u64,
+        /// The context window's size.
+        size: u64,
+        /// The session's cumulative cost (boxed: see the size note on [`TurnOp`]).
+        cost: Box<Cost>,
+    },
+    /// [`Turn::set_mode`]; answers whether the mode could be set.
+    SetMode {
+        /// The mode.
+        mode_id: String,
+        /// Answered with the outcome.
+        reply: Reply<Result<(), Error>>,
+    },
+    /// [`Turn::set_config_option`]; answers the complete state the client now has.
+    SetConfigOption {
+        /// The select option.
+        config_id: String,
+        /// Its new value.
+        value: String,
+        /// Answered with the outcome.
+        reply: Reply<Result<Vec<SessionConfigOption>, Error>>,
+    },
+    /// [`Turn::set_commands`]; answers whether the commands could be set.
+    SetCommands {
+        /// The session's host-defined slash commands, all of them.
+        commands: Vec<AvailableCommand>,
+        /// Answered with the outcome.
+        reply: Reply<Result<(), Error>>,
+    },
+    /// [`Turn::start_tool`]: a tool call with any of its fields; answers the new call's id.
     StartTool {
-        /// The call (boxed: see the size note on [`TurnOp`]).
+        /// What the call is announced with (boxed: see the size note on [`TurnOp`]).
         spec: Box<ToolCallSpec>,
         /// Answered with the call's id.
         reply: Reply<ToolCallId>,
     },
-    /// [`Turn::update_tool`].
+    /// [`Turn::update_tool`]: any subset of a tool call's fields.
     UpdateTool {
         /// The call.
         call_id: ToolCallId,
@@ -321,8 +364,6 @@ impl TurnOp {
                 let PermissionRequest { call_id, title, controls, options } = *request;
                 reply.send(turn.request_permission_with_options(&call_id, title, &controls, options).await);
             }
-            Self::StartTool { spec, reply } => reply.send(turn.start_tool(*spec).await),
-            Self::UpdateTool { call_id, fields } => turn.update_tool(&call_id, *fields).await,
             Self::ReadTextFile { request, reply } => {
                 let client = turn.client().clone();
                 let (path, line, limit) = *request;
@@ -360,6 +401,16 @@ impl TurnOp {
                 answer_later(reply, async move { client.release_terminals().await });
             }
             Self::Terminal { terminal, call } => call.start(terminal),
+            Self::Plan(plan) => turn.plan(*plan).await,
+            Self::ResponseMeta(meta) => turn.set_response_meta(*meta).await,
+            Self::UsageWithCost { used, size, cost } => turn.usage_with_cost(used, size, *cost).await,
+            Self::SetMode { mode_id, reply } => reply.send(turn.set_mode(&mode_id).await),
+            Self::SetConfigOption { config_id, value, reply } => {
+                reply.send(turn.set_config_option(&config_id, &value).await);
+            }
+            Self::SetCommands { commands, reply } => reply.send(turn.set_commands(commands).await),
+            Self::StartTool { spec, reply } => reply.send(turn.start_tool(*spec).await),
+            Self::UpdateTool { call_id, fields } => turn.update_tool(&call_id, *fields).await,
         }
     }
 }

@@ -2,14 +2,10 @@
 //! now, so that every change becomes the right event and a finished call is journaled as it
 //! ended (what `session/load` replays).
 //!
-//! A call and a change also have one JSON form, for the bindings' hosts ([`ToolCallSpec`]'s
-//! `Deserialize`, [`tool_call_fields`]): ACP's field names (`title`, `kind`, `status`, `content`,
-//! `locations`, `rawInput`, `rawOutput`), content items as ACP's tool-call content or bare
-//! content blocks.
+//! The JSON form the bindings' hosts write a call or a change in is [`ToolCallFields`](super::ToolCallFields)'s.
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::acp::{ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdateFields, ToolKind};
@@ -28,76 +24,23 @@ use crate::harness::{EventKind, ToolCallChanges, ToolCallDetails, ToolCallId, To
 ///     .diff("/work/src/main.rs", Some("old\n".into()), "new\n");
 /// assert_eq!(spec.locations.len(), 1);
 /// ```
-///
-/// Its JSON form (what the bindings' hosts write) uses ACP's names, every field but `title`
-/// optional; content items are ACP tool-call content or bare content blocks:
-///
-/// ```
-/// # use acp_facade::runner::ToolCallSpec;
-/// let spec: ToolCallSpec = serde_json::from_value(serde_json::json!({
-///     "title": "ls", "kind": "execute", "status": "in_progress",
-///     "content": [{"type": "text", "text": "listing"}, {"type": "terminal", "terminalId": "t1"}],
-///     "locations": [{"path": "/work", "line": 1}], "rawInput": {"cmd": "ls"},
-/// }))
-/// .unwrap();
-/// assert_eq!(spec.content.len(), 2);
-/// ```
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ToolCallSpec {
     /// Human-readable title.
     pub title: String,
     /// Kind of tool (picks the client's icon); `other` by default.
-    #[serde(default = "other")]
     pub kind: ToolKind,
     /// The status it starts in; `pending` by default.
-    #[serde(default = "pending")]
     pub status: ToolCallStatus,
     /// Content: content blocks, diffs, terminals.
-    #[serde(default, with = "crate::harness::tool_content::list")]
     pub content: Vec<ToolCallContent>,
     /// The files (and lines) it works on.
-    #[serde(default)]
     pub locations: Vec<ToolCallLocation>,
     /// Raw input (`rawInput`); `null` (left out on the wire) by default.
-    #[serde(default)]
     pub raw_input: Value,
     /// Raw output (`rawOutput`), if any yet.
-    #[serde(default)]
     pub raw_output: Option<Value>,
-}
-
-fn other() -> ToolKind {
-    ToolKind::Other
-}
-
-fn pending() -> ToolCallStatus {
-    ToolCallStatus::Pending
-}
-
-/// A change of a tool call from its JSON form (ACP's `ToolCallUpdateFields`, whose `content`
-/// items may also be bare content blocks, as in [`ToolCallSpec`]'s).
-///
-/// ```
-/// let fields = acp_facade::runner::tool_call_fields(serde_json::json!({
-///     "status": "completed", "content": [{"type": "text", "text": "done"}], "rawOutput": {"ok": true},
-/// }))
-/// .unwrap();
-/// assert_eq!(fields.content.map(|c| c.len()), Some(1));
-/// ```
-///
-/// # Errors
-///
-/// When `value` is not such an object.
-pub fn tool_call_fields(mut value: Value) -> Result<ToolCallUpdateFields, serde_json::Error> {
-    let content = match value.as_object_mut().and_then(|fields| fields.remove("content")) {
-        Some(Value::Null) | None => None,
-        Some(items) => Some(crate::harness::tool_content::list::deserialize(items)?),
-    };
-    let mut fields: ToolCallUpdateFields = serde_json::from_value(value)?;
-    fields.content = content;
-    Ok(fields)
 }
 
 impl ToolCallSpec {

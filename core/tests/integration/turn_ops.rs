@@ -10,13 +10,16 @@ use crate::common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use acp_facade::acp::{StopReason, ToolCallStatus, ToolKind};
+use acp_facade::acp::{
+    AvailableCommand, Cost, Meta, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionConfigOption,
+    SessionConfigSelectOption, StopReason, ToolCallStatus, ToolKind,
+};
 use acp_facade::error::{Error, ErrorExt};
 use acp_facade::harness::ApprovalAction;
 use acp_facade::harness::content::text_block;
 use acp_facade::pace::{HARD_LIMIT, HIGH_WATER, Pace, Refused};
 use acp_facade::runner::ops::{self, Reply, TurnEnded, TurnOp, TurnOps};
-use acp_facade::runner::{MemoryStore, Permission, Runner, Turn, TurnRunner};
+use acp_facade::runner::{MemoryStore, Permission, Runner, ToolCallFields, Turn, TurnRunner};
 use async_trait::async_trait;
 use common::{TestClient, chunk_texts, updates};
 use futures::executor::block_on;
@@ -59,10 +62,16 @@ impl Seen {
 struct HostThread {
     script: Script,
     seen: Arc<Seen>,
+    /// The sessions' config options.
+    options: Vec<SessionConfigOption>,
 }
 
 #[async_trait]
 impl TurnRunner for HostThread {
+    fn config_options(&self) -> Vec<SessionConfigOption> {
+        self.options.clone()
+    }
+
     async fn run_turn(&self, turn: &Turn) -> Result<StopReason, Error> {
         let (ops, queue) = ops::channel();
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -75,13 +84,18 @@ impl TurnRunner for HostThread {
 }
 
 async fn start(script: Script) -> (TestClient, String, Arc<Seen>) {
-    start_with(script, json!({})).await
+    start_with(script, json!({}), Vec::new()).await
 }
 
-/// Like [`start`], the client advertising `capabilities`.
-async fn start_with(script: Script, capabilities: Value) -> (TestClient, String, Arc<Seen>) {
+/// Like [`start`], the client advertising `capabilities` and the host offering `options`.
+async fn start_with(
+    script: Script,
+    capabilities: Value,
+    options: Vec<SessionConfigOption>,
+) -> (TestClient, String, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
-    let runner = Runner::new(Arc::new(MemoryStore::new()), Arc::new(HostThread { script, seen: seen.clone() }));
+    let host = HostThread { script, seen: seen.clone(), options };
+    let runner = Runner::new(Arc::new(MemoryStore::new()), Arc::new(host));
     let mut client = TestClient::start_agent(runner.agent(runner.options()));
     client.initialize_with(capabilities).await;
     let sid = client.new_session().await;
@@ -259,7 +273,7 @@ async fn client_calls_go_out_after_what_came_before_and_many_are_in_flight_at_on
         let _ = ops.push(TurnOp::Text("done".into())).unwrap();
         StopReason::EndTurn
     });
-    let (mut client, sid, seen) = start_with(script, json!({"fs": {"readTextFile": true}})).await;
+    let (mut client, sid, seen) = start_with(script, json!({"fs": {"readTextFile": true}}), Vec::new()).await;
     let id = client.prompt(&sid, "go").await;
     // Every read arrives before any is answered: they are in flight together.
     let mut reads = Vec::new();
@@ -309,7 +323,7 @@ async fn a_terminal_driven_through_the_queue_is_killed_and_released_once_when_th
         }
         StopReason::Cancelled
     });
-    let (mut client, sid, seen) = start_with(script, json!({"terminal": true})).await;
+    let (mut client, sid, seen) = start_with(script, json!({"terminal": true}), Vec::new()).await;
     let id = client.prompt(&sid, "go").await;
     let create = client.wait_for(|m| m["method"] == "terminal/create").await;
     client.respond(&create["id"], json!({"terminalId": "term-1"})).await;
@@ -322,6 +336,122 @@ async fn a_terminal_driven_through_the_queue_is_killed_and_released_once_when_th
         before.iter().filter_map(|m| m["method"].as_str()).filter(|m| *m != "session/update").collect();
     assert_eq!(calls, ["$/cancel_request", "terminal/kill", "terminal/release"], "{before:#?}");
     assert_eq!(seen.notes()[..2], ["cancelled".to_owned(), "released true".to_owned()]);
+}
+
+/// A reply's answer, waited for on the host thread.
+fn answered<T: Send + 'static>(ops: &TurnOps, make: impl FnOnce(Reply<T>) -> TurnOp) -> T {
+    let (reply, answer) = Reply::channel();
+    let _ = ops.push(make(reply)).unwrap();
+    block_on(answer).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rich_operations_reach_the_wire_in_order_and_changes_answer_their_outcome() {
+    let script: Script = Arc::new(|ops, seen| {
+        let entry = PlanEntry::new("step 1", PlanEntryPriority::High, PlanEntryStatus::InProgress);
+        let _ = ops.push(TurnOp::Plan(Box::new(Plan::new(vec![entry])))).unwrap();
+        let meta: Meta = serde_json::from_value(json!({"traceparent": "00-1-2-01"})).unwrap();
+        let _ = ops.push(TurnOp::ResponseMeta(Box::new(meta))).unwrap();
+        let changed = answered(&ops, |reply| TurnOp::SetMode { mode_id: "code".into(), reply });
+        seen.note(format!("mode {changed:?}"));
+        let unknown = answered(&ops, |reply| TurnOp::SetMode { mode_id: "yolo".into(), reply });
+        seen.note(format!("unknown {}", unknown.map_err(|e| i32::from(e.code)).unwrap_err()));
+        let state =
+            answered(&ops, |reply| TurnOp::SetConfigOption { config_id: "mode".into(), value: "ask".into(), reply });
+        seen.note(format!("options {}", state.unwrap().len()));
+        let commands = vec![AvailableCommand::new("shout", "Repeat in capitals")];
+        let set = answered(&ops, |reply| TurnOp::SetCommands { commands, reply });
+        seen.note(format!("commands {set:?}"));
+        let cost = Box::new(Cost::new(0.25, "EUR"));
+        let _ = ops.push(TurnOp::UsageWithCost { used: 10, size: 100, cost }).unwrap();
+        StopReason::EndTurn
+    });
+    let mode = SessionConfigOption::select(
+        "mode",
+        "Mode",
+        "ask",
+        vec![SessionConfigSelectOption::new("ask", "Ask"), SessionConfigSelectOption::new("code", "Code")],
+    );
+    let (mut client, sid, seen) = start_with(script, json!({}), vec![mode]).await;
+    let id = client.prompt(&sid, "go").await;
+    let (response, before) = client.response_with_preceding(&id).await;
+    assert_eq!(response["result"], json!({"stopReason": "end_turn", "_meta": {"traceparent": "00-1-2-01"}}));
+    let ups = updates(&before);
+    let kinds: Vec<&str> = ups.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "plan",
+            "current_mode_update",
+            "config_option_update",
+            "current_mode_update",
+            "config_option_update",
+            "available_commands_update",
+            "usage_update"
+        ]
+    );
+    assert_eq!(ups[0]["entries"], json!([{"content": "step 1", "priority": "high", "status": "in_progress"}]));
+    assert_eq!(ups[1]["currentModeId"], "code");
+    assert_eq!(ups[5]["availableCommands"], json!([{"name": "shout", "description": "Repeat in capitals"}]));
+    assert_eq!(ups[6]["cost"], json!({"amount": 0.25, "currency": "EUR"}));
+    assert_eq!(seen.notes(), ["mode Ok(())", "unknown -32602", "options 1", "commands Ok(())"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_calls_with_every_field_go_through_the_queue_from_their_wire_form() {
+    let script: Script = Arc::new(|ops, seen| {
+        let fields = |value: Value| serde_json::from_value::<ToolCallFields>(value).unwrap();
+        let spec = fields(json!({
+            "title": "edit a.rs", "kind": "edit", "status": "in_progress",
+            "locations": [{"path": "/w/a.rs", "line": 1}],
+            "content": [{"type": "text", "text": "bare"}, {"type": "diff", "path": "/w/a.rs", "oldText": "old\n", "newText": "new\n"}],
+            "rawInput": {"path": "a.rs"},
+        }))
+        .into_spec()
+        .unwrap();
+        let call = answered(&ops, |reply| TurnOp::StartTool { spec: Box::new(spec), reply });
+        seen.note(format!("call {call}"));
+        let update = fields(json!({"title": "edit b.rs", "locations": [{"path": "/w/b.rs"}]})).into_update();
+        let _ = ops.push(TurnOp::UpdateTool { call_id: call.clone(), fields: Box::new(update) }).unwrap();
+        let done = fields(json!({"status": "completed", "rawOutput": {"ok": true}})).into_update();
+        let _ = ops.push(TurnOp::UpdateTool { call_id: call, fields: Box::new(done) }).unwrap();
+        for (bad, why) in [
+            (json!({"kind": "edti"}), "unknown tool kind `edti`"),
+            (json!({"colour": "red"}), "unknown field `colour`"),
+            (json!({"locations": [{"line": 1}]}), "missing field `path`"),
+        ] {
+            let error = serde_json::from_value::<ToolCallFields>(bad).unwrap_err().to_string();
+            seen.note(if error.contains(why) { why.to_owned() } else { error });
+        }
+        seen.note(fields(json!({"kind": "edit"})).into_spec().unwrap_err());
+        StopReason::EndTurn
+    });
+    let (mut client, sid, seen) = start(script).await;
+    let id = client.prompt(&sid, "go").await;
+    let (response, before) = client.response_with_preceding(&id).await;
+    assert_eq!(stop_reason(&response), "end_turn");
+    let ups = updates(&before);
+    let call_id = ups[0]["toolCallId"].clone();
+    assert_eq!(
+        ups,
+        [
+            json!({
+                "sessionUpdate": "tool_call", "toolCallId": call_id, "title": "edit a.rs", "kind": "edit",
+                "status": "in_progress", "locations": [{"path": "/w/a.rs", "line": 1}],
+                "content": [
+                    {"type": "content", "content": {"type": "text", "text": "bare"}},
+                    {"type": "diff", "path": "/w/a.rs", "oldText": "old\n", "newText": "new\n"},
+                ],
+                "rawInput": {"path": "a.rs"},
+            }),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "title": "edit b.rs", "locations": [{"path": "/w/b.rs"}]}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed", "rawOutput": {"ok": true}}),
+        ]
+    );
+    assert_eq!(
+        seen.notes()[1..],
+        ["unknown tool kind `edti`", "unknown field `colour`", "missing field `path`", "a tool call needs a `title`"]
+    );
 }
 
 /// `Permission` names, as both bindings hand them out.

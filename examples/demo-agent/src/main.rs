@@ -4,15 +4,14 @@
 //! Its behaviour is fixed by `docs/DEMO.md` (the same in Rust, Python and Node): `stream N`,
 //! `think TEXT`, `tool NAME`, `sleep MS`, `ask QUESTION`, `fail`, `/compact`, the calls to the
 //! client `read PATH`, `write PATH TEXT`, `run CMD ARG…`, `open URL`, the tool call `edit PATH`,
-//! `plan N`, `switch MODE`, `mcp`, and anything else echoed word by word; a prompt's
-//! `_meta.traceparent` comes back in the response's `_meta`. Options: `--store PATH` (default: a
-//! file under the user's data directory; `:memory:` keeps nothing; a `postgres://` URL keeps them
-//! in `PostgreSQL`, shared by every process started with it), `--page-size N` (largest
-//! `session/list` page), `--auth` (every session method needs `authenticate` with `demo-login`
-//! first), `--help`, and `--rich`: advertise and serve the rich input of the contract (image,
-//! audio and embedded-resource prompts, a prompt's first block deciding the turn, http MCP
-//! servers, the `/shout` command, the `_demo/echo` extension method) — an option only until the
-//! Python and Node demos have it too, so that the three answer `initialize` alike meanwhile.
+//! `plan N`, `switch MODE`, `mcp`, `/shout TEXT`, prompts whose first block is an image, audio, an
+//! embedded resource or a resource link, and anything else echoed word by word; a prompt's
+//! `_meta.traceparent` comes back in the response's `_meta`, and the extension method
+//! `_demo/echo` answers its params. It advertises image, audio and embedded-resource prompts and
+//! http MCP servers. Options: `--store PATH` (default: a file under the user's data directory;
+//! `:memory:` keeps nothing; a `postgres://` URL keeps them in `PostgreSQL`, shared by every
+//! process started with it), `--page-size N` (largest `session/list` page), `--auth` (every
+//! session method needs `authenticate` with `demo-login` first), `--help`.
 
 mod auth;
 mod client;
@@ -29,7 +28,7 @@ use acp_facade::runner::{PostgresStore, Runner, SqliteStore, Store};
 use async_trait::async_trait;
 use serde_json::Value;
 
-const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth] [--rich]
+const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
 
 An Agent Client Protocol agent over stdio (the acp-facade demo; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
@@ -37,15 +36,12 @@ An Agent Client Protocol agent over stdio (the acp-facade demo; docs/DEMO.md).
                    process using the same database
   --page-size N    the largest session/list page (default 50)
   --auth           require `authenticate` with method demo-login before any session method
-  --rich           also advertise image, audio and embedded-resource prompts, http MCP servers,
-                   the /shout command and the _demo/echo extension method
   -h, --help       this text";
 
 struct Args {
     store: String,
     page_size: usize,
     auth: bool,
-    rich: bool,
 }
 
 /// `_demo/echo`: answers its params object as its result.
@@ -58,7 +54,8 @@ impl ExtensionMethod for Echo {
     }
 }
 
-/// The options `--rich` adds to `options`.
+/// What the demo accepts beyond text: image, audio and embedded-resource prompts, http MCP servers
+/// (not sse), and the extension method `_demo/echo`.
 fn rich(options: acp_facade::Options) -> Result<acp_facade::Options, acp_facade::Error> {
     let mut extensions = Extensions::new();
     extensions.method("_demo/echo", Arc::new(Echo))?;
@@ -81,11 +78,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
     let mut store = None;
     let mut page_size = 50usize;
     let mut auth = false;
-    let mut rich = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--store" => store = Some(args.next().ok_or("--store needs a path")?),
-            "--rich" => rich = true,
             "--page-size" => {
                 let value = args.next().ok_or("--page-size needs a number")?;
                 page_size = value
@@ -103,7 +98,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
         Some(store) => store,
         None => default_store()?.to_string_lossy().into_owned(),
     };
-    Ok(Command::Serve(Args { store, page_size, auth, rich }))
+    Ok(Command::Serve(Args { store, page_size, auth }))
 }
 
 /// `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`.
@@ -175,20 +170,18 @@ fn main() -> std::process::ExitCode {
             }
         }
     };
-    let runner = Runner::new(store, Arc::new(script::Script { rich: args.rich }));
-    let mut options =
+    let runner = Runner::new(store, Arc::new(script::Script));
+    let options =
         runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
+    let mut options = match rich(options) {
+        Ok(options) => options,
+        Err(e) => {
+            tracing::error!(error = %e.message, "cannot set up the demo's options");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     if args.auth {
         options = options.authenticator(Arc::new(auth::DemoLogin));
-    }
-    if args.rich {
-        options = match rich(options) {
-            Ok(options) => options,
-            Err(e) => {
-                tracing::error!(error = %e.message, "cannot set up the rich options");
-                return std::process::ExitCode::FAILURE;
-            }
-        };
     }
     let agent = runner.agent(options);
     let served = runtime.block_on(agent.serve_stdio());

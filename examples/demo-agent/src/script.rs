@@ -25,11 +25,7 @@ pub const CONTEXT_SIZE: u64 = 200_000;
 pub const SHOUT: &str = "shout";
 
 /// The demo's turn runner.
-pub struct Script {
-    /// Whether the rich-input lines of the demo contract are on (`--rich`): the `/shout` command,
-    /// and prompts whose first block is not text.
-    pub rich: bool,
-}
+pub struct Script;
 
 /// `/shout`, as advertised.
 fn shout_command() -> AvailableCommand {
@@ -100,15 +96,13 @@ async fn plan_steps(turn: &Turn, steps: u64) -> bool {
     true
 }
 
-impl Script {
-    /// The reply of a turn that is no scripted text line: `/shout TEXT`, and with `--rich` a
-    /// prompt whose first block is not text.
-    fn rich_reply(&self, turn: &Turn) -> Option<String> {
-        if let Some(command) = turn.command().filter(|c| c.name == SHOUT) {
-            return Some(command.input.to_uppercase());
-        }
-        if self.rich { turn.prompt().first().and_then(block_line) } else { None }
+/// The reply of a turn that is no scripted text line: `/shout TEXT`, or a prompt whose first block
+/// is not text.
+fn rich_reply(turn: &Turn) -> Option<String> {
+    if let Some(command) = turn.command().filter(|c| c.name == SHOUT) {
+        return Some(command.input.to_uppercase());
     }
+    turn.prompt().first().and_then(block_line)
 }
 
 /// The response `_meta` echoing the prompt's `traceparent`, if it has one.
@@ -208,7 +202,7 @@ impl TurnRunner for Script {
             turn.set_response_meta(meta).await;
         }
         let text = command_text(turn);
-        if let Some(line) = self.rich_reply(turn) {
+        if let Some(line) = rich_reply(turn) {
             turn.text(line).await;
             report_usage(turn, &text).await;
             return Ok(StopReason::EndTurn);
@@ -284,7 +278,7 @@ impl TurnRunner for Script {
     }
 
     fn commands(&self) -> Vec<AvailableCommand> {
-        if self.rich { vec![shout_command()] } else { Vec::new() }
+        vec![shout_command()]
     }
 
     fn title(&self, first_prompt: &str) -> Option<String> {

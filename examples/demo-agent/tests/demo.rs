@@ -239,7 +239,7 @@ fn compact_is_advertised_once_and_ends_end_turn() {
     assert_eq!(adverts.len(), 1, "{before:?}");
     let names: Vec<&str> =
         adverts[0]["availableCommands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["compact"]);
+    assert_eq!(names, ["compact", "shout"]);
     let (response, before) = demo.prompt_done(&sid, "/compact");
     assert_eq!(stop_reason(&response), "end_turn", "{response}");
     assert!(!update_kinds(&before).contains(&"available_commands_update".to_owned()), "advertised once: {before:?}");

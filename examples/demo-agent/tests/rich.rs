@@ -1,9 +1,9 @@
 //! The rich lines of the demo contract (`shared/DEMO.md`, "Added by issue 11") over the real
 //! binary's stdio: `plan N`, `switch MODE`, `mcp`, `/shout TEXT`, prompts whose first block is an
 //! image, audio, an embedded resource or a resource link, `_meta.traceparent` echoed on the
-//! prompt's response, `_demo/echo`; and what `--rich` advertises (promptCapabilities image, audio,
-//! embeddedContext; mcpCapabilities.http, not sse), without which `initialize` and every earlier
-//! line are as before. Every message is validated against the pinned ACP schema.
+//! prompt's response, `_demo/echo`; and what the demo advertises for them (promptCapabilities
+//! image, audio, embeddedContext; mcpCapabilities.http, not sse; `_demo/echo`). Every message is
+//! validated against the pinned ACP schema.
 
 mod common;
 
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
 fn rich() -> Demo {
-    Demo::initialized(&["--store", ":memory:", "--rich"])
+    Demo::in_memory()
 }
 
 fn session_with(demo: &mut Demo, servers: &Value) -> String {
@@ -42,25 +42,12 @@ fn statuses(update: &Value) -> Vec<String> {
 }
 
 #[test]
-fn rich_advertises_prompt_content_http_mcp_and_the_extension_and_without_it_nothing_changes() {
-    let mut demo = Demo::start(&["--store", ":memory:", "--rich"]);
+fn initialize_advertises_prompt_content_http_mcp_and_the_extension() {
+    let mut demo = Demo::start(&["--store", ":memory:"]);
     let caps = demo.initialize()["agentCapabilities"].clone();
     assert_eq!(caps["promptCapabilities"], json!({"image": true, "audio": true, "embeddedContext": true}));
     assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": false}));
     assert_eq!(caps["_meta"], json!({"_demo/echo": {}}));
-    let mut demo = Demo::start(&["--store", ":memory:"]);
-    let caps = demo.initialize()["agentCapabilities"].clone();
-    assert_eq!(caps["promptCapabilities"], json!({"image": false, "audio": false, "embeddedContext": false}));
-    assert_eq!(caps["mcpCapabilities"], json!({"http": false, "sse": false}));
-    assert!(caps.get("_meta").is_none(), "{caps}");
-    assert_eq!(code(&demo.call_err("_demo/echo", json!({}))), -32601);
-    // The first prompt advertises `compact` only, and `/shout` is a prompt like any other.
-    let sid = demo.new_session();
-    let (_, before) = demo.prompt_done(&sid, "/shout hi");
-    let adverts: Vec<Value> =
-        updates(&before).into_iter().filter(|u| u["sessionUpdate"] == "available_commands_update").collect();
-    assert_eq!(adverts[0]["availableCommands"].as_array().unwrap().len(), 1);
-    assert_eq!(chunk_texts(&before, "agent_message_chunk"), ["/shout ", "hi"]);
 }
 
 #[test]
@@ -156,10 +143,6 @@ fn mcp_lists_the_servers_and_sse_is_refused() {
         let error = demo.call_err(method, json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": sse}));
         assert_eq!(code(&error), -32602, "{method}: {error}");
     }
-    // Without --rich, http is refused too.
-    let mut plain = Demo::in_memory();
-    let http = json!([{"type": "http", "name": "web", "url": "https://example.com/mcp", "headers": []}]);
-    assert_eq!(code(&plain.call_err("session/new", json!({"cwd": "/tmp", "mcpServers": http}))), -32602);
 }
 
 #[test]
@@ -187,16 +170,18 @@ fn a_prompt_whose_first_block_is_not_text_is_described() {
         None,
     );
     assert_turn(&response, &before, &["t1 ", "t2 "]);
-    // Without --rich, images are refused and a link first leaves the script as it was.
-    let mut plain = Demo::in_memory();
-    let sid = plain.new_session();
-    let (response, _) =
-        prompt_blocks(&mut plain, &sid, &json!([{"type": "image", "mimeType": "image/png", "data": "AA=="}]), None);
-    assert_eq!(code(&response["error"]), -32602);
-    let link = json!({"type": "resource_link", "uri": "file:///tmp/a.rs", "name": "a.rs"});
-    let (response, before) =
-        prompt_blocks(&mut plain, &sid, &json!([link, {"type": "text", "text": "stream 1"}]), None);
-    assert_turn(&response, &before, &["t1 "]);
+    // Data that is not canonical base64 counts 0 bytes; a blob resource 0 characters.
+    for (block, chunk) in [
+        (json!({"type": "image", "mimeType": "image/png", "data": "not base64!"}), "image image/png 0"),
+        (json!({"type": "audio", "mimeType": "audio/wav", "data": "AB=="}), "audio audio/wav 0"),
+        (
+            json!({"type": "resource", "resource": {"uri": "file:///tmp/b.bin", "blob": "AAEC"}}),
+            "resource file:///tmp/b.bin 0",
+        ),
+    ] {
+        let (response, before) = prompt_blocks(&mut demo, &sid, &json!([block]), None);
+        assert_turn(&response, &before, &[chunk]);
+    }
 }
 
 #[test]
@@ -208,16 +193,6 @@ fn traceparent_comes_back_on_the_response_and_demo_echo_answers_its_params() {
     assert_eq!(response["result"], json!({"stopReason": "end_turn", "_meta": {"traceparent": TRACEPARENT}}));
     let (response, _) = demo.prompt_done(&sid, "hello");
     assert_eq!(response["result"], json!({"stopReason": "end_turn"}), "no `_meta` without a traceparent");
-    // Also without --rich.
-    let mut plain = Demo::in_memory();
-    let sid = plain.new_session();
-    let (response, _) = prompt_blocks(
-        &mut plain,
-        &sid,
-        &json!([{"type": "text", "text": "stream 1"}]),
-        Some(json!({"traceparent": TRACEPARENT})),
-    );
-    assert_eq!(response["result"]["_meta"], json!({"traceparent": TRACEPARENT}));
 
     let params = json!({"a": [1, {"b": "é"}], "n": null});
     assert_eq!(demo.call_ok("_demo/echo", params.clone()), params);
