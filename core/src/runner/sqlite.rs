@@ -29,7 +29,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
@@ -237,9 +237,7 @@ fn configure(conn: &Connection, in_memory: bool) -> Result<(), StoreError> {
         // WAL: a crash mid-write leaves the main database file untouched (the uncommitted tail
         // of the WAL is ignored on recovery), and readers never block the writer. The mode is
         // stored in the file; setting it again is a no-op.
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(|e| sql_error("set journal_mode=WAL", &e))?;
+        let mode = switch_to_wal(conn)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::new(format!(
                 "cannot use WAL journal mode (got {mode}); is the file on a network filesystem?"
@@ -259,6 +257,24 @@ fn configure(conn: &Connection, in_memory: bool) -> Result<(), StoreError> {
         return Err(StoreError::new("SQLite refused foreign_keys=ON".to_owned()));
     }
     Ok(())
+}
+
+/// Sets the WAL journal mode; answers the mode the file is now in. SQLite answers "database is
+/// locked" to the switch at once, without its busy handler, while another connection holds the
+/// fresh file (two processes opening a new store together): the switch is retried until
+/// [`BUSY_TIMEOUT`], as every other statement waits.
+fn switch_to_wal(conn: &Connection) -> Result<String, StoreError> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            result => return result.map_err(|e| sql_error("set journal_mode=WAL", &e)),
+        }
+    }
 }
 
 /// The schema version recorded in the database.
