@@ -28,6 +28,12 @@ release_tools() {
 release_build_python() {
     local version="$1"
     PATH="$RELEASE_TOOLS/bin:$PATH" maturin sdist --out "$DIST"
+    # The sdist's files carry maturin's fixed timestamp (2006), older than any earlier build in
+    # this target directory, so cargo would take our crates as up to date and the wheel would ship
+    # the native code of that earlier build. Their fingerprints go: our crates are rebuilt, the
+    # dependencies stay cached.
+    rm -rf "$RELEASE_TARGET"/dist-build/python/*/*/.fingerprint/acp-facade-* \
+        "$RELEASE_TARGET"/dist-build/python/*/.fingerprint/acp-facade-*
     PATH="$RELEASE_TOOLS/bin:$PATH" CARGO_TARGET_DIR="$RELEASE_TARGET/dist-build/python" \
         MATURIN_PEP517_ARGS="--profile dist --zig --compatibility manylinux_${RELEASE_GLIBC/./_}" \
         "$RELEASE_TOOLS/bin/python" -m pip wheel --no-build-isolation --no-deps --no-cache-dir \
