@@ -362,7 +362,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             // a few, since its lines pass through more than one task on their way here.
             let rounds = if unflushed >= STREAMING_LINES { STREAMING_ROUNDS } else { 1 };
             for _ in 0..rounds {
-                after_ready_tasks().await;
+                tokio::task::yield_now().await;
                 if !rx.is_empty() {
                     break;
                 }
@@ -379,22 +379,6 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         tracing::debug!(error = %e, "shutting the writer down failed");
     }
     Ok(())
-}
-
-/// Resolves once the tasks that were ready when it was first polled have run: the task wakes
-/// itself and goes to the back of the scheduler's queue. Unlike `tokio::task::yield_now`, which
-/// defers the task until the runtime has polled its I/O driver, it costs no system call (an
-/// `epoll_wait` per reply, measured): the producers it waits for are ready tasks, not I/O.
-fn after_ready_tasks() -> impl std::future::Future<Output = ()> {
-    let mut woken = false;
-    std::future::poll_fn(move |cx| {
-        if woken {
-            return std::task::Poll::Ready(());
-        }
-        woken = true;
-        cx.waker().wake_by_ref();
-        std::task::Poll::Pending
-    })
 }
 
 /// A response line for `id` with `outcome`, for tests and tools that write raw JSON-RPC.
