@@ -259,7 +259,7 @@ fn configure(conn: &Connection, in_memory: bool) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Sets the WAL journal mode; answers the mode the file is now in. SQLite answers "database is
+/// Sets the WAL journal mode; answers the mode the file is now in. `SQLite` answers "database is
 /// locked" to the switch at once, without its busy handler, while another connection holds the
 /// fresh file (two processes opening a new store together): the switch is retried until
 /// [`BUSY_TIMEOUT`], as every other statement waits.
