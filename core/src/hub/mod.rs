@@ -237,7 +237,8 @@ mod tests {
     use super::*;
     use crate::harness::{Cause, Coordinates, EventClass, EventHeader, EventId, EventKind, Visibility};
 
-    fn event(n: u64) -> Event {
+    /// An event carrying `n` (as its `used`), for the hub's tests and its publisher's.
+    pub(crate) fn event(n: u64) -> Event {
         Event {
             header: EventHeader {
                 id: EventId::new(n.to_string()),
@@ -251,7 +252,8 @@ mod tests {
         }
     }
 
-    fn used(e: &Event) -> u64 {
+    /// The `n` of an [`event`].
+    pub(crate) fn used(e: &Event) -> u64 {
         match e.kind {
             EventKind::ContextMeasured { used, .. } => used,
             _ => unreachable!(),

@@ -125,29 +125,8 @@ mod tests {
     use futures::StreamExt;
 
     use super::*;
-    use crate::harness::{Cause, Coordinates, EventClass, EventHeader, EventId, EventKind, Visibility};
+    use crate::hub::tests::{event, used};
     use crate::pace::{HARD_LIMIT, HIGH_WATER};
-
-    fn event(n: u64) -> Event {
-        Event {
-            header: EventHeader {
-                id: EventId::new(n.to_string()),
-                seq: 0,
-                class: EventClass::Ephemeral,
-                visibility: Visibility::Public,
-                cause: Cause::default(),
-                coordinates: Coordinates::default(),
-            },
-            kind: EventKind::ContextMeasured { used: n, size: 0, cost: None },
-        }
-    }
-
-    fn used(e: &Event) -> u64 {
-        match e.kind {
-            EventKind::ContextMeasured { used, .. } => used,
-            _ => unreachable!(),
-        }
-    }
 
     fn publisher(capacity: usize) -> Publisher {
         Publisher::new(Arc::new(EventHub::new(capacity)), |pump| {
