@@ -3,7 +3,10 @@
 //!
 //! Serving runs on the binding's Tokio runtime; its end completes a Python future through the
 //! bridge, so `await agent.serve_stdio()` is an ordinary coroutine in the caller's loop.
-//! Cancelling that coroutine aborts the serve task. Extension methods: [`extensions`].
+//! Cancelling that coroutine aborts the serve task. `start_stdio` starts serving before any loop
+//! exists (Python's `Agent.run_stdio`, which answers `initialize` while asyncio is still being
+//! imported); its handle's `wait` completes a future once a loop has attached. Extension
+//! methods: [`extensions`].
 
 mod extensions;
 
@@ -12,7 +15,7 @@ use std::time::Duration;
 
 use acp_facade::error::ErrorExt;
 use acp_facade::{Agent, Options};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -155,6 +158,15 @@ pub struct PyAgent {
 #[pyclass(name = "ServeHandle", module = "acp_facade._native", frozen)]
 pub struct PyServeHandle {
     abort: tokio::task::AbortHandle,
+    /// The task of a serve started before any event loop ([`PyAgent::start_stdio`]), until
+    /// [`PyServeHandle::wait`] takes it.
+    started: std::sync::Mutex<Option<tokio::task::JoinHandle<std::io::Result<()>>>>,
+}
+
+impl PyServeHandle {
+    fn new(abort: tokio::task::AbortHandle) -> Self {
+        Self { abort, started: std::sync::Mutex::new(None) }
+    }
 }
 
 #[pymethods]
@@ -162,6 +174,20 @@ impl PyServeHandle {
     /// Stops serving at once.
     fn abort(&self) {
         self.abort.abort();
+    }
+
+    /// Completes `future` when a serve started by `start_stdio` ends (at once if it has); a
+    /// `RuntimeError` when there is no such serve or it is already awaited.
+    fn wait(&self, future: u64) -> PyResult<()> {
+        let task = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let task = task.ok_or_else(|| PyRuntimeError::new_err("this serve is not waitable, or already awaited"))?;
+        crate::runtime().spawn(async move {
+            let result = task.await.unwrap_or_else(|e| {
+                Err(std::io::Error::other(if e.is_cancelled() { "serving was aborted".to_owned() } else { e.to_string() }))
+            });
+            finish(future, result);
+        });
+        Ok(())
     }
 }
 
@@ -186,7 +212,19 @@ impl PyAgent {
     fn serve_stdio(&self, future: u64) -> PyServeHandle {
         let agent = self.agent.clone();
         let task = crate::runtime().spawn(async move { finish(future, agent.serve_stdio().await) });
-        PyServeHandle { abort: task.abort_handle() }
+        PyServeHandle::new(task.abort_handle())
+    }
+
+    /// Starts serving over the process's stdin and stdout at once, before any event loop exists:
+    /// what needs no host code (`initialize`) is answered meanwhile, and calls into the host wait
+    /// in the bridge until a loop attaches. `ServeHandle.wait(future)` completes when the client
+    /// hangs up.
+    fn start_stdio(&self) -> PyServeHandle {
+        let agent = self.agent.clone();
+        let task = crate::runtime().spawn(async move { agent.serve_stdio().await });
+        let handle = PyServeHandle::new(task.abort_handle());
+        *handle.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(task);
+        handle
     }
 
     /// Serves over `streams`, an object with `async read() -> bytes` (empty at the end),
@@ -195,7 +233,7 @@ impl PyAgent {
         let agent = self.agent.clone();
         let streams = Arc::new(streams);
         let task = crate::runtime().spawn(async move { finish(future, serve_streams(agent, streams).await) });
-        PyServeHandle { abort: task.abort_handle() }
+        PyServeHandle::new(task.abort_handle())
     }
 
     /// How many sessions are live.

@@ -18,22 +18,24 @@ The installed package carries this file as ``acp_facade.demo`` (a link in
 ``python -m acp_facade.demo``) runs it without a checkout.
 
 Nothing but protocol goes to stdout; diagnostics go to stderr.
+
+Start-up: ``main`` starts serving (``Agent.run_stdio``) before :mod:`asyncio` is imported, so that
+``initialize`` is answered while Python loads it (about 35 ms). So nothing imported before serving
+may import asyncio: the two lines that need it (``sleep``, ``readloop``) import it where they use
+it, and :mod:`logging` (about 5 ms) and :mod:`base64` are imported when first used.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
-import logging
 import os
 import re
 import sys
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import acp_facade
 from acp_facade import (
     AcpError,
+    Agent,
     ApprovalAction,
     AudioContent,
     AuthMethod,
@@ -97,7 +99,18 @@ _WS_RUN = re.compile(f"[{_WS}]+")
 _U64 = re.compile(r"\+?[0-9]+")
 _U64_MAX = 2**64 - 1
 
-log = logging.getLogger("acp-facade-demo")
+if TYPE_CHECKING:
+    import logging
+
+
+def log() -> "logging.Logger":
+    """The demo's logger, on stderr; :mod:`logging` is set up at its first use, not at start-up
+    (see the module doc)."""
+    import logging
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return logging.getLogger("acp-facade-demo")
 
 
 def _parse_u64(text: str) -> int:
@@ -119,6 +132,9 @@ def command_text(prompt: Sequence[PromptBlock]) -> str:
 def decoded_len(data: str) -> int:
     """The length of base64 ``data`` once decoded (0 when it is not canonical base64, as the Rust
     demo's decoder has it: padded, no stray bits)."""
+    import base64
+    import binascii
+
     try:
         decoded = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
@@ -253,7 +269,7 @@ async def run(turn: Turn, line: str, command: str) -> StopReason:
     try:
         await terminal.release()
     except ClientError as e:
-        log.warning("the client failed to release a terminal: %s", e)
+        log().warning("the client failed to release a terminal: %s", e)
     return StopReason.END_TURN
 
 
@@ -300,6 +316,8 @@ async def read_loop(turn: Turn, rest: str) -> StopReason:
     count = _parse_u64(words[0]) if words else 0
     path = absolute(turn, words[1] if len(words) > 1 else "")
     parallel = (_parse_u64(words[2]) if len(words) > 2 else 0) or 1
+    import asyncio  # loaded by the time a turn runs (see the module doc)
+
     client = turn.client
     in_flight: Set["asyncio.Future[str]"] = set()
     started = 0
@@ -372,6 +390,8 @@ class Script(TurnRunner):
                 await turn.text(f"{name}: denied")
         elif verb == "sleep":
             # Cancelling the turn cancels this task, which ends the turn `cancelled` at once.
+            import asyncio  # loaded by the time a turn runs (see the module doc)
+
             await asyncio.sleep(min(_parse_u64(rest), 2**40) / 1000)
             await turn.text("slept")
         elif verb == "ask":
@@ -524,17 +544,16 @@ def rich(options: Options) -> Options:
     )
 
 
-async def serve(store: Union[SqliteStore, PostgresStore], page_size: int, auth: bool) -> None:
-    """Serves the demo agent over stdio until the client hangs up."""
+def demo_agent(store: Union[SqliteStore, PostgresStore], page_size: int, auth: bool) -> Agent:
+    """The demo agent over ``store``."""
     runner = Runner(store, Script())
     options = rich(runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size))
     if auth:
         options = options.authenticator(DemoLogin())
-    await runner.agent(options).serve_stdio()
+    return runner.agent(options)
 
 
 def main() -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
     try:
         store, page_size, auth = parse_args(sys.argv[1:])
@@ -547,12 +566,13 @@ def main() -> int:
     try:
         opened = open_store(store)
     except OSError as e:
-        log.error("cannot open the session store: %s", e)
+        log().error("cannot open the session store: %s", e)
         return 1
     try:
-        asyncio.run(serve(opened, page_size, auth))
+        # Serves at once; the host's coroutines run on an asyncio loop started meanwhile.
+        demo_agent(opened, page_size, auth).run_stdio()
     except OSError as e:
-        log.error("cannot serve: %s", e)
+        log().error("cannot serve: %s", e)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -561,7 +581,7 @@ def main() -> int:
             try:
                 opened.close()  # this process's sessions are free at once
             except OSError as e:
-                log.warning("could not retire this process's lease: %s", e)
+                log().warning("could not retire this process's lease: %s", e)
     return 0
 
 

@@ -81,10 +81,10 @@ class EchoHost(SessionHost):
         return EchoSession(f"echo-{next(_ids)}")
 
 
-async def main() -> None:
-    await Agent(Options(EchoHost(), agent_info=("acp-facade-host-example", "0.1.0"))).serve_stdio()
+def main() -> None:
+    Agent(Options(EchoHost(), agent_info=("acp-facade-host-example", "0.1.0"))).run_stdio()
 
 
 if __name__ == "__main__":
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    asyncio.run(main())
+    main()

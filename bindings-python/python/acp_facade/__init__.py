@@ -6,7 +6,7 @@ Two levels, as in the Rust crate:
   :class:`Runner` over a :class:`SqliteStore` and serve it::
 
       runner = Runner(SqliteStore("sessions.sqlite"), MyTurnRunner())
-      await runner.agent().serve_stdio()
+      runner.agent().run_stdio()  # or, inside a loop of your own: await runner.agent().serve_stdio()
 
   (or over a :class:`PostgresStore` ``("postgres://…")``, whose sessions every process using the
   same database shares, each live in one process at a time);
@@ -24,7 +24,9 @@ commands are typed (:mod:`acp_facade.acp`); a host changes its own session throu
 :class:`SessionControl` (a runner turn through its :class:`Turn`); extension methods are registered
 on :class:`Options`.
 
-Serving is a coroutine in the caller's asyncio loop. Errors are :class:`AcpError` (with ``code``,
+Serving is a coroutine in the caller's asyncio loop, or a plain call (:meth:`Agent.run_stdio`) that
+starts serving at once and answers ``initialize`` while asyncio is still being imported: this
+package does not import asyncio itself. Errors are :class:`AcpError` (with ``code``,
 ``message``, ``data``) and its subclasses (:class:`ClientError` and its kinds for failed calls to
 the client). Nothing in this package writes to stdout.
 """
@@ -49,7 +51,7 @@ from .errors import (
     ResourceNotFound,
     UnsupportedError,
 )
-from .agent import Agent, Options, serve, serve_stdio
+from .agent import Agent, Options, run_stdio, serve, serve_stdio
 from .client import (
     Client,
     ClientCapabilities,
@@ -276,6 +278,7 @@ __all__ = [
     "Visibility",
     "__version__",
     "plain_text",
+    "run_stdio",
     "serve",
     "serve_stdio",
     "text_block",

@@ -6,21 +6,30 @@ coroutine as an :class:`asyncio.Task`, and answers with plain synchronous calls 
 cancels a task (``session/cancel``, a close grace period, a dropped request) by queueing a
 ``cancel`` item; Rust work that a Python coroutine awaits completes a future registered here.
 Nothing here writes to stdout.
+
+:mod:`asyncio` is imported when a loop attaches, not with the package: an agent started by
+``Agent.run_stdio`` answers ``initialize`` before asyncio is loaded (it costs about 35 ms).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import logging
 import sys
-from typing import Any, Callable, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
 from . import _native
 
+if TYPE_CHECKING:
+    import asyncio
+    import logging
+
 __all__ = ["DONE", "Dispatcher", "dispatcher"]
 
-_log = logging.getLogger("acp_facade")
+
+def _log() -> "logging.Logger":
+    import logging
+
+    return logging.getLogger("acp_facade")
 
 
 class _Done:
@@ -49,6 +58,7 @@ class Dispatcher:
         self._futures: dict[int, asyncio.Future[Any]] = {}
         self._next_future = 0
         self._fd = _native.bridge_fileno()
+        self._asyncio: Any = None  # the module, once a loop has attached
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Starts watching the bridge from ``loop`` (nested serves on the same loop share it)."""
@@ -58,6 +68,9 @@ class Dispatcher:
             else:
                 raise RuntimeError("acp_facade is already serving on another event loop")
         if self._users == 0:
+            import asyncio
+
+            self._asyncio = asyncio
             self._loop = loop
             loop.add_reader(self._fd, self._on_wake)
         self._users += 1
@@ -85,6 +98,8 @@ class Dispatcher:
 
     def future(self) -> tuple[asyncio.Future[Any], int]:
         """A new future that Rust completes by its id."""
+        import asyncio
+
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._next_future += 1
         self._futures[self._next_future] = future
@@ -104,7 +119,7 @@ class Dispatcher:
         try:
             items = _native.bridge_drain()
         except Exception:  # pragma: no cover - defensive: never break the loop
-            _log.exception("acp_facade: draining the bridge failed")
+            _log().exception("acp_facade: draining the bridge failed")
             return
         for item in items:
             try:
@@ -123,7 +138,7 @@ class Dispatcher:
                         else:
                             future.set_exception(item[3])
             except Exception:  # pragma: no cover - defensive
-                _log.exception("acp_facade: a bridge item failed")
+                _log().exception("acp_facade: a bridge item failed")
 
     def _start(self, call_id: int, target: Any, method: str, args: tuple[Any, ...]) -> None:
         try:
@@ -134,7 +149,7 @@ class Dispatcher:
         if not inspect.isawaitable(result):
             _native.bridge_reply(call_id, result)
             return
-        task = asyncio.ensure_future(result, loop=self._loop)
+        task = self._asyncio.ensure_future(result, loop=self._loop)
         self._tasks[call_id] = task
         task.add_done_callback(lambda t: self._done(call_id, t))
 
@@ -147,7 +162,7 @@ class Dispatcher:
             exc = task.exception()
             if exc is None:
                 _native.bridge_reply(call_id, task.result())
-            elif isinstance(exc, asyncio.CancelledError):
+            elif isinstance(exc, self._asyncio.CancelledError):
                 _native.bridge_reply_cancelled(call_id)
             else:
                 _native.bridge_reply_error(call_id, exc)

@@ -10,9 +10,11 @@ client or agent attaches, passed through as is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional, Union
+
+from ._record import record
 
 __all__ = [
     "AudioContent",
@@ -67,7 +69,7 @@ def _optional(out: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
 # ---- content blocks ---------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class TextContent:
     """A text block (ACP ``TextContent``, ``{"type": "text"}``)."""
 
@@ -86,7 +88,7 @@ class TextContent:
         return cls(str(data.get("text", "")), data.get("annotations"), data.get("_meta"))
 
 
-@dataclass
+@record
 class ImageContent:
     """An image (ACP ``ImageContent``): base64 ``data`` of type ``mime_type``; accepted in a prompt
     when the agent advertises ``PromptCapabilities.image``."""
@@ -109,7 +111,7 @@ class ImageContent:
         return cls(data["data"], data["mimeType"], data.get("uri"), data.get("annotations"), data.get("_meta"))
 
 
-@dataclass
+@record
 class AudioContent:
     """Audio (ACP ``AudioContent``): base64 ``data`` of type ``mime_type``; accepted in a prompt when
     the agent advertises ``PromptCapabilities.audio``."""
@@ -131,7 +133,7 @@ class AudioContent:
         return cls(data["data"], data["mimeType"], data.get("annotations"), data.get("_meta"))
 
 
-@dataclass
+@record
 class ResourceLink:
     """A link to a resource the agent can read itself (ACP ``ResourceLink``); always accepted."""
 
@@ -172,7 +174,7 @@ class ResourceLink:
         )
 
 
-@dataclass
+@record
 class TextResourceContents:
     """The text of an embedded resource."""
 
@@ -186,7 +188,7 @@ class TextResourceContents:
         return _with_meta(_optional({"uri": self.uri, "text": self.text}, mimeType=self.mime_type), self.meta)
 
 
-@dataclass
+@record
 class BlobResourceContents:
     """The binary contents of an embedded resource (base64 ``blob``)."""
 
@@ -200,7 +202,7 @@ class BlobResourceContents:
         return _with_meta(_optional({"uri": self.uri, "blob": self.blob}, mimeType=self.mime_type), self.meta)
 
 
-@dataclass
+@record
 class EmbeddedResource:
     """A resource whose contents the client embedded (ACP ``EmbeddedResource``); accepted in a prompt
     when the agent advertises ``PromptCapabilities.embedded_context``."""
@@ -245,7 +247,7 @@ def prompt_block_from_json(data: Dict[str, Any]) -> PromptBlock:
     return block
 
 
-@dataclass
+@record
 class PromptCapabilities:
     """The prompt content an agent accepts beyond text and resource links (ACP
     ``promptCapabilities``). A prompt with a block it does not advertise is refused (``-32602``)
@@ -263,7 +265,7 @@ class PromptCapabilities:
 # ---- MCP servers ------------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class EnvVariable:
     """An environment variable of a stdio MCP server."""
 
@@ -276,7 +278,7 @@ class EnvVariable:
         return _with_meta({"name": self.name, "value": self.value}, self.meta)
 
 
-@dataclass
+@record
 class HttpHeader:
     """An HTTP header of an http or sse MCP server."""
 
@@ -289,7 +291,7 @@ class HttpHeader:
         return _with_meta({"name": self.name, "value": self.value}, self.meta)
 
 
-@dataclass
+@record
 class McpServerStdio:
     """An MCP server the agent starts itself: ``command`` with ``args`` and ``env`` (every agent
     accepts these)."""
@@ -307,7 +309,7 @@ class McpServerStdio:
         return _with_meta(out, self.meta)
 
 
-@dataclass
+@record
 class McpServerHttp:
     """An MCP server over HTTP at ``url`` (accepted when the agent advertises
     ``McpCapabilities.http``)."""
@@ -324,7 +326,7 @@ class McpServerHttp:
         return _with_meta(out, self.meta)
 
 
-@dataclass
+@record
 class McpServerSse:
     """An MCP server over server-sent events at ``url`` (accepted when the agent advertises
     ``McpCapabilities.sse``)."""
@@ -364,7 +366,7 @@ def mcp_server_from_json(data: Dict[str, Any]) -> McpServer:
     raise ValueError(f"unknown MCP server transport {kind!r}")
 
 
-@dataclass
+@record
 class McpCapabilities:
     """The MCP transports an agent accepts beyond stdio (ACP ``mcpCapabilities``). A session
     request naming a server of another transport is refused (``-32602``) before the host sees it."""
@@ -396,7 +398,7 @@ class PlanEntryStatus(str, Enum):
     COMPLETED = "completed"
 
 
-@dataclass
+@record
 class PlanEntry:
     """One task of a plan."""
 
@@ -416,7 +418,7 @@ class PlanEntry:
         return cls(data["content"], PlanEntryPriority(data["priority"]), PlanEntryStatus(data["status"]), data.get("_meta"))
 
 
-@dataclass
+@record
 class Plan:
     """An agent's plan (ACP ``Plan``): every entry with its current status. Each plan sent replaces
     the one before at the client, so send it whole as entries progress."""
@@ -434,7 +436,7 @@ class Plan:
         return cls([PlanEntry.from_json(e) for e in data.get("entries", [])], data.get("_meta"))
 
 
-@dataclass
+@record
 class Cost:
     """A session's cumulative cost (ACP ``Cost``): ``amount`` in ``currency`` (ISO 4217, e.g.
     ``"USD"``), sent with a usage report as ``usage_update.cost``."""
@@ -453,7 +455,7 @@ class Cost:
         return cls(float(data["amount"]), str(data["currency"]), data.get("_meta"))
 
 
-@dataclass
+@record
 class AvailableCommand:
     """A host-defined slash command (ACP ``AvailableCommand``), advertised beside ``compact`` in
     ``available_commands_update``; ``input_hint`` is shown while the user has typed no input."""
@@ -480,7 +482,7 @@ class AvailableCommand:
 # ---- tool calls -------------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class Diff:
     """A change a tool call proposes to the file at ``path`` (absolute): ``old_text`` ``None`` for a
     new file (ACP ``Diff``, tool call content ``{"type": "diff"}``)."""
@@ -502,7 +504,7 @@ class Diff:
         return cls(data["path"], data["newText"], data.get("oldText"), data.get("_meta"))
 
 
-@dataclass
+@record
 class TerminalContent:
     """A terminal the client runs (created with ``terminal/create``), shown live in a tool call
     (ACP ``Terminal``, tool call content ``{"type": "terminal"}``)."""
@@ -521,7 +523,7 @@ class TerminalContent:
         return cls(data["terminalId"], data.get("_meta"))
 
 
-@dataclass
+@record
 class ToolCallLocation:
     """A file a tool call works on (absolute ``path``), and optionally a 1-based ``line``; the client
     can follow along."""

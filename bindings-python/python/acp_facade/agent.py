@@ -1,10 +1,13 @@
 """The agent: :class:`Options` (host parts and limits) and :class:`Agent`, served as coroutines in
-the caller's asyncio loop over stdio or over a pair of asyncio streams."""
+the caller's asyncio loop over stdio or over a pair of asyncio streams, or from a plain call
+(:meth:`Agent.run_stdio`) that answers ``initialize`` before asyncio is even imported.
+
+Importing this package does not import :mod:`asyncio` (about 35 ms of a Python agent's start-up):
+a test holds it to that."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._bridge import dispatcher
@@ -12,7 +15,10 @@ from .acp import McpCapabilities, PromptCapabilities
 from .extensions import ExtensionMethod, ExtensionNotification, adapted
 from .host import HostAdapter, host_auth, host_capabilities, require_async
 
-__all__ = ["Agent", "Options", "serve", "serve_stdio"]
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["Agent", "Options", "run_stdio", "serve", "serve_stdio"]
 
 _UNSET: Any = None
 
@@ -181,8 +187,9 @@ class Agent:
         self._native = _native.Agent(options._native)
 
     async def _serve(self, start: Any, *args: Any) -> None:
-        loop = asyncio.get_running_loop()
-        dispatcher.attach(loop)
+        import asyncio
+
+        dispatcher.attach(asyncio.get_running_loop())
         handle = None
         try:
             future, fid = dispatcher.future()
@@ -191,6 +198,37 @@ class Agent:
         finally:
             if handle is not None:
                 handle.abort()
+            dispatcher.detach()
+
+    def run_stdio(self) -> None:
+        """Serves over the process's stdin and stdout until the client hangs up, from a plain
+        (synchronous) call: the entry point of an agent process.
+
+        Serving starts at once, before anything else: ``initialize`` needs no host code and is
+        answered while Python goes on importing :mod:`asyncio`; then the host's coroutines run on
+        a new event loop (:func:`asyncio.run`), and what the client sent meanwhile waits for it,
+        in order. Use :meth:`serve_stdio` to serve in an event loop of your own. ``OSError`` when
+        stdio cannot be served; ``KeyboardInterrupt`` stops serving.
+
+        Nothing else may write to stdout meanwhile: it is the protocol channel.
+        """
+        handle = self._native.start_stdio()
+        try:
+            import asyncio
+
+            asyncio.run(self._wait(handle))
+        finally:
+            handle.abort()
+
+    async def _wait(self, handle: Any) -> None:
+        import asyncio
+
+        dispatcher.attach(asyncio.get_running_loop())
+        try:
+            future, fid = dispatcher.future()
+            handle.wait(fid)
+            await future
+        finally:
             dispatcher.detach()
 
     async def serve_stdio(self) -> None:
@@ -210,6 +248,12 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent(live_sessions={self.live_sessions()})"
+
+
+def run_stdio(options: Options) -> None:
+    """Serves an agent with ``options`` over stdio from a plain call, answering ``initialize``
+    before asyncio is imported (a shortcut for ``Agent(options).run_stdio()``)."""
+    Agent(options).run_stdio()
 
 
 async def serve_stdio(options: Options) -> None:

@@ -23,10 +23,11 @@ tool calls), and a session's after the events it published to its hub before the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import TracebackType
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
+from ._record import record
 from ._bridge import dispatcher
 
 __all__ = [
@@ -46,7 +47,7 @@ ElicitationSchema = Dict[str, Any]
 enum strings)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ClientCapabilities:
     """What the client advertised in ``initialize``, read the ACP way."""
 
@@ -67,7 +68,7 @@ class ClientCapabilities:
     """The client's ``_meta`` on its capabilities (its extensions), if any."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ElicitationAnswer:
     """How the user answered an elicitation.
 
@@ -91,7 +92,7 @@ class ElicitationAnswer:
         return cls(action, dict(values or {}), other)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UrlElicitation:
     """The outcome of :meth:`Client.elicit_url`: the elicitation's id (for
     :meth:`Client.complete_elicitation`) and the user's answer."""
@@ -100,7 +101,7 @@ class UrlElicitation:
     answer: ElicitationAnswer
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TerminalExitStatus:
     """How a terminal's command ended: its exit code, or the signal that ended it."""
 
@@ -112,7 +113,7 @@ class TerminalExitStatus:
         return cls(data.get("exitCode"), data.get("signal"))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TerminalOutput:
     """A terminal's output so far, whether the client truncated it, and its exit status once the
     command has exited."""

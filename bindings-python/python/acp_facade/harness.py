@@ -16,10 +16,11 @@ content blocks (bare, as above, or wrapped ``{"type": "content", "content": bloc
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional, Union
 
+from ._record import record
 from .acp import Cost, Meta, Plan, ToolCallContent, ToolCallLocation, tool_content_json
 
 __all__ = [
@@ -174,7 +175,7 @@ def _wire(value: Any) -> Any:
     return value
 
 
-@dataclass
+@record
 class UserMessage:
     """A user's message: the prompt of a turn."""
 
@@ -190,7 +191,7 @@ class UserMessage:
         return cls(content=list(data.get("content", [])))
 
 
-@dataclass
+@record
 class ToolCallRequest:
     """One tool call a model asked for, as it was announced; ``locations`` are the files (and
     lines) it works on."""
@@ -220,7 +221,7 @@ class ToolCallRequest:
         )
 
 
-@dataclass
+@record
 class AiMessage:
     """A model's message: the text of one step, its reasoning and the tool calls it asked for."""
 
@@ -238,7 +239,7 @@ class AiMessage:
         }
 
 
-@dataclass
+@record
 class ToolResultMessage:
     """The result of one tool call: its final content (content blocks, diffs, terminals), and
     its title, kind, locations, raw input and output where they changed since it was announced
@@ -299,7 +300,7 @@ def _message_from_json(data: Dict[str, Any]) -> Message:
     )
 
 
-@dataclass
+@record
 class Gate:
     """A point where a turn waits for an answer (a permission request, a question...).
 
@@ -349,7 +350,7 @@ class Gate:
         )
 
 
-@dataclass
+@record
 class GateResponse:
     """An answer to a gate: an approval action (``approval``), free-form values (``values``: an
     ask-user question's text, a form's values, an open-URL step's consent), a host-defined
@@ -405,7 +406,7 @@ class _Kind:
         return out
 
 
-@dataclass
+@record
 class TurnStarted(_Kind):
     """A turn began; the event's ``command_id`` names the submitted command."""
 
@@ -413,7 +414,7 @@ class TurnStarted(_Kind):
     message: UserMessage = field(default_factory=UserMessage)
 
 
-@dataclass
+@record
 class TokenDelta(_Kind):
     """A piece of streamed output."""
 
@@ -460,7 +461,7 @@ def _tool_extras(args: Dict[str, Any]) -> Dict[str, Any]:
     return extras
 
 
-@dataclass
+@record
 class ToolCallStarted(_ToolCallKind):
     """A tool call was announced (``tool_call``): its title (``name``), kind and raw input, and
     optionally the status it starts in (``pending`` when absent), its content (content blocks,
@@ -477,7 +478,7 @@ class ToolCallStarted(_ToolCallKind):
     raw_output: Any = None
 
 
-@dataclass
+@record
 class ToolCallProgress(_ToolCallKind):
     """A tool call changed (``tool_call_update``): every field that is not ``None`` replaces the
     call's (``content`` and ``locations`` as whole lists)."""
@@ -493,7 +494,7 @@ class ToolCallProgress(_ToolCallKind):
     raw_output: Any = None
 
 
-@dataclass
+@record
 class ToolCallCompleted(_ToolCallKind):
     """A tool call finished (``tool_call_update``, ``completed`` or ``failed``), with its final
     ``output`` (empty: unchanged) and any other fields that changed as it did."""
@@ -509,7 +510,7 @@ class ToolCallCompleted(_ToolCallKind):
     raw_output: Any = None
 
 
-@dataclass
+@record
 class StepDone(_Kind):
     """A step finished: its AI message followed by its tool results (Enduring)."""
 
@@ -517,7 +518,7 @@ class StepDone(_Kind):
     messages: List[Message] = field(default_factory=list)
 
 
-@dataclass
+@record
 class ContextMeasured(_Kind):
     """The context window was measured; ``cost`` is the session's cumulative cost, when known
     (``usage_update.cost``)."""
@@ -535,7 +536,7 @@ class ContextMeasured(_Kind):
         return out
 
 
-@dataclass
+@record
 class GateOpened(_Kind):
     """A gate opened; the turn waits for it."""
 
@@ -543,7 +544,7 @@ class GateOpened(_Kind):
     gate: Optional[Gate] = None
 
 
-@dataclass
+@record
 class GateResolved(_Kind):
     """A gate was answered."""
 
@@ -551,7 +552,7 @@ class GateResolved(_Kind):
     gate_id: str = ""
 
 
-@dataclass
+@record
 class TurnDone(_Kind):
     """The turn finished; ``stop`` defaults to ``end_turn``."""
 
@@ -568,7 +569,7 @@ class TurnDone(_Kind):
         }
 
 
-@dataclass
+@record
 class TurnFailed(_Kind):
     """The turn failed; ``error`` is shown to the user."""
 
@@ -576,21 +577,21 @@ class TurnFailed(_Kind):
     error: str = ""
 
 
-@dataclass
+@record
 class TurnInterrupted(_Kind):
     """The turn was interrupted."""
 
     type: ClassVar[str] = "turn_interrupted"
 
 
-@dataclass
+@record
 class CompactWaiterResolved(_Kind):
     """A compaction completed; the event's ``command_id`` names it."""
 
     type: ClassVar[str] = "compact_waiter_resolved"
 
 
-@dataclass
+@record
 class CompactWaiterRejected(_Kind):
     """A compaction was rejected; the event's ``command_id`` names it."""
 
@@ -598,7 +599,7 @@ class CompactWaiterRejected(_Kind):
     reason: str = ""
 
 
-@dataclass
+@record
 class SessionMetaChanged(_Kind):
     """The session's catalog metadata changed."""
 
@@ -607,7 +608,7 @@ class SessionMetaChanged(_Kind):
     updated_at: Optional[str] = None
 
 
-@dataclass
+@record
 class PlanUpdated(_Kind):
     """The turn's plan, whole: it replaces any plan sent before (``plan``). Publish it Enduring so
     that ``session/load`` can show the session's latest plan."""
@@ -616,7 +617,7 @@ class PlanUpdated(_Kind):
     plan: Plan = field(default_factory=Plan)
 
 
-@dataclass
+@record
 class ResponseMeta(_Kind):
     """``_meta`` for the turn's ``session/prompt`` response, whatever the turn's outcome; the last
     one before the turn's terminal event counts. Never sent as an update."""
@@ -708,7 +709,7 @@ def _kind_from_json(data: Dict[str, Any]) -> EventKind:
     return result
 
 
-@dataclass
+@record
 class Event:
     """One event of a session's stream: its payload ``kind`` plus the header fields.
 

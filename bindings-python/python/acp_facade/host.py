@@ -27,9 +27,10 @@ translates them (see the Rust ``acp_facade::host`` docs for the contract of each
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
 
+from ._record import record
 from . import _native
 from ._bridge import DONE, dispatcher
 from .client import Client, ClientCapabilities
@@ -56,7 +57,7 @@ MODE_CONFIG_ID = "mode"
 """The config option id that is also served as the session's modes."""
 
 
-@dataclass
+@record
 class Setup:
     """The validated setup of a session: absolute, canonical ``cwd``, extra roots, the MCP servers
     the client asked for (only of transports the agent advertises: stdio always, http and sse per
@@ -93,7 +94,7 @@ class Setup:
         )
 
 
-@dataclass
+@record
 class SessionCatalogEntry:
     """One stored session, as ``list_sessions`` reports it."""
 
@@ -114,7 +115,7 @@ class SessionCatalogEntry:
         }
 
 
-@dataclass
+@record
 class SelectOption:
     """One value of a select config option."""
 
@@ -130,7 +131,7 @@ class SelectOption:
         return out
 
 
-@dataclass
+@record
 class ConfigOption:
     """A select config option (ACP ``SessionConfigOption``); id ``mode`` is also served as modes."""
 
@@ -157,7 +158,7 @@ class ConfigOption:
         return out
 
 
-@dataclass
+@record
 class AuthMethod:
     """One authentication method advertised in ``initialize`` (an ACP ``AuthMethod``).
 
@@ -282,7 +283,7 @@ class LiveSession:
         return f"{type(self).__name__}(id={self.id!r})"
 
 
-@dataclass
+@record
 class LoadedSession:
     """What ``load_session`` returns: the live session and its Enduring history, oldest first."""
 

@@ -4,15 +4,16 @@ its content blocks, typed; the host-defined slash command it invokes, if any; th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
 
+from ._record import record
 from .acp import Meta, PromptBlock, TextContent, prompt_block_from_json
 
 __all__ = ["Prompt", "SlashCommand"]
 
 
-@dataclass
+@record
 class SlashCommand:
     """One invocation of a host-defined slash command: a prompt whose first block is the text
     ``/name input`` naming one of the session's advertised commands."""
@@ -27,7 +28,7 @@ class SlashCommand:
         return cls(str(data["name"]), str(data.get("input", "")))
 
 
-@dataclass
+@record
 class Prompt:
     """A ``session/prompt``: ``content`` as the client sent it (checked against the advertised
     prompt capabilities), the ``command`` it invokes (the content still holds the text as typed)

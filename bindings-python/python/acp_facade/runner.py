@@ -14,12 +14,11 @@ presence switches ``/compact`` on).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence, Union
 
+from ._record import record
 from . import _native
 from ._bridge import DONE, dispatcher
 from .client import Client, ClientCapabilities, ElicitationSchema
@@ -76,7 +75,7 @@ class Permission(str, Enum):
 _ALL_CONTROLS = (ApprovalAction.APPROVE, ApprovalAction.APPROVE_ALWAYS, ApprovalAction.DENY)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reply:
     """How the user answered a question of the turn (:meth:`Turn.ask`, :meth:`Turn.fill_form`,
     :meth:`Turn.open_url`).
@@ -96,7 +95,7 @@ class Reply:
         return self.kind == "answered"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PermissionAnswer:
     """The answer to :meth:`Turn.request_permission_with_options`.
 
@@ -426,6 +425,8 @@ class _TurnRunnerAdapter:
         self._r = runner
 
     async def run_turn(self, native: Any) -> Optional[str]:
+        import asyncio  # loaded by now; not at the package's import (see acp_facade.agent)
+
         try:
             stop = await self._r.run_turn(Turn(native))
         except asyncio.CancelledError:
