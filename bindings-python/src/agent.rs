@@ -183,7 +183,11 @@ impl PyServeHandle {
         let task = task.ok_or_else(|| PyRuntimeError::new_err("this serve is not waitable, or already awaited"))?;
         crate::runtime().spawn(async move {
             let result = task.await.unwrap_or_else(|e| {
-                Err(std::io::Error::other(if e.is_cancelled() { "serving was aborted".to_owned() } else { e.to_string() }))
+                Err(std::io::Error::other(if e.is_cancelled() {
+                    "serving was aborted".to_owned()
+                } else {
+                    e.to_string()
+                }))
             });
             finish(future, result);
         });
