@@ -567,7 +567,9 @@ impl LiveSession for RunnerSession {
             .scoped(cancel.clone())
             .in_order_with(Arc::new(move || hub.upgrade().map_or(0, |session| session.hub.published())));
         let turn = Turn::new(this.clone(), command.clone(), TurnId::new(format!("t{n}")), prompt, cancel, client);
-        tokio::spawn(this.run(turn, finished));
+        // Boxed: the turn's future is large, and a task moves its future several times on the way
+        // into its cell (and writes a stage as large as it when it ends); a box moves a pointer.
+        tokio::spawn(Box::pin(this.run(turn, finished)));
         Ok(command)
     }
 
