@@ -245,8 +245,8 @@ fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError>
 /// Appends one journal entry holding `events` (nothing when there are none), one statement,
 /// recorded with the session's update time `updated_at` — or, when `None`, with its newest
 /// entry's, so that the newest entry always carries the latest time the journal was given.
-/// "No such session" is a row count of 0 (the insert selects the session) rather than a
-/// constraint error.
+/// "No such session" is the journal's foreign key refusing the row (checked by the insert itself,
+/// with no lookup of the session beside it).
 fn insert_events(
     conn: &Connection,
     id: &SessionId,
@@ -261,23 +261,22 @@ fn insert_events(
     // statement again at every run (to plan for the value bound).
     let inserted = match updated_at {
         Some(at) => conn
-            .prepare_cached(
-                "INSERT INTO journal (session_id, updated_at, events) SELECT id, ?3, ?2 FROM sessions WHERE id = ?1",
-            )
+            .prepare_cached("INSERT INTO journal (session_id, updated_at, events) VALUES (?1, ?3, ?2)")
             .and_then(|mut stmt| stmt.execute(params![&*id.0, entry, at])),
         None => conn
             .prepare_cached(
-                "INSERT INTO journal (session_id, updated_at, events)
-                 SELECT id, (SELECT updated_at FROM journal WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), ?2
-                 FROM sessions WHERE id = ?1",
+                "INSERT INTO journal (session_id, updated_at, events) VALUES
+                 (?1, (SELECT updated_at FROM journal WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), ?2)",
             )
             .and_then(|mut stmt| stmt.execute(params![&*id.0, entry])),
+    };
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _)) if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {
+            Err(StoreError::new(format!("no session {id}")))
+        }
+        Err(e) => Err(StoreError::new(format!("append events to session {id}: {e}"))),
     }
-    .map_err(|e| StoreError::new(format!("append events to session {id}: {e}")))?;
-    if inserted == 0 {
-        return Err(StoreError::new(format!("no session {id}")));
-    }
-    Ok(())
 }
 
 /// Per-connection settings.
