@@ -284,7 +284,8 @@ async fn dispatch<H: Handler + ?Sized>(
     if inline {
         answer.instrument(span).await;
     } else {
-        tasks.spawn(answer.instrument(span));
+        // Boxed: a box moves a pointer on the way into the task's cell, not the whole future.
+        tasks.spawn(Box::pin(answer.instrument(span)));
     }
 }
 

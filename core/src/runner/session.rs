@@ -496,10 +496,15 @@ impl RunnerSession {
     }
 }
 
-/// `<session>#<n>`, built without the formatting machinery (this runs once per streamed token):
-/// the digits on the stack, the id assembled in a stack buffer and copied once into the id's
-/// shared allocation (a long session id takes the heap path).
+/// `<session>#<n>`: an event's id (built once per streamed token; see [`numbered`]).
 fn event_id(session: &SessionId, n: u64) -> EventId {
+    EventId::new(numbered(&session.0, "#", n))
+}
+
+/// `<prefix><separator><n>`, built without the formatting machinery (this runs for every event
+/// and twice per turn): the digits on the stack, the id assembled in a stack buffer and copied
+/// once into the id's shared allocation (a long prefix takes the heap path).
+fn numbered(prefix: &str, separator: &str, n: u64) -> Arc<str> {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut rest = n;
@@ -511,22 +516,24 @@ fn event_id(session: &SessionId, n: u64) -> EventId {
             break;
         }
     }
-    let (prefix, digits) = (session.0.as_bytes(), &digits[at..]);
-    let len = prefix.len() + 1 + digits.len();
+    let digits = &digits[at..];
+    let len = prefix.len() + separator.len() + digits.len();
     let mut buffer = [0u8; 96];
-    if let Some(id) = buffer.get_mut(..len) {
-        id[..prefix.len()].copy_from_slice(prefix);
-        id[prefix.len()] = b'#';
-        id[prefix.len() + 1..].copy_from_slice(digits);
-        if let Ok(id) = std::str::from_utf8(id) {
-            return EventId::new(id);
+    if let Some(text) = buffer.get_mut(..len) {
+        let (head, tail) = text.split_at_mut(prefix.len());
+        head.copy_from_slice(prefix.as_bytes());
+        let (middle, end) = tail.split_at_mut(separator.len());
+        middle.copy_from_slice(separator.as_bytes());
+        end.copy_from_slice(digits);
+        if let Ok(text) = std::str::from_utf8(text) {
+            return Arc::from(text);
         }
     }
-    let mut id = String::with_capacity(len);
-    id.push_str(&session.0);
-    id.push('#');
-    id.extend(digits.iter().map(|&d| char::from(d)));
-    EventId::new(id)
+    let mut text = String::with_capacity(len);
+    text.push_str(prefix);
+    text.push_str(separator);
+    text.extend(digits.iter().map(|&d| char::from(d)));
+    Arc::from(text)
 }
 
 #[async_trait]
@@ -559,15 +566,17 @@ impl LiveSession for RunnerSession {
             *running = Some(Running { cancel: cancel.clone(), finished: finished.clone() });
         }
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        let command = CommandId::new(format!("{}/c{n}", self.id));
+        let command = CommandId::new(numbered(&self.id.0, "/c", n));
         // The turn's calls to the client go out after the updates of what it published before.
         let hub = Arc::downgrade(&this);
         let client = self
             .client
             .scoped(cancel.clone())
             .in_order_with(Arc::new(move || hub.upgrade().map_or(0, |session| session.hub.published())));
-        let turn = Turn::new(this.clone(), command.clone(), TurnId::new(format!("t{n}")), prompt, cancel, client);
-        tokio::spawn(this.run(turn, finished));
+        let turn = Turn::new(this.clone(), command.clone(), TurnId::new(numbered("", "t", n)), prompt, cancel, client);
+        // Boxed: the turn's future is large, and a task moves its future several times on the way
+        // into its cell (and writes a stage as large as it when it ends); a box moves a pointer.
+        tokio::spawn(Box::pin(this.run(turn, finished)));
         Ok(command)
     }
 
@@ -688,6 +697,16 @@ mod tests {
         // Longer than the stack buffer: the same id, built on the heap.
         let long = "x".repeat(200);
         assert_eq!(event_id(&SessionId::new(long.as_str()), 42).as_str(), format!("{long}#42"));
+    }
+
+    #[test]
+    fn command_and_turn_ids_are_numbered_like_format() {
+        for n in [0, 7, 10, 1_234_567, u64::MAX] {
+            assert_eq!(&*numbered("sess_0a1b", "/c", n), format!("sess_0a1b/c{n}"));
+            assert_eq!(&*numbered("", "t", n), format!("t{n}"));
+        }
+        let long = "é".repeat(100);
+        assert_eq!(&*numbered(&long, "/c", 3), format!("{long}/c3"));
     }
 
     #[test]

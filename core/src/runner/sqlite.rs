@@ -3,18 +3,19 @@
 //!
 //! # Durability invariants
 //!
-//! - **Atomic writes.** Every write (create, touch, append, delete) is one `BEGIN IMMEDIATE`
-//!   transaction: it is applied entirely or not at all. A crash in the middle of a write — of the
+//! - **Atomic writes.** Every write (create, touch, append, delete) is one transaction: a
+//!   `BEGIN IMMEDIATE` one, or a single statement in autocommit mode (an append, which is one
+//!   `INSERT`). It is applied entirely or not at all. A crash in the middle of a write — of the
 //!   process or of the machine — never corrupts the database and never alters a session that was
 //!   written before it.
 //! - **Durable writes.** File databases run in WAL mode with `synchronous=FULL`: once a write has
 //!   returned `Ok`, it survives a process crash and a power loss.
 //! - **Journal order.** The journal is a table of entries, one per append: the events of that
-//!   append, in order, as one JSON array. A session's events are read back in the order they were
-//!   appended: an entry's key (the rowid) is always greater than every key in the table when it is
-//!   written, so the entries of one session sort in append order. (A key freed by deleting the
-//!   newest session may be used again, by a later entry of another session; that cannot reorder
-//!   anything.)
+//!   append, in order, as one JSON array, and the session's update time as of that entry. A
+//!   session's events are read back in the order they were appended: an entry's key (the rowid)
+//!   is always greater than every key in the table when it is written, so the entries of one
+//!   session sort in append order. (A key freed by deleting the newest session may be used again,
+//!   by a later entry of another session; that cannot reorder anything.)
 //! - **No orphans.** A journal entry cannot exist without its session (`foreign_keys=ON`), and
 //!   deleting a session deletes its journal in the same transaction (`ON DELETE CASCADE`).
 //! - **Shared files.** Several stores — in this process or in others — may open the same file. A
@@ -23,6 +24,9 @@
 //! - **Versioned schema.** `PRAGMA user_version` holds the schema version. Opening migrates an
 //!   older database forward, all steps in one transaction; a database from a newer version of this
 //!   crate is refused and left untouched.
+//! - **Update time.** A session's update time is the later of its catalog row's and its newest
+//!   journal entry's (each entry carries the time it was recorded with, or its predecessor's): a
+//!   turn that records only its events and the time writes one row, not two.
 //! - **No panics on bad data.** An unreadable row (garbage JSON, wrong column type, invalid UTF-8)
 //!   is a [`StoreError`] naming the session and row.
 
@@ -53,7 +57,7 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 ///
 /// To change the schema, append a step (`v1_to_v2`, …). Never edit a step that has shipped: a
 /// database that already ran it would not run it again.
-const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2];
+const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3];
 
 /// The schema version this code reads and writes.
 const SCHEMA_VERSION: usize = MIGRATIONS.len();
@@ -76,12 +80,22 @@ const JOURNAL_V2: &str = "CREATE TABLE journal (
          );
          CREATE INDEX journal_by_session ON journal (session_id, seq);";
 
+/// The journal, since version 3: each entry also holds the session's update time as of that entry
+/// (before the events, so reading it never reads a long entry's overflow pages).
+const JOURNAL_V3: &str = "CREATE TABLE journal (
+             seq INTEGER PRIMARY KEY, -- append order (see the module doc)
+             session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+             updated_at TEXT, -- RFC 3339 UTC: the session's update time as of this entry, if any
+             events TEXT NOT NULL -- the events of one append, in order, as a JSON array
+         );
+         CREATE INDEX journal_by_session ON journal (session_id, seq);";
+
 /// Creates the current schema in an empty database in one step — what running every migration
 /// from version 0 builds (a test compares the two), without building and converting the older
 /// tables first. Opening a new store, `:memory:` included, takes half the work it would.
 fn create_current(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(SESSIONS_V1)?;
-    tx.execute_batch(JOURNAL_V2)
+    tx.execute_batch(JOURNAL_V3)
 }
 
 /// Version 1: the session catalog and the event journal.
@@ -107,6 +121,22 @@ fn v1_to_v2(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "INSERT INTO journal (seq, session_id, events) SELECT seq, session_id, '[' || body || ']' FROM events;
          DROP TABLE events;",
+    )
+}
+
+/// Version 3: each journal entry carries the session's update time as of that entry, so that a
+/// turn's write is one `INSERT` instead of an insert and an update of the session's row (a
+/// transaction of one statement, and one table fewer to write).
+///
+/// Entries of version 2 have no time (NULL): their sessions' rows hold it. The table is rebuilt
+/// rather than altered so the new column precedes the events.
+fn v2_to_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    // The old index goes first: the new table's has its name.
+    tx.execute_batch("DROP INDEX journal_by_session; ALTER TABLE journal RENAME TO journal_v2;")?;
+    tx.execute_batch(JOURNAL_V3)?;
+    tx.execute_batch(
+        "INSERT INTO journal (seq, session_id, updated_at, events) SELECT seq, session_id, NULL, events FROM journal_v2;
+         DROP TABLE journal_v2;",
     )
 }
 
@@ -171,7 +201,7 @@ impl SqliteStore {
     /// `IMMEDIATE` takes the write lock up front, so waiting for another writer goes through the
     /// busy timeout; a deferred transaction upgrading from read to write could instead fail at
     /// once with `SQLITE_BUSY` in WAL mode. `BEGIN` and `COMMIT` are cached statements, parsed
-    /// once per connection rather than once per write (a turn writes twice).
+    /// once per connection rather than once per write.
     fn write<T>(&self, what: &str, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let conn = self.lock();
         run_cached(&conn, "BEGIN IMMEDIATE").map_err(|e| sql_error(what, &e))?;
@@ -212,21 +242,41 @@ fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError>
     String::from_utf8(entry).map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
 }
 
-/// Appends one journal entry holding `events` (nothing when there are none); "no such session"
-/// is a row count of 0 (the insert selects the session) rather than a constraint error.
-fn insert_events(conn: &Connection, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
+/// Appends one journal entry holding `events` (nothing when there are none), one statement,
+/// recorded with the session's update time `updated_at` — or, when `None`, with its newest
+/// entry's, so that the newest entry always carries the latest time the journal was given.
+/// "No such session" is the journal's foreign key refusing the row (checked by the insert itself,
+/// with no lookup of the session beside it).
+fn insert_events(
+    conn: &Connection,
+    id: &SessionId,
+    events: &[Event],
+    updated_at: Option<&str>,
+) -> Result<(), StoreError> {
     if events.is_empty() {
         return Ok(());
     }
     let entry = encode_events(id, events)?;
-    let inserted = conn
-        .prepare_cached("INSERT INTO journal (session_id, events) SELECT id, ?2 FROM sessions WHERE id = ?1")
-        .and_then(|mut stmt| stmt.execute(params![&*id.0, entry]))
-        .map_err(|e| sql_error("append events", &e))?;
-    if inserted == 0 {
-        return Err(StoreError::new(format!("no session {id}")));
+    // Two statements rather than `COALESCE(?3, …)`: a parameter there makes SQLite prepare the
+    // statement again at every run (to plan for the value bound).
+    let inserted = match updated_at {
+        Some(at) => conn
+            .prepare_cached("INSERT INTO journal (session_id, updated_at, events) VALUES (?1, ?3, ?2)")
+            .and_then(|mut stmt| stmt.execute(params![&*id.0, entry, at])),
+        None => conn
+            .prepare_cached(
+                "INSERT INTO journal (session_id, updated_at, events) VALUES
+                 (?1, (SELECT updated_at FROM journal WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), ?2)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![&*id.0, entry])),
+    };
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(rusqlite::Error::SqliteFailure(e, _)) if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {
+            Err(StoreError::new(format!("no session {id}")))
+        }
+        Err(e) => Err(StoreError::new(format!("append events to session {id}: {e}"))),
     }
-    Ok(())
 }
 
 /// Per-connection settings.
@@ -328,7 +378,10 @@ fn path_text<'p>(path: &'p Path, what: &str) -> Result<&'p str, StoreError> {
 /// The columns of a `sessions` row, in [`SESSION_COLUMNS`] order, before decoding.
 type RawSession = (String, String, String, Option<String>, String, String);
 
-const SESSION_COLUMNS: &str = "id, cwd, additional_directories, title, created_at, updated_at";
+/// A session's record, selected from `sessions s`: the update time is the later of the row's and
+/// the newest journal entry's (see the module doc).
+const SESSION_COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at,
+     max(s.updated_at, coalesce((SELECT j.updated_at FROM journal j WHERE j.session_id = s.id ORDER BY j.seq DESC LIMIT 1), ''))";
 
 fn raw_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
@@ -380,7 +433,7 @@ impl Store for SqliteStore {
         let what = format!("read session {id}");
         let raw = self
             .lock()
-            .query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"), [&*id.0], raw_session)
+            .query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?1"), [&*id.0], raw_session)
             .optional()
             .map_err(|e| sql_error(&what, &e))?;
         raw.map(decode_session).transpose()
@@ -390,7 +443,7 @@ impl Store for SqliteStore {
         let what = "list sessions";
         let conn = self.lock();
         let mut stmt = conn
-            .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, id"))
+            .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions s ORDER BY s.created_at, s.id"))
             .map_err(|e| sql_error(what, &e))?;
         let rows = stmt.query_map([], raw_session).map_err(|e| sql_error(what, &e))?;
         rows.map(|row| decode_session(row.map_err(|e| sql_error(what, &e))?)).collect()
@@ -406,11 +459,9 @@ impl Store for SqliteStore {
         })
     }
 
+    /// One `INSERT`, in autocommit mode: a transaction by itself.
     async fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
-        if events.is_empty() {
-            return Ok(());
-        }
-        self.write(&format!("append events to session {id}"), |conn| insert_events(conn, id, events))
+        insert_events(&self.lock(), id, events, None)
     }
 
     async fn append_events_and_touch(
@@ -420,8 +471,13 @@ impl Store for SqliteStore {
         title: Option<&str>,
         updated_at: &str,
     ) -> Result<(), StoreError> {
+        // Only the time: the entry carries it, in one `INSERT` (autocommit, a transaction by
+        // itself). A title, or a touch without events, also updates the session's row.
+        if title.is_none() && !events.is_empty() {
+            return insert_events(&self.lock(), id, events, Some(updated_at));
+        }
         self.write(&format!("record a turn of session {id}"), |tx| {
-            insert_events(tx, id, events)?;
+            insert_events(tx, id, events, Some(updated_at))?;
             tx.prepare_cached("UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1")
                 .and_then(|mut stmt| stmt.execute(params![&*id.0, title, updated_at]))
                 .map_err(|e| sql_error("touch session", &e))?;
@@ -650,7 +706,7 @@ mod tests {
 
     #[test]
     fn migrations_are_registered_in_order() {
-        assert_eq!(SCHEMA_VERSION, 2);
+        assert_eq!(SCHEMA_VERSION, 3);
         let store = SqliteStore::open(MEMORY).expect("open");
         let conn = store.lock();
         assert_eq!(schema_version(&conn).expect("version"), SCHEMA_VERSION);
@@ -664,8 +720,8 @@ mod tests {
         assert_eq!(names, ["journal", "journal_by_session", "sessions"]);
     }
 
-    /// A version-1 database (one row per event) opens as version 2 with every session's events in
-    /// their order, and takes new appends after them.
+    /// A version-1 database (one row per event) opens at the current version with every session's
+    /// events in their order, and takes new appends after them.
     #[test]
     fn version_1_journal_is_migrated_in_order() {
         let dir = TempDir::new();
@@ -702,6 +758,106 @@ mod tests {
         assert_eq!(store.session(&sid("a")).wait().expect("read"), Some(record("a")));
     }
 
+    /// A version-2 database (entries without an update time) opens as version 3: its entries keep
+    /// their order, its sessions the update time of their rows, until a turn records a newer one.
+    #[test]
+    fn version_2_journal_is_migrated_in_order() {
+        let dir = TempDir::new();
+        {
+            let mut conn = Connection::open(dir.db()).expect("raw open");
+            let tx = conn.transaction().expect("begin");
+            v0_to_v1(&tx).expect("version 1");
+            v1_to_v2(&tx).expect("version 2");
+            tx.pragma_update(None, "user_version", 2).expect("set version");
+            for id in ["a", "b"] {
+                let r = record(id);
+                tx.execute(
+                    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at)
+                     VALUES (?1, ?2, '[]', 'T', ?3, ?4)",
+                    params![id, r.cwd.to_str(), r.created_at, r.updated_at],
+                )
+                .expect("session");
+            }
+            for (n, id) in [(5u64, "a"), (1, "b"), (9, "a"), (3, "b")] {
+                let entry = serde_json::to_string(&[event(n, 0), event(n + 1, 0)]).expect("encode");
+                tx.execute("INSERT INTO journal (session_id, events) VALUES (?1, ?2)", params![id, entry])
+                    .expect("entry");
+            }
+            tx.commit().expect("commit");
+        }
+        let store = SqliteStore::open(dir.db()).expect("migrating open");
+        assert_eq!(schema_version(&store.lock()).expect("version"), SCHEMA_VERSION);
+        let seqs = |id: &str| -> Vec<u64> {
+            store.events(&sid(id)).wait().expect("events").iter().map(|e| e.header.seq).collect()
+        };
+        assert_eq!(seqs("a"), [5, 6, 9, 10]);
+        assert_eq!(seqs("b"), [1, 2, 3, 4]);
+        let updated = |id: &str| store.session(&sid(id)).wait().expect("read").expect("exists").updated_at;
+        assert_eq!(updated("a"), record("a").updated_at);
+        store
+            .append_events_and_touch(&sid("a"), &[event(11, 0)], None, "2026-12-01T09:00:00.000Z")
+            .wait()
+            .expect("turn");
+        assert_eq!(seqs("a"), [5, 6, 9, 10, 11]);
+        assert_eq!(updated("a"), "2026-12-01T09:00:00.000Z");
+        assert_eq!(updated("b"), record("b").updated_at);
+        assert_eq!(store.session(&sid("a")).wait().expect("read").expect("exists").title.as_deref(), Some("T"));
+    }
+
+    /// A turn that records only its time writes its entry and nothing else; the session reports
+    /// the newest time it was given, whichever way (entry or catalog row) it was recorded.
+    #[test]
+    fn the_update_time_travels_with_the_journal() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).wait().expect("create");
+        let row_time = || -> String {
+            store.lock().query_row("SELECT updated_at FROM sessions WHERE id = 'a'", [], |r| r.get(0)).expect("row")
+        };
+        let reported = || store.session(&sid("a")).wait().expect("read").expect("exists").updated_at;
+        let listed = || store.list_sessions().wait().expect("list").remove(0).updated_at;
+
+        store
+            .append_events_and_touch(&sid("a"), &[event(1, 0)], None, "2026-12-01T10:00:00.000Z")
+            .wait()
+            .expect("turn");
+        assert_eq!(row_time(), record("a").updated_at, "the catalog row is not written");
+        assert_eq!(
+            (reported(), listed()),
+            ("2026-12-01T10:00:00.000Z".to_owned(), "2026-12-01T10:00:00.000Z".to_owned())
+        );
+        // An entry written without a time (mid-turn) keeps the newest one.
+        store.append_events(&sid("a"), &[event(2, 0)]).wait().expect("append");
+        assert_eq!(reported(), "2026-12-01T10:00:00.000Z");
+        // A touch of the row with a later time is reported; then a later turn again.
+        store.touch_session(&sid("a"), None, "2026-12-01T11:00:00.000Z").wait().expect("touch");
+        assert_eq!(
+            (reported(), listed()),
+            ("2026-12-01T11:00:00.000Z".to_owned(), "2026-12-01T11:00:00.000Z".to_owned())
+        );
+        store
+            .append_events_and_touch(&sid("a"), &[event(3, 0)], None, "2026-12-01T12:00:00.000Z")
+            .wait()
+            .expect("turn");
+        assert_eq!(reported(), "2026-12-01T12:00:00.000Z");
+        // A title goes to the row, with the time.
+        store
+            .append_events_and_touch(&sid("a"), &[event(4, 0)], Some("T"), "2026-12-01T13:00:00.000Z")
+            .wait()
+            .expect("titled turn");
+        assert_eq!(row_time(), "2026-12-01T13:00:00.000Z");
+        let a = store.session(&sid("a")).wait().expect("read").expect("exists");
+        assert_eq!((a.title.as_deref(), a.updated_at.as_str()), (Some("T"), "2026-12-01T13:00:00.000Z"));
+        // A touch without events is a touch of the row; an unknown session is refused.
+        store.append_events_and_touch(&sid("a"), &[], None, "2026-12-01T14:00:00.000Z").wait().expect("touch only");
+        assert_eq!(reported(), "2026-12-01T14:00:00.000Z");
+        let err = store
+            .append_events_and_touch(&sid("nope"), &[event(5, 0)], None, "2026-12-01T14:00:00.000Z")
+            .wait()
+            .expect_err("unknown session");
+        assert!(err.message().contains("no session nope"), "{err}");
+        assert_eq!(store.events(&sid("a")).wait().expect("events").len(), 4);
+    }
+
     /// A failed write leaves nothing behind: the entry and the touch of one append are one
     /// transaction, and the connection is usable afterwards.
     #[test]
@@ -709,14 +865,14 @@ mod tests {
         let store = SqliteStore::open(MEMORY).expect("open");
         store.create_session(&record("a")).wait().expect("create");
         let err = store.write("test", |conn| {
-            insert_events(conn, &sid("a"), &[event(1, 0)])?;
+            insert_events(conn, &sid("a"), &[event(1, 0)], None)?;
             Err::<(), _>(StoreError::new("the second step failed"))
         });
         assert!(err.is_err());
         assert!(store.events(&sid("a")).wait().expect("events").is_empty());
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = store.write("test", |conn| -> Result<(), StoreError> {
-                insert_events(conn, &sid("a"), &[event(2, 0)])?;
+                insert_events(conn, &sid("a"), &[event(2, 0)], None)?;
                 panic!("a panic mid-write");
             });
         }));

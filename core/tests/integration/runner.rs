@@ -581,6 +581,30 @@ async fn titles_are_announced_once_and_listed() {
     }
 }
 
+/// Every turn moves the session's update time that `session/list` tells, the titled first turn
+/// and the later ones alike (the store may keep the time with the turn's journal entry).
+#[tokio::test]
+async fn every_turn_moves_the_listed_update_time() {
+    for (name, store) in stores().await {
+        let (runner, _) = runner(store.clone(), TurnsSpec { titles: true, ..TurnsSpec::default() });
+        let mut client = client(&runner).await;
+        let sid = client.new_session().await;
+        let mut listed = vec![client.call_ok("session/list", json!({})).await["sessions"][0]["updatedAt"].clone()];
+        for text in ["say one", "say two", "say three"] {
+            // The clock's resolution is a millisecond.
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let (response, _) = prompt(&mut client, &sid, text).await;
+            assert_eq!(stop_reason(&response), "end_turn", "{name}");
+            let list = client.call_ok("session/list", json!({})).await;
+            listed.push(list["sessions"][0]["updatedAt"].clone());
+        }
+        let times: Vec<&str> = listed.iter().map(|t| t.as_str().expect("updatedAt")).collect();
+        assert!(times.windows(2).all(|w| w[0] < w[1]), "{name}: {times:?}");
+        let record = store.session(&SessionId::new(sid.as_str())).await.unwrap().unwrap();
+        assert_eq!(record.updated_at, times[3], "{name}");
+    }
+}
+
 #[tokio::test]
 async fn config_options_are_served_and_reach_the_turn() {
     for (name, store) in stores().await {
