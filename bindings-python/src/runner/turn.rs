@@ -151,11 +151,11 @@ impl PyTurn {
     }
 
     fn push(&self, op: TurnOp) -> PyResult<bool> {
-        crate::pace::should_wait(self.ops.push(op), OVER)
+        crate::pace::push(&self.ops, op, None, OVER)
     }
 
     fn push_then(&self, op: TurnOp, future: u64) -> PyResult<()> {
-        crate::pace::should_wait(self.ops.push_then(op, applied(future)), OVER).map(|_| ())
+        crate::pace::push(&self.ops, op, Some(applied(future)), OVER).map(|_| ())
     }
 }
 
