@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::future::Future;
 
 use acp_facade::pace::{LOW_WATER, Pace, Refused};
-use acp_facade::runner::ops::{Reply, TurnOp, TurnOps};
+use acp_facade::runner::ops::{TurnOp, TurnOps};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
@@ -35,7 +35,6 @@ pub(crate) fn resolve_when_drained(drained: impl Future<Output = ()> + Send + 's
 struct Staged {
     ops: TurnOps,
     op: TurnOp,
-    done: Option<Reply<()>>,
 }
 
 /// The most operations held back at once; one more flushes them first.
@@ -77,20 +76,17 @@ pub(crate) fn flush() {
 }
 
 fn push_all(held: Vec<Staged>) {
-    for Staged { ops, op, done } in held {
+    for Staged { ops, op } in held {
         // Held back only while far below every mark (see `push`), so neither `Wait` nor `Full`
         // can come back here; `Closed` cannot either, the queue closing only once the host's
         // `run_turn` was answered, which flushes first (`bridge_reply`). Should one come back
         // all the same, the operation is dropped and its reply answered "turn ended".
-        let _ = match done {
-            Some(done) => ops.push_then(op, done),
-            None => ops.push(op),
-        };
+        let _ = ops.push(op);
     }
 }
 
-/// Queues `op` on a running turn (`done`, when given, is answered once it is applied) and says
-/// whether the caller should await (`closed`: what a closed queue means to the caller).
+/// Queues `op` on a running turn and says whether the caller should await (`closed`: what a
+/// closed queue means to the caller).
 ///
 /// Inside a burst on the loop's thread, and while the queue is short, the operation is held
 /// back until the burst ends (at the latest once the loop has run what the drain made ready,
@@ -99,25 +95,21 @@ fn push_all(held: Vec<Staged>) {
 /// order. A held-back operation is counted by the queue only when the burst ends, so it is held
 /// only while the queue and the held-back ones together are below the low-water mark: the
 /// answer is then the same as queueing at once would have given (`False`), and the bounds stay.
-pub(crate) fn push(ops: &TurnOps, op: TurnOp, done: Option<Reply<()>>, closed: &str) -> PyResult<bool> {
-    let held = STAGED.with(|staged| {
+pub(crate) fn push(ops: &TurnOps, op: TurnOp, closed: &str) -> PyResult<bool> {
+    let now = STAGED.with(|staged| {
         let mut staged = staged.borrow_mut();
-        let Some(held) = staged.as_mut() else { return Some((op, done)) };
+        let Some(held) = staged.as_mut() else { return Some(op) };
         if ops.is_closed() || held.len() >= STAGED_MAX || ops.queued() + held.len() >= LOW_WATER {
-            return Some((op, done));
+            return Some(op);
         }
-        held.push(Staged { ops: ops.clone(), op, done });
+        held.push(Staged { ops: ops.clone(), op });
         None
     });
-    match held {
+    match now {
         None => Ok(false),
-        Some((op, done)) => {
+        Some(op) => {
             flush();
-            let pushed = match done {
-                Some(done) => ops.push_then(op, done),
-                None => ops.push(op),
-            };
-            should_wait(pushed, closed)
+            should_wait(ops.push(op), closed)
         }
     }
 }
