@@ -202,9 +202,7 @@ fn bridge_fileno() -> PyResult<i32> {
 }
 
 /// Takes every queued item, as tuples: `("call", id, target, method, args)`, `("cancel", id)`
-/// and `("resolve", future_id, value, exception)`. When there are any, a burst begins
-/// ([`crate::pace::begin_burst`]): the caller must call `bridge_flush` once the host code they
-/// resume has run (the loop schedules it behind that code).
+/// and `("resolve", future_id, value, exception)`.
 #[pyfunction]
 fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let bridge = get()?;
@@ -227,9 +225,6 @@ fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     }
     bridge.woken.store(false, Ordering::Release);
     let items = std::mem::take(&mut *bridge.queue.lock().unwrap_or_else(PoisonError::into_inner));
-    if !items.is_empty() {
-        crate::pace::begin_burst();
-    }
     let out = PyList::empty(py);
     for item in items {
         match item {
@@ -258,17 +253,9 @@ fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     Ok(out)
 }
 
-/// Ends the burst a drain began: hands the operations it held back to the Tokio worker.
-#[pyfunction]
-fn bridge_flush() {
-    crate::pace::end_burst();
-}
-
-/// Answers call `id` with the host's return value (after every operation the host queued before
-/// returning: a turn's queue closes with its `run_turn` call).
+/// Answers call `id` with the host's return value.
 #[pyfunction]
 fn bridge_reply(py: Python<'_>, id: u64, value: Bound<'_, PyAny>) -> PyResult<()> {
-    crate::pace::flush();
     if let Some(complete) = get()?.take_pending(id) {
         complete(py, Ok(value));
     }
@@ -278,7 +265,6 @@ fn bridge_reply(py: Python<'_>, id: u64, value: Bound<'_, PyAny>) -> PyResult<()
 /// Answers call `id` with the exception the host raised.
 #[pyfunction]
 fn bridge_reply_error(py: Python<'_>, id: u64, error: Bound<'_, PyAny>) -> PyResult<()> {
-    crate::pace::flush();
     if let Some(complete) = get()?.take_pending(id) {
         complete(py, Err(Completion::Raised(PyErr::from_value(error))));
     }
@@ -288,7 +274,6 @@ fn bridge_reply_error(py: Python<'_>, id: u64, error: Bound<'_, PyAny>) -> PyRes
 /// Answers call `id`: the host's task was cancelled.
 #[pyfunction]
 fn bridge_reply_cancelled(py: Python<'_>, id: u64) -> PyResult<()> {
-    crate::pace::flush();
     if let Some(complete) = get()?.take_pending(id) {
         complete(py, Err(Completion::Cancelled));
     }
@@ -315,7 +300,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add_function(wrap_pyfunction!(bridge_fileno, m)?)?;
     m.add_function(wrap_pyfunction!(bridge_drain, m)?)?;
-    m.add_function(wrap_pyfunction!(bridge_flush, m)?)?;
     m.add_function(wrap_pyfunction!(bridge_reply, m)?)?;
     m.add_function(wrap_pyfunction!(bridge_reply_error, m)?)?;
     m.add_function(wrap_pyfunction!(bridge_reply_cancelled, m)?)?;

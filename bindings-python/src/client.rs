@@ -67,7 +67,7 @@ fn queue<T: Send + 'static>(
     op: impl FnOnce(Reply<Result<T, ClientError>>) -> TurnOp,
 ) -> PyResult<()> {
     let reply = Reply::new(move |outcome| settle(future, outcome, to_py));
-    crate::pace::push(ops, op(reply), OVER).map(|_| ())
+    crate::pace::should_wait(ops.push(op(reply)), OVER).map(|_| ())
 }
 
 /// Runs one call at once, on the binding's runtime; its outcome completes `future`.
@@ -242,7 +242,7 @@ impl PyClient {
     fn release_terminals(&self, future: u64) -> PyResult<()> {
         if let Some(ops) = route(self.ops.as_ref()) {
             let reply = Reply::new(move |outcome: Result<(), TurnEnded>| settle(future, outcome.map(Ok), none()));
-            crate::pace::push(ops, TurnOp::ReleaseTerminals { reply }, OVER).map(|_| ())
+            crate::pace::should_wait(ops.push(TurnOp::ReleaseTerminals { reply }), OVER).map(|_| ())
         } else {
             let client = self.client.clone();
             direct(future, none(), async move {

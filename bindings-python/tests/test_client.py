@@ -148,9 +148,9 @@ def test_files_through_the_client() -> None:
 
 
 def test_a_turn_s_text_and_reads_reach_the_client_in_call_order() -> None:
-    # The operations one step of host code queues are handed to the core together (held back
-    # until the loop has run what woke it): more than are held at once, reads among them, and
-    # the text queued just before `run_turn` returns all reach the client in call order.
+    # Many operations queued by one step of host code, reads among them, and the text queued
+    # just before `run_turn` returns: each read goes out after the chunks queued before it, and
+    # every chunk reaches the client, in call order.
     seen_at_read: List[int] = []
 
     class Counting(Editor):

@@ -81,7 +81,6 @@ class Dispatcher:
             if not future.done():
                 future.cancel()
         self._futures.clear()
-        _native.bridge_flush()
         _native.bridge_fail_pending()
 
     def future(self) -> tuple[asyncio.Future[Any], int]:
@@ -106,22 +105,7 @@ class Dispatcher:
             items = _native.bridge_drain()
         except Exception:  # pragma: no cover - defensive: never break the loop
             _log.exception("acp_facade: draining the bridge failed")
-            _native.bridge_flush()
             return
-        loop = self._loop
-        try:
-            self._handle(items)
-        finally:
-            if items:
-                # Behind the host code this drain made ready (its tasks' next steps are already
-                # scheduled): the turn operations that code queues reach the Tokio worker
-                # together, with one wake-up.
-                if loop is not None and not loop.is_closed():
-                    loop.call_soon(_native.bridge_flush)
-                else:  # pragma: no cover - the loop went away while handling the drain
-                    _native.bridge_flush()
-
-    def _handle(self, items: list[Any]) -> None:
         for item in items:
             try:
                 kind = item[0]

@@ -149,7 +149,7 @@ impl PyTurn {
     }
 
     fn push(&self, op: TurnOp) -> PyResult<bool> {
-        crate::pace::push(&self.ops, op, OVER)
+        crate::pace::should_wait(self.ops.push(op), OVER)
     }
 }
 
