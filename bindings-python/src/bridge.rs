@@ -215,7 +215,9 @@ fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let mut sink = [0u8; 256];
     loop {
         match (&bridge.wake_rx).read(&mut sink) {
-            Ok(0) => break,
+            // Less than asked for: the socket is empty now (one byte, usually: a push writes
+            // only while `woken` is clear), so no second read to hear `WouldBlock`.
+            Ok(n) if n < sink.len() => break,
             Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => break,

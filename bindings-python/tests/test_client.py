@@ -147,6 +147,36 @@ def test_files_through_the_client() -> None:
     assert editor.files["/work/new.txt"] == "fresh"
 
 
+def test_a_turn_s_text_and_reads_reach_the_client_in_call_order() -> None:
+    # Many operations queued by one step of host code, reads among them, and the text queued
+    # just before `run_turn` returns: each read goes out after the chunks queued before it, and
+    # every chunk reaches the client, in call order.
+    seen_at_read: List[int] = []
+
+    class Counting(Editor):
+        async def read_text_file(self, session_id: str, path: str, line: Optional[int] = None, limit: Optional[int] = None, **kwargs: Any) -> Any:
+            seen_at_read.append(len(self.chunks()))
+            return await super().read_text_file(session_id, path, line, limit, **kwargs)
+
+    async def body(turn: Turn) -> None:
+        for i in range(200):
+            await turn.text(f"t{i} ")
+            if i % 70 == 69:
+                assert await turn.client.read_text_file("/work/notes.txt") == FILES["/work/notes.txt"]
+        await turn.text("last")
+
+    async def go() -> Editor:
+        editor = Counting()
+        async with connect(Runner(MemoryStore(), Body(body)).agent(), editor, capabilities=capabilities()) as conn:
+            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
+        return editor
+
+    editor = run(go)
+    assert seen_at_read == [70, 140]
+    assert editor.chunks() == [f"t{i} " for i in range(200)] + ["last"]
+
+
 def test_each_failure_is_the_error_of_its_kind_and_refused_calls_send_nothing() -> None:
     errors: Dict[str, BaseException] = {}
 

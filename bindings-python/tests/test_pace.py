@@ -143,3 +143,53 @@ def test_a_host_session_that_never_awaits_publish_is_refused_at_the_hard_bound_a
             assert await chunks_arrive(client, len(expected)) == expected
 
     run(body)
+
+
+def test_operations_that_answer_nothing_are_paced_like_text_and_applied_in_call_order() -> None:
+    # `usage`, `plan`, tool updates, `end_step` and the response `_meta` answer nothing: like
+    # `text` they are queued and, while the queue is short, their awaitable is already complete
+    # (awaiting one does not hand the loop over; it used to wait until the core had applied it,
+    # two hand-overs between the threads each). The core still applies them in call order,
+    # those queued just before `run_turn` returns included.
+    suspended: List[str] = []
+
+    class Paced(TurnRunner):
+        async def run_turn(self, turn: Turn) -> None:
+            asyncio.get_running_loop().call_soon(suspended.append, "the loop ran in between")
+            await turn.text("a")
+            await turn.plan([{"content": "step", "priority": "medium", "status": "pending"}])  # type: ignore[list-item]
+            call = await turn.start_tool_call("t")
+            await turn.tool_progress(call, content=[{"type": "text", "text": "half"}])  # type: ignore[list-item]
+            assert suspended == ["the loop ran in between"]  # start_tool_call answers: it waited
+            suspended.clear()
+            asyncio.get_running_loop().call_soon(suspended.append, "the loop ran in between")
+            await turn.complete_tool_call(call)
+            await turn.update_tool(call, title="done")
+            await turn.usage(1, 10)
+            await turn.text("b")
+            await turn.end_step()
+            await turn.set_response_meta({"k": "v"})
+            await turn.usage(2, 10)
+            assert suspended == [], "an operation that answers nothing handed the loop over"
+
+    async def go() -> RecordingClient:
+        client = RecordingClient()
+        async with connect(Runner(MemoryStore(), Paced()).agent(), client) as conn:
+            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+            response = await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
+            assert response.field_meta == {"k": "v"}
+        return client
+
+    client = run(go)
+    assert client.kinds() == [
+        "agent_message_chunk",
+        "plan",
+        "tool_call",
+        "tool_call_update",
+        "tool_call_update",
+        "tool_call_update",
+        "usage_update",
+        "agent_message_chunk",
+        "usage_update",
+    ], client.kinds()
+    assert client.chunks() == ["a", "b"]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import acp_facade
 from acp_facade import (
@@ -312,28 +312,32 @@ async def read_loop(turn: Turn, rest: str) -> StopReason:
     """``readloop N PATH [PARALLEL]`` (the benchmark's helper): ``fs/read_text_file`` of PATH N
     times, at most PARALLEL (1 when absent or 0) in flight at once; then the chunk
     ``readloop: N``."""
+    import asyncio  # loaded by the time a turn runs (see the module doc)
+
     words = [w for w in _WS_RUN.split(rest) if w]
     count = _parse_u64(words[0]) if words else 0
     path = absolute(turn, words[1] if len(words) > 1 else "")
     parallel = (_parse_u64(words[2]) if len(words) > 2 else 0) or 1
-    import asyncio  # loaded by the time a turn runs (see the module doc)
-
     client = turn.client
-    in_flight: Set["asyncio.Future[str]"] = set()
-    started = 0
+    left = count
+
+    # Like the Node demo and the SDK fixtures: PARALLEL workers, each awaiting its reads one after
+    # another, rather than a task per read (a task and an `asyncio.wait` over every read in flight
+    # cost more than the read itself on the loop's thread).
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await client.read_text_file(path)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(parallel, count))]
     try:
-        while started < count or in_flight:
-            while started < count and len(in_flight) < parallel:
-                in_flight.add(asyncio.ensure_future(client.read_text_file(path)))
-                started += 1
-            done, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-            for call in done:
-                call.result()
+        await asyncio.gather(*workers)
     except ClientError as e:
         return await failed(turn, "readloop", e)
     finally:
-        for call in in_flight:
-            call.cancel()
+        for task in workers:
+            task.cancel()
     await turn.text(f"readloop: {count}")
     return StopReason.END_TURN
 

@@ -157,7 +157,11 @@ class Turn:
 
     Streaming calls (:meth:`text`, :meth:`thought`) are cheap synchronous calls into a Rust queue
     that return an awaitable: already complete, unless the client is slow to read and the queue
-    is long (then awaiting it waits: back-pressure). Always ``await`` them: a caller that ignores
+    is long (then awaiting it waits: back-pressure). The other calls that answer nothing
+    (:meth:`tool_progress`, :meth:`complete_tool_call`, :meth:`fail_tool_call`,
+    :meth:`update_tool`, :meth:`usage`, :meth:`end_step`, :meth:`plan`,
+    :meth:`set_response_meta`) are queued the same way: awaiting them waits only for
+    back-pressure, and the turn applies everything in call order. Always ``await`` them: a caller that ignores
     them is refused with :class:`RuntimeError` once the queue holds its hard bound of operations
     (nothing is queued then; memory stays bounded). When the turn is cancelled
     (``session/cancel``, close) the ``run_turn`` task is cancelled too; a loop that never awaits
@@ -226,6 +230,13 @@ class Turn:
         """The reply text streamed in the current step so far."""
         return str(self._n.step_text())
 
+    def _paced(self, wait: bool) -> Awaitable[None]:
+        """What a queued operation that answers nothing hands its caller: already complete, or
+        (``wait``: the queue is long) an awaitable that completes once it is short again."""
+        if wait:
+            return dispatcher.wait(self._n.drained)
+        return DONE
+
     def text(self, text: str) -> Awaitable[None]:
         """Streams reply text (``agent_message_chunk``)."""
         if self._n.text(text):
@@ -247,15 +258,15 @@ class Turn:
         self, call_id: str, status: Optional[ToolCallStatus] = None, content: Optional[List[ContentBlock]] = None
     ) -> None:
         """Reports progress of a tool call (``tool_call_update``)."""
-        await dispatcher.wait(self._n.tool_progress, call_id, _value(status), content)
+        await self._paced(self._n.tool_progress(call_id, _value(status), content))
 
     async def complete_tool_call(self, call_id: str, output: Sequence[ContentBlock] = ()) -> None:
         """Finishes a tool call successfully (``tool_call_update``, status completed)."""
-        await dispatcher.wait(self._n.finish_tool_call, call_id, list(output), False)
+        await self._paced(self._n.finish_tool_call(call_id, list(output), False))
 
     async def fail_tool_call(self, call_id: str, output: Sequence[ContentBlock] = ()) -> None:
         """Finishes a tool call as failed (``tool_call_update``, status failed)."""
-        await dispatcher.wait(self._n.finish_tool_call, call_id, list(output), True)
+        await self._paced(self._n.finish_tool_call(call_id, list(output), True))
 
     async def start_tool(
         self,
@@ -292,7 +303,7 @@ class Turn:
         replaces the call's (``content`` and ``locations`` as whole lists); a ``status`` of
         ``completed`` or ``failed`` finishes the call."""
         fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
-        await dispatcher.wait(self._n.update_tool, call_id, fields)
+        await self._paced(self._n.update_tool(call_id, fields))
 
     async def request_permission(
         self, call_id: str, title: str, controls: Sequence[ApprovalAction] = _ALL_CONTROLS
@@ -360,20 +371,20 @@ class Turn:
         """Reports context usage, with the session's cumulative ``cost`` when known; closes the
         current step first (``usage_update``)."""
         if cost is None:
-            await dispatcher.wait(self._n.usage, used, size)
+            await self._paced(self._n.usage(used, size))
         else:
-            await dispatcher.wait(self._n.usage_with_cost, used, size, cost)
+            await self._paced(self._n.usage_with_cost(used, size, cost))
 
     async def plan(self, plan: Plan) -> None:
         """Sends the turn's plan (``plan``): every entry with its current status. Each plan
         replaces the one before at the client; send it again, whole, as entries progress.
         ``session/load`` replays the session's latest plan."""
-        await dispatcher.wait(self._n.plan, plan)
+        await self._paced(self._n.plan(plan))
 
     async def set_response_meta(self, meta: Meta) -> None:
         """Sets the ``_meta`` of the prompt's response, whatever the turn's outcome (the last
         call counts)."""
-        await dispatcher.wait(self._n.set_response_meta, meta)
+        await self._paced(self._n.set_response_meta(meta))
 
     async def set_mode(self, mode_id: str) -> None:
         """Switches the session to mode ``mode_id`` (the config option ``mode``), as if the client
@@ -395,7 +406,7 @@ class Turn:
 
     async def end_step(self) -> None:
         """Closes the current step, if it has content."""
-        await dispatcher.wait(self._n.end_step)
+        await self._paced(self._n.end_step())
 
     def __repr__(self) -> str:
         return f"Turn(session_id={self.session_id!r})"

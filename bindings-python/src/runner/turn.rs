@@ -3,9 +3,12 @@
 //! The core's [`Turn`] is borrowed by `run_turn` for the duration of the turn, so the Python
 //! handle drives it through the core's turn-operation queue ([`acp_facade::runner::ops`]): each
 //! method converts its arguments and pushes one [`TurnOp`], which [`run`] applies in call order
-//! while the product's `run_turn` coroutine runs. `text` and `thought` return whether the caller
-//! should await `drained` (back-pressure, see [`crate::pace`]); the other calls carry the id of a
-//! Python future that their answer, or their being applied, completes through the bridge.
+//! while the product's `run_turn` coroutine runs. The operations that answer nothing (`text`,
+//! `thought`, tool progress and updates, `usage`, `end_step`, `plan`, the response's `_meta`)
+//! return whether the caller should await `drained` (back-pressure, see [`crate::pace`]), as the
+//! Node binding's do: waiting for each to be applied cost two hand-overs between the threads
+//! (ARCHITECTURE.md, "The bindings' threads") and ordered nothing that the queue does not. The
+//! other calls carry the id of a Python future that their answer completes through the bridge.
 //! Cancelling the turn cancels the Python task.
 //!
 //! The turn's handle on the client (`client`) is a [`PyClient`] over the core turn's
@@ -89,11 +92,6 @@ fn answer<T: Send + 'static>(
     })
 }
 
-/// A reply that completes the Python future `future` with `None` once its operation is applied.
-fn applied(future: u64) -> Reply<()> {
-    answer(future, |py, ()| Ok(py.None().into_bound(py)))
-}
-
 /// A reply that completes the Python future `future` with an operation's value as plain data, or
 /// raises its error (the matching `AcpError`).
 fn outcome<T: serde::Serialize + Send + 'static>(future: u64) -> Reply<Result<T, Error>> {
@@ -153,10 +151,6 @@ impl PyTurn {
     fn push(&self, op: TurnOp) -> PyResult<bool> {
         crate::pace::should_wait(self.ops.push(op), OVER)
     }
-
-    fn push_then(&self, op: TurnOp, future: u64) -> PyResult<()> {
-        crate::pace::should_wait(self.ops.push_then(op, applied(future)), OVER).map(|_| ())
-    }
 }
 
 #[pymethods]
@@ -196,20 +190,19 @@ impl PyTurn {
         self.push(TurnOp::StartToolCall { title, kind, input, reply }).map(|_| ())
     }
 
-    #[pyo3(signature = (call_id, status, content, future))]
+    #[pyo3(signature = (call_id, status, content))]
     fn tool_progress(
         &self,
         call_id: String,
         status: Option<&Bound<'_, PyAny>>,
         content: Option<&Bound<'_, PyAny>>,
-        future: u64,
-    ) -> PyResult<()> {
+    ) -> PyResult<bool> {
         let status = status.map(|s| extract(s, "tool call status")).transpose()?;
         let content = content.map(|c| extract(c, "content")).transpose()?;
-        self.push_then(TurnOp::ToolProgress { call_id: ToolCallId::new(call_id), status, content }, future)
+        self.push(TurnOp::ToolProgress { call_id: ToolCallId::new(call_id), status, content })
     }
 
-    fn finish_tool_call(&self, call_id: String, output: &Bound<'_, PyAny>, failed: bool, future: u64) -> PyResult<()> {
+    fn finish_tool_call(&self, call_id: String, output: &Bound<'_, PyAny>, failed: bool) -> PyResult<bool> {
         let call_id = ToolCallId::new(call_id);
         let output = extract(output, "content")?;
         let op = if failed {
@@ -217,7 +210,7 @@ impl PyTurn {
         } else {
             TurnOp::CompleteToolCall { call_id, output }
         };
-        self.push_then(op, future)
+        self.push(op)
     }
 
     /// Announces a tool call with any of its fields (ACP's wire form; `title` required).
@@ -229,10 +222,10 @@ impl PyTurn {
     }
 
     /// Changes any subset of a tool call's fields (ACP's wire form).
-    fn update_tool(&self, call_id: String, fields: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+    fn update_tool(&self, call_id: String, fields: &Bound<'_, PyAny>) -> PyResult<bool> {
         let fields: ToolCallFields = extract(fields, "tool call update")?;
         let fields = Box::new(fields.into_update());
-        self.push_then(TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields }, future)
+        self.push(TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields })
     }
 
     fn request_permission(
@@ -295,14 +288,14 @@ impl PyTurn {
         capabilities_to_py(py, self.client.capabilities())
     }
 
-    fn usage(&self, used: u64, size: u64, future: u64) -> PyResult<()> {
+    fn usage(&self, used: u64, size: u64) -> PyResult<bool> {
         self.step().clear();
-        self.push_then(TurnOp::Usage { used, size }, future)
+        self.push(TurnOp::Usage { used, size })
     }
 
-    fn end_step(&self, future: u64) -> PyResult<()> {
+    fn end_step(&self) -> PyResult<bool> {
         self.step().clear();
-        self.push_then(TurnOp::EndStep, future)
+        self.push(TurnOp::EndStep)
     }
 
     /// Completes `future` when the turn is cancelled.
@@ -366,20 +359,20 @@ impl PyTurn {
         encode(py, &self.mcp_servers)
     }
 
-    fn plan(&self, plan: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+    fn plan(&self, plan: &Bound<'_, PyAny>) -> PyResult<bool> {
         let plan = Box::new(extract(plan, "plan")?);
-        self.push_then(TurnOp::Plan(plan), future)
+        self.push(TurnOp::Plan(plan))
     }
 
-    fn set_response_meta(&self, meta: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+    fn set_response_meta(&self, meta: &Bound<'_, PyAny>) -> PyResult<bool> {
         let meta = Box::new(extract(meta, "_meta")?);
-        self.push_then(TurnOp::ResponseMeta(meta), future)
+        self.push(TurnOp::ResponseMeta(meta))
     }
 
-    fn usage_with_cost(&self, used: u64, size: u64, cost: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
+    fn usage_with_cost(&self, used: u64, size: u64, cost: &Bound<'_, PyAny>) -> PyResult<bool> {
         let cost = Box::new(extract(cost, "cost")?);
         self.step().clear();
-        self.push_then(TurnOp::UsageWithCost { used, size, cost }, future)
+        self.push(TurnOp::UsageWithCost { used, size, cost })
     }
 
     fn set_mode(&self, mode_id: String, future: u64) -> PyResult<()> {
