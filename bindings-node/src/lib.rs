@@ -14,6 +14,7 @@
 //! - [`harness`]: conversion of harness events and gate answers.
 //! - [`agent`]: the `Agent` class, its options, and serving over stdio or caller-supplied streams.
 //! - [`runner`]: the batteries-included runner: stores, the JS turn runner and the `Turn` handle.
+//! - [`settle`]: Promises settled from the core's threads through one threadsafe function.
 //!
 //! Nothing here writes to stdout: stdout is the protocol channel. Logs go to stderr, filtered by
 //! `ACP_FACADE_LOG` (default `warn`).
@@ -42,6 +43,7 @@ pub mod hub;
 pub mod pace;
 pub mod rpc;
 pub mod runner;
+pub mod settle;
 
 use napi_derive::module_init;
 
