@@ -97,7 +97,11 @@ fn turn_ended() -> napi::Error<Code> {
 
 /// Settles a call's Promise with `outcome`: resolved with `to_js` of the answer, rejected with
 /// the error of a [`ClientError`] (or `ERR_ACP_TURN_ENDED`).
-fn settle<T: Send + 'static>(deferred: Deferred, outcome: Outcome<T>, to_js: impl FnOnce(&Env, T) -> napi::Result<sys::napi_value> + Send + 'static) {
+fn settle<T: Send + 'static>(
+    deferred: Deferred,
+    outcome: Outcome<T>,
+    to_js: impl FnOnce(&Env, T) -> napi::Result<sys::napi_value> + Send + 'static,
+) {
     deferred.settle(move |env| match outcome {
         Ok(Ok(value)) => to_js(env, value),
         Ok(Err(error)) => Err(crate::error::client_error(env, &error)),

@@ -144,7 +144,9 @@ impl Deferred {
                     Err(e) => {
                         tracing::warn!(error = %e, "could not build a Promise's rejection");
                         // SAFETY: as above; the Promise must still settle.
-                        unsafe { sys::napi_reject_deferred(env.raw(), raw.0, resolve_undefined(env).unwrap_or_default()) }
+                        unsafe {
+                            sys::napi_reject_deferred(env.raw(), raw.0, resolve_undefined(env).unwrap_or_default())
+                        }
                     }
                 },
             };
