@@ -146,6 +146,26 @@ describe('the client handle of a runner turn', () => {
     assert.equal(client.files.get('/work/new.txt'), 'fresh')
   })
 
+  test('many calls in flight: each Promise settles with its own answer, failures with their own error', async () => {
+    // Answers arrive together and are settled in batches on the JS thread (bindings-node/src/settle.rs).
+    let seen
+    const { client } = await oneTurn(async (turn) => {
+      const reads = []
+      for (let i = 0; i < 200; i++) {
+        reads.push(turn.client.readTextFile('/work/notes.txt', (i % 3) + 1, 1))
+        if (i % 50 === 0) reads.push(turn.client.readTextFile('/work/missing').then(() => 'resolved', (e) => e.code))
+      }
+      seen = await Promise.all(reads)
+    })
+    const expected = []
+    for (let i = 0; i < 200; i++) {
+      expected.push(['one', 'two', 'three'][i % 3])
+      if (i % 50 === 0) expected.push(-32002)
+    }
+    assert.deepEqual(seen, expected)
+    assert.equal(client.named('read').length, 204)
+  })
+
   test('each failure is the error class of its kind, and only the client error reaches the wire', async () => {
     let errors
     const { client, conn } = await oneTurn(
