@@ -298,6 +298,25 @@ describe('the client handle of a runner turn', () => {
     )
   })
 
+  test('a runTurn Promise that can never settle is collected: the prompt fails rather than waiting forever', async () => {
+    // What waits for a host's Promise is held by the Promise's reactions (bindings-node/src/callback.rs),
+    // so it goes with the Promise instead of staying behind for ever.
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc')
+    let outcome
+    await withRunner(() => new Promise(() => {}), ALL, async (conn, sessionId) => {
+      const prompt = conn.connection.prompt(textPrompt(sessionId, 'go')).then(
+        (response) => ({ response }),
+        (error) => ({ error }),
+      )
+      for (let i = 0; i < 100 && outcome === undefined; i++) {
+        gc()
+        outcome = await Promise.race([prompt, new Promise((resolve) => setTimeout(resolve, 20))])
+      }
+    })
+    assert.equal(outcome?.error?.code, -32603, `the prompt failed: ${JSON.stringify(outcome)}`)
+  })
+
   test('a terminal left running when the turn ends is released by the turn', async () => {
     const { client } = await oneTurn(async (turn) => {
       await turn.client.createTerminal('sleep')
