@@ -5,7 +5,8 @@
 //! alive) and **not callee-handled** (the JS function receives plain arguments, not an
 //! `(err, value)` pair). A call queues the method on the JS thread, where its arguments are built;
 //! a throw is caught there and becomes an error, never a process-wide exception; the returned
-//! value may be a Promise (awaited through `then`/`catch`) or a plain value.
+//! value may be a Promise (awaited through one JS helper per thread, see [`Awaiter`]) or a plain
+//! value.
 //!
 //! A threadsafe function is a libuv async handle, and libuv looks at every async handle of the
 //! loop each time one of them wakes it. So only a handful per agent get their own (the host's
