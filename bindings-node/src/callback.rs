@@ -5,7 +5,8 @@
 //! alive) and **not callee-handled** (the JS function receives plain arguments, not an
 //! `(err, value)` pair). A call queues the method on the JS thread, where its arguments are built;
 //! a throw is caught there and becomes an error, never a process-wide exception; the returned
-//! value may be a Promise (awaited through `then`/`catch`) or a plain value.
+//! value may be a Promise (awaited through one JS helper per thread, see [`Awaiter`]) or a plain
+//! value.
 //!
 //! A threadsafe function is a libuv async handle, and libuv looks at every async handle of the
 //! loop each time one of them wakes it. So only a handful per agent get their own (the host's
@@ -13,10 +14,13 @@
 //! sessions, turns' abort controllers — are called through one [`Invoker`] per host (or turn
 //! runner), each object held by a [`SharedObject`] (a reference, not a handle per method).
 
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use acp_facade::error::{Error as AcpError, ErrorExt};
-use napi::bindgen_prelude::{Function, JsObjectValue, JsValuesTupleIntoVec, Object, ObjectRef, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{
+    FnArgs, Function, FunctionRef, JsObjectValue, JsValuesTupleIntoVec, Object, ObjectRef, Unknown,
+};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, JsValue, Status, ValueType, sys};
 use tokio::sync::oneshot;
@@ -245,7 +249,92 @@ impl JsMethod {
     }
 }
 
-type Slot<T> = Arc<Mutex<Option<(Convert<T>, oneshot::Sender<Result<T, AcpError>>)>>>;
+/// What is done with a settled Promise's outcome (its value, or what it rejected with), on the JS
+/// thread.
+type Settled = Box<dyn FnOnce(&Env, Result<Unknown<'_>, Unknown<'_>>)>;
+
+/// The JS side of [`Awaiter`]: `await(promise, pending)` calls `done(pending, fulfilled, value)`
+/// once `promise` settles.
+const AWAIT: &str = "(function (done) { return function (promise, pending) { \
+     promise.then((value) => done(pending, true, value), (reason) => done(pending, false, reason)) } })";
+
+/// `await(promise, pending)`.
+type Attach<'env> = Function<'env, FnArgs<(Unknown<'static>, sys::napi_value)>, Unknown<'static>>;
+/// `done(pending, fulfilled, value)`.
+type Done<'env> = Function<'env, FnArgs<(sys::napi_value, bool, Unknown<'static>)>, ()>;
+
+/// Awaits the Promises host methods return, on one JS thread: one JS function made once, through
+/// which each Promise gets its two reactions as plain JS closures — where `then`/`catch` with Rust
+/// closures would make two N-API functions (each a callback bundle, a reference and a finalizer)
+/// and a second Promise per call. What to do once it settles rides along in an N-API external
+/// held by those closures, so a Promise that never settles and is collected drops it (and with it
+/// the caller's channel, which then reads as the host gone) instead of leaving it behind.
+struct Awaiter {
+    attach: FunctionRef<FnArgs<(Unknown<'static>, sys::napi_value)>, Unknown<'static>>,
+}
+
+thread_local! {
+    static AWAITER: RefCell<Option<Awaiter>> = const { RefCell::new(None) };
+}
+
+impl Awaiter {
+    fn new(env: &Env) -> napi::Result<Self> {
+        let make: Function<'_, Done<'_>, Attach<'_>> = env.run_script(AWAIT)?;
+        let done = env.create_function_from_closure::<FnArgs<(sys::napi_value, bool, Unknown<'static>)>, (), _>(
+            "done",
+            |ctx| {
+                let pending: Unknown<'_> = ctx.get(0)?;
+                let fulfilled: bool = ctx.get(1)?;
+                let value: Unknown<'_> = ctx.get(2)?;
+                let mut data = std::ptr::null_mut();
+                // SAFETY: `done` is only reachable from the closures `AWAIT` makes, whose first
+                // argument is always an external made by `await_promise`.
+                napi::check_status!(unsafe {
+                    sys::napi_get_value_external(ctx.env.raw(), pending.raw(), &raw mut data)
+                })?;
+                // SAFETY: that external's data is a live `Option<Settled>` until its finalizer.
+                let settled = unsafe { &mut *data.cast::<Option<Settled>>() }.take();
+                if let Some(settled) = settled {
+                    settled(ctx.env, if fulfilled { Ok(value) } else { Err(value) });
+                }
+                Ok(())
+            },
+        )?;
+        let attach = make.call(done)?;
+        Ok(Self { attach: attach.create_ref()? })
+    }
+}
+
+/// Frees a pending Promise's [`Settled`] once its external is collected.
+unsafe extern "C" fn drop_settled(_env: sys::napi_env, data: *mut std::ffi::c_void, _hint: *mut std::ffi::c_void) {
+    // SAFETY: `data` is the box `await_promise` leaked into the external, freed only here.
+    drop(unsafe { Box::from_raw(data.cast::<Option<Settled>>()) });
+}
+
+/// Runs `settled` with `promise`'s outcome once it settles (on the JS thread).
+fn await_promise(env: &Env, promise: Unknown<'_>, settled: Settled) -> napi::Result<()> {
+    let attach = AWAITER.with_borrow_mut(|awaiter| -> napi::Result<_> {
+        let awaiter = match awaiter {
+            Some(awaiter) => awaiter,
+            None => awaiter.insert(Awaiter::new(env)?),
+        };
+        awaiter.attach.borrow_back(env)
+    })?;
+    let data = Box::into_raw(Box::new(Some(settled)));
+    let mut pending = std::ptr::null_mut();
+    // SAFETY: on the JS thread; on success the external owns `data` (freed by `drop_settled`).
+    let status = unsafe {
+        sys::napi_create_external(env.raw(), data.cast(), Some(drop_settled), std::ptr::null_mut(), &raw mut pending)
+    };
+    if let Err(e) = napi::check_status!(status) {
+        // SAFETY: not handed to N-API.
+        drop(unsafe { Box::from_raw(data) });
+        return Err(e);
+    }
+    // SAFETY: a value of this env, used within the call that received it.
+    let promise: Unknown<'static> = unsafe { std::mem::transmute::<Unknown<'_>, Unknown<'static>>(promise) };
+    attach.call(FnArgs::from((promise, pending))).map(|_| ())
+}
 
 /// Converts a settled value, awaiting it first when it is a Promise (on the JS thread).
 fn settle<T: Send + 'static>(
@@ -258,32 +347,13 @@ fn settle<T: Send + 'static>(
         let _ = tx.send(convert(env, value));
         return;
     }
-    // SAFETY: checked to be a promise.
-    let promise: PromiseRaw<'_, Unknown<'static>> = match unsafe { value.cast() } {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = tx.send(Err(AcpError::internal_msg(format!("cannot await the Node host's Promise: {e}"))));
-            return;
-        }
-    };
-    let slot: Slot<T> = Arc::new(Mutex::new(Some((convert, tx))));
-    let on_reject = slot.clone();
-    let attached = promise
-        .then(move |ctx| {
-            if let Some((convert, tx)) = slot.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                let _ = tx.send(convert(&ctx.env, ctx.value));
-            }
-            Ok(())
-        })
-        .and_then(|then| {
-            then.catch(move |ctx: napi::bindgen_prelude::CallbackContext<Unknown<'static>>| {
-                if let Some((_, tx)) = on_reject.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                    let _ = tx.send(Err(error::from_js(&ctx.env, &ctx.value)));
-                }
-                Ok(())
-            })
+    let settled: Settled = Box::new(move |env, outcome| {
+        let _ = tx.send(match outcome {
+            Ok(value) => convert(env, value),
+            Err(reason) => Err(error::from_js(env, &reason)),
         });
-    if let Err(e) = attached {
+    });
+    if let Err(e) = await_promise(env, value, settled) {
         tracing::warn!(error = %e, "could not await a Promise of the Node host");
     }
 }

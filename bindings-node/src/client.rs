@@ -23,12 +23,13 @@ use acp_facade::client::{
     Capabilities, Client as CoreClient, ClientError, ElicitationAnswer, Terminal as CoreTerminal,
 };
 use acp_facade::runner::ops::{Reply, TerminalCall, TerminalRequest, TurnEnded, TurnOp, TurnOps};
-use napi::Env;
-use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::bindgen_prelude::PromiseRaw;
+use napi::{Env, JsValue, sys};
 use napi_derive::napi;
 use serde_json::{Value, json};
 
 use crate::error::{Code, Result, js_error, recode};
+use crate::settle::{self, Deferred, js};
 
 /// The outcome of one call: its answer, the client's error, or the end of the turn it was
 /// queued on.
@@ -64,41 +65,48 @@ fn route(ops: Option<&TurnOps>) -> Option<&TurnOps> {
     ops.filter(|ops| !ops.is_closed())
 }
 
-/// The answer of one call queued on `ops` (`op` builds the operation around its reply).
-fn queue<T: Send + 'static>(
+/// A Promise of one call queued on `ops` (`op` builds the operation around its reply): the
+/// reply settles it wherever the answer arrives, with no task of its own (see [`crate::settle`]).
+fn queued<'env, T: Send + 'static, V>(
+    env: &'env Env,
     ops: &TurnOps,
     op: impl FnOnce(Reply<std::result::Result<T, ClientError>>) -> TurnOp,
-) -> Result<impl Future<Output = Outcome<T>> + Send + 'static> {
-    let (reply, answer) = Reply::channel();
+    to_js: impl FnOnce(&Env, T) -> napi::Result<sys::napi_value> + Send + 'static,
+) -> Result<PromiseRaw<'env, V>> {
+    let (deferred, promise) = settle::deferred(env).map_err(recode)?;
+    let reply = Reply::new(move |outcome| settle(deferred, outcome, to_js));
     // An answer's Promise is the pace: the caller awaits it anyway.
-    let _ = ops.push(op(reply)).map_err(|e| crate::pace::refused(e, turn_ended))?;
-    Ok(answer)
+    let _ = settle::pushing(|| ops.push(op(reply))).map_err(|e| crate::pace::refused(e, turn_ended))?;
+    Ok(promise)
 }
 
-/// The answer of one call made at once.
-async fn direct<T: Send + 'static>(
+/// A Promise of one call made at once.
+fn direct<T: Send + 'static, V>(
+    env: &Env,
     call: impl Future<Output = std::result::Result<T, ClientError>> + Send + 'static,
-) -> Outcome<T> {
-    Ok(call.await)
+    to_js: impl FnOnce(&Env, T) -> napi::Result<sys::napi_value> + Send + 'static,
+) -> Result<PromiseRaw<'_, V>> {
+    let (deferred, promise) = settle::deferred(env).map_err(recode)?;
+    napi::bindgen_prelude::spawn(async move { settle(deferred, Ok(call.await), to_js) });
+    Ok(promise)
 }
 
 fn turn_ended() -> napi::Error<Code> {
     js_error(Code::TurnEnded, "the turn has ended")
 }
 
-/// A Promise of `outcome`: resolved with `to_js` of the answer, rejected with the error of a
-/// [`ClientError`] (or `ERR_ACP_TURN_ENDED`).
-fn promise<'env, T: Send + 'static, V: ToNapiValue + 'env>(
-    env: &'env Env,
-    outcome: impl Future<Output = Outcome<T>> + Send + 'static,
-    to_js: impl FnOnce(&'env Env, T) -> napi::Result<V> + 'static,
-) -> Result<PromiseRaw<'env, V>> {
-    env.spawn_future_with_callback(async move { Ok(outcome.await) }, move |env, outcome| match outcome {
+/// Settles a call's Promise with `outcome`: resolved with `to_js` of the answer, rejected with
+/// the error of a [`ClientError`] (or `ERR_ACP_TURN_ENDED`).
+fn settle<T: Send + 'static>(
+    deferred: Deferred,
+    outcome: Outcome<T>,
+    to_js: impl FnOnce(&Env, T) -> napi::Result<sys::napi_value> + Send + 'static,
+) {
+    deferred.settle(move |env| match outcome {
         Ok(Ok(value)) => to_js(env, value),
         Ok(Err(error)) => Err(crate::error::client_error(env, &error)),
         Err(TurnEnded) => Err(napi::Error::new(napi::Status::GenericFailure, "ERR_ACP_TURN_ENDED: the turn has ended")),
-    })
-    .map_err(recode)
+    });
 }
 
 /// A JSON answer as a JS value.
@@ -167,13 +175,13 @@ impl Client {
         limit: Option<u32>,
     ) -> Result<PromiseRaw<'env, String>> {
         let path = PathBuf::from(path);
-        let to_js = |_: &Env, content: String| Ok(content);
+        let to_js = |env: &Env, content: String| js(env, content);
         if let Some(ops) = route(self.ops.as_ref()) {
             let request = Box::new((path, line, limit));
-            promise(env, queue(ops, |reply| TurnOp::ReadTextFile { request, reply })?, to_js)
+            queued(env, ops, |reply| TurnOp::ReadTextFile { request, reply }, to_js)
         } else {
             let client = self.client.clone();
-            promise(env, direct(async move { client.read_text_file(path, line, limit).await }), to_js)
+            direct(env, async move { client.read_text_file(path, line, limit).await }, to_js)
         }
     }
 
@@ -182,13 +190,13 @@ impl Client {
     #[napi]
     pub fn write_text_file<'env>(&self, env: &'env Env, path: String, content: String) -> Result<PromiseRaw<'env, ()>> {
         let path = PathBuf::from(path);
-        let to_js = |_: &Env, (): ()| Ok(());
+        let to_js = |env: &Env, (): ()| js(env, ());
         if let Some(ops) = route(self.ops.as_ref()) {
             let request = Box::new((path, content));
-            promise(env, queue(ops, |reply| TurnOp::WriteTextFile { request, reply })?, to_js)
+            queued(env, ops, |reply| TurnOp::WriteTextFile { request, reply }, to_js)
         } else {
             let client = self.client.clone();
-            promise(env, direct(async move { client.write_text_file(path, content).await }), to_js)
+            direct(env, async move { client.write_text_file(path, content).await }, to_js)
         }
     }
 
@@ -213,14 +221,14 @@ impl Client {
         let output_byte_limit =
             output_byte_limit.map(|limit| crate::runner::turn::u64_arg("outputByteLimit", limit)).transpose()?;
         let ops = self.ops.clone();
-        let to_js = move |_: &Env, terminal: CoreTerminal| Ok(Terminal { terminal: Arc::new(terminal), ops });
-        if let Some(queued) = route(self.ops.as_ref()) {
+        let to_js = move |env: &Env, terminal: CoreTerminal| js(env, Terminal { terminal: Arc::new(terminal), ops });
+        if let Some(turn_ops) = route(self.ops.as_ref()) {
             let request = Box::new(TerminalRequest { command, args, env: variables, cwd, output_byte_limit });
-            promise(env, queue(queued, |reply| TurnOp::CreateTerminal { request, reply })?, to_js)
+            queued(env, turn_ops, |reply| TurnOp::CreateTerminal { request, reply }, to_js)
         } else {
             let client = self.client.clone();
             let call = async move { client.create_terminal(command, args, variables, cwd, output_byte_limit).await };
-            promise(env, direct(call), to_js)
+            direct(env, call, to_js)
         }
     }
 
@@ -236,13 +244,13 @@ impl Client {
     ) -> Result<PromiseRaw<'env, napi::bindgen_prelude::Unknown<'env>>> {
         let schema: ElicitationSchema = serde_json::from_value(schema)
             .map_err(|e| js_error(Code::InvalidArg, format!("invalid elicitation schema: {e}")))?;
-        let to_js = |env: &'env Env, answer: ElicitationAnswer| to_value(env, &answer_json(&answer));
+        let to_js = |env: &Env, answer: ElicitationAnswer| to_value(env, &answer_json(&answer)).map(|v| v.raw());
         if let Some(ops) = route(self.ops.as_ref()) {
             let request = Box::new((message, schema));
-            promise(env, queue(ops, |reply| TurnOp::ElicitForm { request, reply })?, to_js)
+            queued(env, ops, |reply| TurnOp::ElicitForm { request, reply }, to_js)
         } else {
             let client = self.client.clone();
-            promise(env, direct(async move { client.elicit_form(message, schema).await }), to_js)
+            direct(env, async move { client.elicit_form(message, schema).await }, to_js)
         }
     }
 
@@ -256,15 +264,16 @@ impl Client {
         message: String,
         url: String,
     ) -> Result<PromiseRaw<'env, napi::bindgen_prelude::Unknown<'env>>> {
-        let to_js = |env: &'env Env, opened: acp_facade::client::UrlElicitation| {
-            to_value(env, &json!({"elicitationId": opened.elicitation_id.0, "answer": answer_json(&opened.answer)}))
+        let to_js = |env: &Env, opened: acp_facade::client::UrlElicitation| {
+            let opened = json!({"elicitationId": opened.elicitation_id.0, "answer": answer_json(&opened.answer)});
+            to_value(env, &opened).map(|v| v.raw())
         };
         if let Some(ops) = route(self.ops.as_ref()) {
             let request = Box::new((message, url));
-            promise(env, queue(ops, |reply| TurnOp::ElicitUrl { request, reply })?, to_js)
+            queued(env, ops, |reply| TurnOp::ElicitUrl { request, reply }, to_js)
         } else {
             let client = self.client.clone();
-            promise(env, direct(async move { client.elicit_url(message, url).await }), to_js)
+            direct(env, async move { client.elicit_url(message, url).await }, to_js)
         }
     }
 
@@ -272,12 +281,12 @@ impl Client {
     #[napi]
     pub fn complete_elicitation<'env>(&self, env: &'env Env, elicitation_id: String) -> Result<PromiseRaw<'env, ()>> {
         let elicitation_id = ElicitationId::new(elicitation_id);
-        let to_js = |_: &Env, (): ()| Ok(());
+        let to_js = |env: &Env, (): ()| js(env, ());
         if let Some(ops) = route(self.ops.as_ref()) {
-            promise(env, queue(ops, |reply| TurnOp::CompleteElicitation { elicitation_id, reply })?, to_js)
+            queued(env, ops, |reply| TurnOp::CompleteElicitation { elicitation_id, reply }, to_js)
         } else {
             let client = self.client.clone();
-            promise(env, direct(async move { client.complete_elicitation(&elicitation_id).await }), to_js)
+            direct(env, async move { client.complete_elicitation(&elicitation_id).await }, to_js)
         }
     }
 
@@ -285,21 +294,22 @@ impl Client {
     /// terminal of the session) and not released yet.
     #[napi]
     pub fn release_terminals<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
-        let to_js = |_: &Env, (): ()| Ok(());
+        let to_js = |env: &Env, (): ()| js(env, ());
         if let Some(ops) = route(self.ops.as_ref()) {
-            let (reply, answer) = Reply::channel();
-            let _ = ops.push(TurnOp::ReleaseTerminals { reply }).map_err(|e| crate::pace::refused(e, turn_ended))?;
-            promise(env, async move { answer.await.map(Ok) }, to_js)
+            let (deferred, promise) = settle::deferred(env).map_err(recode)?;
+            let reply = Reply::new(move |outcome: std::result::Result<(), TurnEnded>| {
+                settle(deferred, outcome.map(Ok), to_js);
+            });
+            let _ = settle::pushing(|| ops.push(TurnOp::ReleaseTerminals { reply }))
+                .map_err(|e| crate::pace::refused(e, turn_ended))?;
+            Ok(promise)
         } else {
             let client = self.client.clone();
-            promise(
-                env,
-                direct(async move {
-                    client.release_terminals().await;
-                    Ok(())
-                }),
-                to_js,
-            )
+            let call = async move {
+                client.release_terminals().await;
+                Ok(())
+            };
+            direct(env, call, to_js)
         }
     }
 }
@@ -337,21 +347,21 @@ pub struct Terminal {
 impl Terminal {
     /// A Promise of a call on the terminal: through the turn's queue while it runs (`call`
     /// names it), else at once (`now` runs it).
-    fn call<'env, T: Send + 'static, V: ToNapiValue + 'env, F>(
+    fn call<'env, T: Send + 'static, V, F>(
         &self,
         env: &'env Env,
         call: impl FnOnce(Reply<std::result::Result<T, ClientError>>) -> TerminalCall,
         now: impl FnOnce(Arc<CoreTerminal>) -> F,
-        to_js: impl FnOnce(&'env Env, T) -> napi::Result<V> + 'static,
+        to_js: impl FnOnce(&Env, T) -> napi::Result<sys::napi_value> + Send + 'static,
     ) -> Result<PromiseRaw<'env, V>>
     where
         F: Future<Output = std::result::Result<T, ClientError>> + Send + 'static,
     {
         let terminal = self.terminal.clone();
         if let Some(ops) = route(self.ops.as_ref()) {
-            promise(env, queue(ops, |reply| TurnOp::Terminal { terminal, call: call(reply) })?, to_js)
+            queued(env, ops, |reply| TurnOp::Terminal { terminal, call: call(reply) }, to_js)
         } else {
-            promise(env, direct(now(terminal)), to_js)
+            direct(env, now(terminal), to_js)
         }
     }
 }
@@ -385,7 +395,7 @@ impl Terminal {
             env,
             TerminalCall::Output,
             |t| async move { t.output().await },
-            |env, output| env.to_js_value(&output),
+            |env: &Env, output| env.to_js_value(&output).map(|v| v.raw()),
         )
     }
 
@@ -400,20 +410,20 @@ impl Terminal {
             env,
             TerminalCall::WaitForExit,
             |t| async move { t.wait_for_exit().await },
-            |env, status| env.to_js_value(&status),
+            |env: &Env, status| env.to_js_value(&status).map(|v| v.raw()),
         )
     }
 
     /// Kills the command (`terminal/kill`); the terminal stays usable until released.
     #[napi]
     pub fn kill<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
-        self.call(env, TerminalCall::Kill, |t| async move { t.kill().await }, |_, ()| Ok(()))
+        self.call(env, TerminalCall::Kill, |t| async move { t.kill().await }, |env: &Env, ()| js(env, ()))
     }
 
     /// Releases the terminal (`terminal/release`; the client kills the command if it still runs).
     /// Once: a terminal already released sends nothing and resolves.
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
-        self.call(env, TerminalCall::Release, |t| async move { t.release().await }, |_, ()| Ok(()))
+        self.call(env, TerminalCall::Release, |t| async move { t.release().await }, |env: &Env, ()| js(env, ()))
     }
 }

@@ -146,6 +146,26 @@ describe('the client handle of a runner turn', () => {
     assert.equal(client.files.get('/work/new.txt'), 'fresh')
   })
 
+  test('many calls in flight: each Promise settles with its own answer, failures with their own error', async () => {
+    // Answers arrive together and are settled in batches on the JS thread (bindings-node/src/settle.rs).
+    let seen
+    const { client } = await oneTurn(async (turn) => {
+      const reads = []
+      for (let i = 0; i < 200; i++) {
+        reads.push(turn.client.readTextFile('/work/notes.txt', (i % 3) + 1, 1))
+        if (i % 50 === 0) reads.push(turn.client.readTextFile('/work/missing').then(() => 'resolved', (e) => e.code))
+      }
+      seen = await Promise.all(reads)
+    })
+    const expected = []
+    for (let i = 0; i < 200; i++) {
+      expected.push(['one', 'two', 'three'][i % 3])
+      if (i % 50 === 0) expected.push(-32002)
+    }
+    assert.deepEqual(seen, expected)
+    assert.equal(client.named('read').length, 204)
+  })
+
   test('each failure is the error class of its kind, and only the client error reaches the wire', async () => {
     let errors
     const { client, conn } = await oneTurn(
@@ -276,6 +296,25 @@ describe('the client handle of a runner turn', () => {
         assert.equal(released(), 1)
       },
     )
+  })
+
+  test('a runTurn Promise that can never settle is collected: the prompt fails rather than waiting forever', async () => {
+    // What waits for a host's Promise is held by the Promise's reactions (bindings-node/src/callback.rs),
+    // so it goes with the Promise instead of staying behind for ever.
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc')
+    let outcome
+    await withRunner(() => new Promise(() => {}), ALL, async (conn, sessionId) => {
+      const prompt = conn.connection.prompt(textPrompt(sessionId, 'go')).then(
+        (response) => ({ response }),
+        (error) => ({ error }),
+      )
+      for (let i = 0; i < 100 && outcome === undefined; i++) {
+        gc()
+        outcome = await Promise.race([prompt, new Promise((resolve) => setTimeout(resolve, 20))])
+      }
+    })
+    assert.equal(outcome?.error?.code, -32603, `the prompt failed: ${JSON.stringify(outcome)}`)
   })
 
   test('a terminal left running when the turn ends is released by the turn', async () => {

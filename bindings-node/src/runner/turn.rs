@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use crate::callback::{BuildArgs, Invoker, JsMethod, SharedObject, serde_convert};
 use crate::client::{Client, capabilities_json};
 use crate::error::{Code, Result, acp_rejection, js_error, recode};
+use crate::settle;
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
@@ -142,6 +143,11 @@ fn ended() -> napi::Error<Code> {
     js_error(Code::TurnEnded, "the turn has ended")
 }
 
+/// The rejection of an answer's Promise whose operation was dropped with its turn.
+fn turn_ended_rejection() -> napi::Error {
+    napi::Error::new(napi::Status::GenericFailure, "ERR_ACP_TURN_ENDED: the turn has ended")
+}
+
 pub(crate) fn u64_arg(what: &str, value: f64) -> Result<u64> {
     if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= 9_007_199_254_740_991.0 {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -206,16 +212,16 @@ impl Turn {
         make: impl FnOnce(Reply<R>) -> TurnOp,
         map: impl FnOnce(R) -> T + Send + 'static,
     ) -> Result<PromiseRaw<'env, T>> {
-        let (reply, answer) = Reply::channel();
+        let (deferred, promise) = settle::deferred(env).map_err(recode)?;
+        let reply = Reply::new(move |answer: std::result::Result<R, ops::TurnEnded>| {
+            deferred.settle(move |env| match answer {
+                Ok(answer) => settle::js(env, map(answer)),
+                Err(ops::TurnEnded) => Err(turn_ended_rejection()),
+            });
+        });
         // An answer's Promise is the pace: the caller awaits it anyway.
-        let _ = self.ops.push(make(reply)).map_err(|e| crate::pace::refused(e, ended))?;
-        env.spawn_future(async move {
-            answer
-                .await
-                .map(map)
-                .map_err(|_| napi::Error::new(napi::Status::GenericFailure, "ERR_ACP_TURN_ENDED: the turn has ended"))
-        })
-        .map_err(recode)
+        let _ = settle::pushing(|| self.ops.push(make(reply))).map_err(|e| crate::pace::refused(e, ended))?;
+        Ok(promise)
     }
 
     /// Streams reply text (`agent_message_chunk`). Returns `null`, or a Promise to await when
@@ -539,16 +545,15 @@ impl Turn {
         env: &'env Env,
         make: impl FnOnce(Reply<std::result::Result<T, AcpError>>) -> TurnOp,
     ) -> Result<PromiseRaw<'env, Value>> {
-        let (reply, answer) = Reply::channel();
-        let _ = self.ops.push(make(reply)).map_err(|e| crate::pace::refused(e, ended))?;
-        env.spawn_future(async move {
-            let value = answer
-                .await
-                .map_err(|_| napi::Error::new(napi::Status::GenericFailure, "ERR_ACP_TURN_ENDED: the turn has ended"))?
-                .map_err(|e| acp_rejection(&e))?;
-            serde_json::to_value(value).map_err(|e| napi::Error::from_reason(e.to_string()))
-        })
-        .map_err(recode)
+        let (deferred, promise) = settle::deferred(env).map_err(recode)?;
+        let reply = Reply::new(move |answer: std::result::Result<std::result::Result<T, AcpError>, ops::TurnEnded>| {
+            deferred.settle(move |env| {
+                let value = answer.map_err(|_| turn_ended_rejection())?.map_err(|e| acp_rejection(&e))?;
+                settle::js(env, serde_json::to_value(value).map_err(|e| napi::Error::from_reason(e.to_string()))?)
+            });
+        });
+        let _ = settle::pushing(|| self.ops.push(make(reply))).map_err(|e| crate::pace::refused(e, ended))?;
+        Ok(promise)
     }
 }
 

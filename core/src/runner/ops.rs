@@ -9,8 +9,8 @@
 //! before that and refuses later ones ([`Refused::Closed`]).
 //!
 //! Answers travel in a [`Reply`]: a callback the binding supplies (Python completes its future
-//! through the bridge; Node sends on a channel, see [`Reply::channel`], and awaits it in a
-//! Promise). A reply is always answered once: with the value when its operation is applied, with
+//! through the bridge; Node settles its Promise from the callback; [`Reply::channel`] pairs a
+//! reply with the future of its answer). A reply is always answered once: with the value when its operation is applied, with
 //! [`TurnEnded`] when the operation is dropped unapplied.
 //!
 //! Back-pressure is the [`pace`](crate::pace) policy: a push answers [`Pace::Wait`] above the soft
