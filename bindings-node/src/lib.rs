@@ -52,13 +52,7 @@ fn init() {
     // The runtime the core runs on (napi-rs's own would start one worker per CPU): see
     // ARCHITECTURE.md, "The bindings' threads". A runtime that cannot start leaves napi-rs to
     // start its default one.
-    if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("acp-facade")
-        .on_thread_start(batch_policy)
-        .enable_all()
-        .build()
-    {
+    if let Ok(runtime) = acp_facade::binding_runtime::binding_runtime() {
         napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
     }
     use tracing_subscriber::Layer as _;
@@ -75,20 +69,4 @@ fn init() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(filter);
     let _ = tracing_subscriber::registry().with(stderr).try_init();
-}
-
-/// Puts the calling thread (one of the core's) in the `SCHED_BATCH` policy: the same share of the
-/// CPU, but a wake-up never preempts the running thread. The JS thread wakes the core's worker on
-/// every call it queues (a turn's `text`, `usage`, a client call); when both share a CPU the
-/// worker would preempt it at each, and the turn would bounce between the two threads once per
-/// call instead of once per turn. A batch worker runs when the JS thread waits (or its time slice
-/// ends), and takes every call queued by then at once (see ARCHITECTURE.md, "The bindings'
-/// threads"). Where the policy cannot be set, the thread keeps the default one.
-fn batch_policy() {
-    #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: `sched_setscheduler` on the calling thread (0) with a valid parameter.
-        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &raw const param) };
-    }
 }

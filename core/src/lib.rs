@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod binding_runtime;
 pub mod client;
 pub mod error;
 pub mod harness;
