@@ -63,8 +63,15 @@ def test_the_package_and_the_demo_import_without_asyncio() -> None:
 def test_run_stdio_answers_initialize_before_asyncio_then_serves_what_waited(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     env = dict(os.environ, GATE=str(gate), DEMO=str(DEMO))
+    # Unbuffered: `select` sees what the pipe holds, and `readline` never reads past one line into
+    # a buffer `select` cannot see.
     process = subprocess.Popen(
-        [sys.executable, "-c", _GATED_DEMO], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        [sys.executable, "-c", _GATED_DEMO],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        bufsize=0,
     )
     try:
         _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
