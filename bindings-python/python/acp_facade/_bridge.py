@@ -98,9 +98,9 @@ class Dispatcher:
 
     def future(self) -> tuple[asyncio.Future[Any], int]:
         """A new future that Rust completes by its id."""
-        import asyncio
-
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        # The module attach() imported; before any attach, get_running_loop() says what is wrong.
+        aio: Any = self._asyncio or __import__("asyncio")
+        future: asyncio.Future[Any] = aio.get_running_loop().create_future()
         self._next_future += 1
         self._futures[self._next_future] = future
         return future, self._next_future

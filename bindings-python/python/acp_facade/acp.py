@@ -310,11 +310,10 @@ class McpServerStdio:
 
 
 @record
-class McpServerHttp:
-    """An MCP server over HTTP at ``url`` (accepted when the agent advertises
-    ``McpCapabilities.http``)."""
+class _McpServerAtUrl:
+    """What the two transports at a URL share: their fields and their wire form."""
 
-    transport: ClassVar[str] = "http"
+    transport: ClassVar[str]
     name: str
     url: str
     headers: List[HttpHeader] = field(default_factory=list)
@@ -322,25 +321,24 @@ class McpServerHttp:
 
     def to_json(self) -> Dict[str, Any]:
         """The ACP wire form."""
-        out = {"type": "http", "name": self.name, "url": self.url, "headers": [h.to_json() for h in self.headers]}
+        out = {"type": self.transport, "name": self.name, "url": self.url, "headers": [h.to_json() for h in self.headers]}
         return _with_meta(out, self.meta)
 
 
 @record
-class McpServerSse:
+class McpServerHttp(_McpServerAtUrl):
+    """An MCP server over HTTP at ``url`` (accepted when the agent advertises
+    ``McpCapabilities.http``)."""
+
+    transport: ClassVar[str] = "http"
+
+
+@record
+class McpServerSse(_McpServerAtUrl):
     """An MCP server over server-sent events at ``url`` (accepted when the agent advertises
     ``McpCapabilities.sse``)."""
 
     transport: ClassVar[str] = "sse"
-    name: str
-    url: str
-    headers: List[HttpHeader] = field(default_factory=list)
-    meta: Optional[Meta] = None
-
-    def to_json(self) -> Dict[str, Any]:
-        """The ACP wire form."""
-        out = {"type": "sse", "name": self.name, "url": self.url, "headers": [h.to_json() for h in self.headers]}
-        return _with_meta(out, self.meta)
 
 
 McpServer = Union[McpServerStdio, McpServerHttp, McpServerSse]

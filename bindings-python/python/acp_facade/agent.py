@@ -187,6 +187,9 @@ class Agent:
         self._native = _native.Agent(options._native)
 
     async def _serve(self, start: Any, *args: Any) -> None:
+        """Attaches the bridge to the running loop, calls ``start(*args, future_id)`` (which
+        returns the serve's handle) and waits for that future; then aborts the handle and
+        detaches."""
         import asyncio
 
         dispatcher.attach(asyncio.get_running_loop())
@@ -213,23 +216,17 @@ class Agent:
         Nothing else may write to stdout meanwhile: it is the protocol channel.
         """
         handle = self._native.start_stdio()
+
+        def wait(fid: int) -> Any:
+            handle.wait(fid)
+            return handle
+
         try:
             import asyncio
 
-            asyncio.run(self._wait(handle))
+            asyncio.run(self._serve(wait))
         finally:
             handle.abort()
-
-    async def _wait(self, handle: Any) -> None:
-        import asyncio
-
-        dispatcher.attach(asyncio.get_running_loop())
-        try:
-            future, fid = dispatcher.future()
-            handle.wait(fid)
-            await future
-        finally:
-            dispatcher.detach()
 
     async def serve_stdio(self) -> None:
         """Serves over the process's stdin and stdout until the client hangs up.
