@@ -11,12 +11,8 @@
 //
 // Anything else is an error that names what is missing and how to get it.
 
-const { existsSync } = require('node:fs')
-const { join } = require('node:path')
-
-const { currentPlatform } = require('./platform.js')
-
-const { version } = require('../package.json')
+// On the start path of every agent process: each step requires only what it uses (platform.js and
+// package.json are read only when no explicit path is given; see docs/BENCHMARKS.md, start-up).
 
 /** The platforms a prebuilt addon package is published for. */
 const PREBUILT = ['linux-x64-gnu']
@@ -24,6 +20,10 @@ const PREBUILT = ['linux-x64-gnu']
 function load() {
   const explicit = process.env.NAPI_RS_NATIVE_LIBRARY_PATH
   if (explicit) return require(explicit)
+  const { existsSync } = require('node:fs')
+  const { join } = require('node:path')
+  const { currentPlatform } = require('./platform.js')
+  const { version } = require('../package.json')
   const platform = currentPlatform()
   const local = join(__dirname, 'generated', `acp-facade.${platform}.node`)
   if (existsSync(local)) return require(local)
