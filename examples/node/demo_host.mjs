@@ -15,7 +15,7 @@
 // The npm package ships this file as its command `acp-facade-demo` (node_modules/.bin/).
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
 
-import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -39,7 +39,10 @@ class Help extends Error {}
 /** The context window the demo reports. */
 const CONTEXT_SIZE = 200000
 
-const VERSION = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version
+// Read with `require`, not `import … from 'node:fs'`: importing `node:fs` as an ES module evaluates
+// every export of it, which loads Node's file streams (and with them `node:stream`) — about 2 ms of
+// start-up that nothing here uses (docs/BENCHMARKS.md, start-up).
+const VERSION = createRequire(import.meta.url)('../../package.json').version
 
 function fail(message, code) {
   process.stderr.write(`${message}\n`)
