@@ -812,7 +812,7 @@ fn main() {
     if !floor_medians.is_empty() {
         let _ = writeln!(
             table,
-            "\nStart-up floors: spawn to a canned `initialize` response from a bare interpreter (no package, no protocol), median of {} starts per run, median of the runs.\n\n| floor | startup (ms) | × raw startup |\n|---|---:|---:|",
+            "\nStart-up floors: spawn to a canned `initialize` response from a bare interpreter (no package, no protocol), median of {} starts per run, median of the runs. Rows named `NODE_EXTRA_CA_CERTS unset` (added when the environment sets it) run without that variable, whose certificate file Node parses at every start before any JavaScript runs; the demo's row there is its start-up only.\n\n| floor | startup (ms) | × raw startup |\n|---|---:|---:|",
             config.starts.max(1)
         );
         for (name, floor) in &floor_medians {
