@@ -27,10 +27,9 @@ translates them (see the Rust ``acp_facade::host`` docs for the contract of each
 from __future__ import annotations
 
 import inspect
-from dataclasses import field
 from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
 
-from ._record import record
+from ._record import field, record
 from . import _native
 from ._bridge import DONE, dispatcher
 from .client import Client, ClientCapabilities
