@@ -60,9 +60,9 @@ def test_the_package_and_the_demo_import_without_asyncio() -> None:
     assert out.stdout.split() == [b"True", b"True"], out.stderr.decode(errors="replace")
 
 
-# What an agent's start-up must not import before it serves: asyncio (~35 ms of CPU), and
-# dataclasses with inspect (~6 ms; the package's records are made at their first use,
-# acp_facade._record), nor logging (the demo's logger is set up when first used).
+# What an agent's start-up must not import before it serves: asyncio (~35 ms of CPU),
+# dataclasses with inspect (~7 ms; the package's records are made at their first use,
+# acp_facade._record; acp_facade._coro), logging (the demo's logger is set up when first used).
 _NOT_BEFORE_SERVING = ("asyncio", "dataclasses", "inspect", "logging")
 
 _START_PATH = """

@@ -4,7 +4,7 @@ shared ``__eq__``, ``__repr__`` and ``__hash__`` instead of new ones generated f
 
 Why: the package defines about sixty dataclasses, and making them (Python compiles an
 ``__init__`` for each, and before 3.13 an ``__eq__`` and a ``__repr__`` too) was most of what
-importing the package cost — about 12 ms of an agent's start-up, plus 6 ms for importing
+importing the package cost — about 11 ms of an agent's start-up, plus 7 ms for importing
 :mod:`dataclasses`, which imports :mod:`inspect`. An agent uses a few records before it starts
 serving, and only to create them.
 
@@ -21,9 +21,10 @@ then on the class is the dataclass it would have been; only ``vars(cls)`` shows 
 before. Each step runs once, under a lock, and no step leaves a moment in which another thread
 could create an instance without the step's ``__init__``, or change a frozen one. A class this
 does not cover (a base that is another kind of dataclass, ``InitVar``, ``KW_ONLY``,
-``field(init=...)`` or ``kw_only``, ``__post_init__``, its own ``__init__``, a frozen one without
-a docstring, ...) is made with ``dataclass`` at once, as before; every record of the package is
-covered (a test holds it to that: importing the package does not import :mod:`dataclasses`).
+``field(init=...)`` or ``kw_only``, ``__post_init__``, its own ``__init__``, no docstring (which
+``dataclass`` writes from the signature), ...) is made with ``dataclass`` at once, as before; every
+record of the package is covered (tests hold it to that: building the demo's agent does not import
+:mod:`dataclasses`, and every record is the dataclass it would have been).
 
 The shared methods behave as the generated ones do — equal when the classes are the same and the
 fields compared (``field(compare=...)``) are equal as a tuple; the fields shown
