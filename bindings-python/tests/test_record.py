@@ -357,3 +357,32 @@ def _race(first: str) -> None:
         for worker in workers:
             worker.join()
         assert errors == [] and len(results) == threads
+
+
+def test_what_dataclass_refuses_is_refused_at_once() -> None:
+    from acp_facade._record import field as lazy_field
+
+    with pytest.raises(ValueError, match="mutable default"):
+
+        @record
+        class MutableDefault:
+            """Refused: a list default."""
+
+            items: List[str] = []  # noqa: RUF012
+
+    with pytest.raises(TypeError, match="non-default argument"):
+
+        @record
+        class Order:
+            """Refused: a field without a default after one with."""
+
+            a: int = 0
+            b: int
+
+    with pytest.raises(TypeError, match="no type annotation"):
+
+        @record
+        class Unannotated:
+            """Refused: a field() without an annotation."""
+
+            a = lazy_field(default=0)

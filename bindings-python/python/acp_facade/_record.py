@@ -19,7 +19,7 @@ record's ``__setattr__``/``__delattr__`` — makes the class with ``dataclass`` 
 time it is looked up (a frozen record at its first instance), which keeps that ``__init__``. From
 then on the class is the dataclass it would have been; only ``vars(cls)`` shows the stand-ins
 before. Each step runs once, under a lock, and no step leaves a moment in which another thread
-could create an instance without the step's ``__init__``, or change a frozen one. A class this
+could create an instance without the step's ``__init__``, or change a frozen one that it created. A class this
 does not cover (a base that is another kind of dataclass, ``InitVar``, ``KW_ONLY``,
 ``field(init=...)`` or ``kw_only``, ``__post_init__``, its own ``__init__``, no docstring (which
 ``dataclass`` writes from the signature), ...) is made with ``dataclass`` at once, as before; every
@@ -38,7 +38,7 @@ these records hold wire values, which never do. A type checker sees ``dataclasse
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set, Tuple, TypeVar
 
 __all__ = ["field", "record"]
 
@@ -71,6 +71,8 @@ else:
     _specs: Dict[type, _Spec] = {}
     # Those that `dataclass` has not made yet.
     _pending: Dict[type, _Spec] = {}
+    # Classes with a `field(...)` that has no annotation (`dataclass` refuses them).
+    _unannotated: Set[type] = set()
     # One step at a time; making a class makes its record bases first (re-entering the lock).
     _lock = _thread.RLock()
 
@@ -109,6 +111,8 @@ else:
         def __set_name__(self, owner: type, name: str) -> None:
             self._cls = owner
             self._name = name
+            if name not in owner.__dict__.get("__annotations__", {}):
+                _unannotated.add(owner)
 
         def __get__(self, obj: Any, owner: Any = None) -> Any:
             if self._cls not in _pending:
@@ -218,6 +222,8 @@ else:
                 fields[name] = (annotation, "", None)
         if not _defaults_last(fields):
             return None
+        if cls in _unannotated:
+            return None  # `dataclass` refuses a field without an annotation
         return _Spec(frozen, fields)
 
     def _defaults_last(fields: Dict[str, _FieldSpec]) -> bool:
