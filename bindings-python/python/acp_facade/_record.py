@@ -145,13 +145,15 @@ else:
                 _install_init(cls)
             else:
                 _make(cls)
-            if cls.__dict__.get(self._name) is self:
-                # Still here: looked up while its own class is being made (`__init__`, by a
-                # frozen record's `dataclass`). What it stands in front of answers.
-                return getattr(super(cls, cls if obj is None else obj), self._name)
-            if obj is not None:
-                return getattr(obj, self._name)
-            return getattr(cls if owner is None else owner, self._name)
+            # What the class has now (or, when this is still there — looked up while its own
+            # class is being made: `__init__`, by a frozen record's `dataclass` — what it stands
+            # in front of), bound as it would have been looked up in its place.
+            for klass in cls.__mro__:
+                value = klass.__dict__.get(self._name, self)
+                if value is not self:
+                    get = getattr(type(value), "__get__", None)
+                    return value if get is None else get(value, obj, owner)
+            raise AttributeError(self._name)
 
     def _dataclasses() -> Any:
         import dataclasses
