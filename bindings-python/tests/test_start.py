@@ -60,6 +60,34 @@ def test_the_package_and_the_demo_import_without_asyncio() -> None:
     assert out.stdout.split() == [b"True", b"True"], out.stderr.decode(errors="replace")
 
 
+# What an agent's start-up must not import before it serves: asyncio (~35 ms of CPU),
+# dataclasses with inspect (~7 ms; the package's records are made at their first use,
+# acp_facade._record; acp_facade._coro), logging (the demo's logger is set up when first used).
+_NOT_BEFORE_SERVING = ("asyncio", "dataclasses", "inspect", "logging")
+
+_START_PATH = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import acp_facade
+after_import = sorted(set(sys.argv[2:]) & set(sys.modules))
+import demo_host
+after_demo = sorted(set(sys.argv[2:]) & set(sys.modules))
+# Everything `main` does before `run_stdio`, with every option the demo has.
+agent = demo_host.demo_agent(demo_host.open_store(":memory:"), 50, True)
+after_build = sorted(set(sys.argv[2:]) & set(sys.modules))
+print(after_import, after_demo, after_build)
+"""
+
+
+def test_the_start_path_imports_neither_dataclasses_nor_inspect() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _START_PATH, str(Path(DEMO).parent), *_NOT_BEFORE_SERVING],
+        capture_output=True,
+        check=True,
+    )
+    assert out.stdout.decode().split() == ["[]"] * 3, out.stdout.decode() + out.stderr.decode(errors="replace")
+
+
 def test_run_stdio_answers_initialize_before_asyncio_then_serves_what_waited(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     env = dict(os.environ, GATE=str(gate), DEMO=str(DEMO))

@@ -8,12 +8,12 @@ cancels a task (``session/cancel``, a close grace period, a dropped request) by 
 Nothing here writes to stdout.
 
 :mod:`asyncio` is imported when a loop attaches, not with the package: an agent started by
-``Agent.run_stdio`` answers ``initialize`` before asyncio is loaded (it costs about 35 ms).
+``Agent.run_stdio`` answers ``initialize`` before asyncio is loaded (it costs about 35 ms). So is
+:mod:`inspect` (asyncio imports it anyway).
 """
 
 from __future__ import annotations
 
-import inspect
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
@@ -59,6 +59,7 @@ class Dispatcher:
         self._next_future = 0
         self._fd = _native.bridge_fileno()
         self._asyncio: Any = None  # the module, once a loop has attached
+        self._isawaitable: Any = None  # inspect.isawaitable, imported with asyncio (calls run after)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Starts watching the bridge from ``loop`` (nested serves on the same loop share it)."""
@@ -69,8 +70,10 @@ class Dispatcher:
                 raise RuntimeError("acp_facade is already serving on another event loop")
         if self._users == 0:
             import asyncio
+            import inspect
 
             self._asyncio = asyncio
+            self._isawaitable = inspect.isawaitable
             self._loop = loop
             loop.add_reader(self._fd, self._on_wake)
         self._users += 1
@@ -146,7 +149,7 @@ class Dispatcher:
         except Exception as exc:
             _native.bridge_reply_error(call_id, exc)
             return
-        if not inspect.isawaitable(result):
+        if not self._isawaitable(result):
             _native.bridge_reply(call_id, result)
             return
         task = self._asyncio.ensure_future(result, loop=self._loop)

@@ -10,11 +10,10 @@ client or agent attaches, passed through as is.
 
 from __future__ import annotations
 
-from dataclasses import field
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional, Union
 
-from ._record import record
+from ._record import field, record
 
 __all__ = [
     "AudioContent",

@@ -23,11 +23,10 @@ tool calls), and a session's after the events it published to its hub before the
 
 from __future__ import annotations
 
-from dataclasses import field
 from types import TracebackType
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
-from ._record import record
+from ._record import field, record
 from ._bridge import dispatcher
 
 __all__ = [

@@ -11,8 +11,9 @@ Extension methods are not gated by authentication.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Awaitable, Callable, List, Mapping, Tuple
+
+from ._coro import iscoroutinefunction
 
 __all__ = ["ExtensionMethod", "ExtensionNotification"]
 
@@ -45,7 +46,7 @@ def adapted(handlers: Mapping[str, Callable[[Any], Awaitable[Any]]], what: str) 
     with ``_``)."""
     pairs: List[Tuple[str, Any]] = []
     for name, handler in handlers.items():
-        if not (inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None))):
+        if not (iscoroutinefunction(handler) or iscoroutinefunction(getattr(handler, "__call__", None))):
             raise TypeError(f"the {what} handler of {name!r} must be an `async def` function")
         pairs.append((str(name), _Handler(handler)))
     return pairs

@@ -16,11 +16,10 @@ content blocks (bare, as above, or wrapped ``{"type": "content", "content": bloc
 from __future__ import annotations
 
 import itertools
-from dataclasses import field
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional, Union
 
-from ._record import record
+from ._record import field, record
 from .acp import Cost, Meta, Plan, ToolCallContent, ToolCallLocation, tool_content_json
 
 __all__ = [

@@ -26,11 +26,10 @@ translates them (see the Rust ``acp_facade::host`` docs for the contract of each
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import field
 from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
 
-from ._record import record
+from ._coro import iscoroutinefunction
+from ._record import field, record
 from . import _native
 from ._bridge import DONE, dispatcher
 from .client import Client, ClientCapabilities
@@ -313,7 +312,7 @@ def require_async(obj: object, names: Sequence[str], what: str) -> None:
     """Raises ``TypeError`` unless each method in ``names`` that ``obj`` has is ``async def``."""
     for name in names:
         method = getattr(obj, name, None)
-        if method is not None and not inspect.iscoroutinefunction(method):
+        if method is not None and not iscoroutinefunction(method):
             raise TypeError(f"{what}.{name} must be an `async def` method, not a plain function")
 
 
@@ -321,7 +320,7 @@ def require_sync(obj: object, names: Sequence[str], what: str) -> None:
     """Raises ``TypeError`` if a method in ``names`` that ``obj`` has is ``async def``."""
     for name in names:
         method = getattr(obj, name, None)
-        if method is not None and inspect.iscoroutinefunction(method):
+        if method is not None and iscoroutinefunction(method):
             raise TypeError(f"{what}.{name} must be a plain `def` method, not `async def`")
 
 

@@ -4,10 +4,9 @@ its content blocks, typed; the host-defined slash command it invokes, if any; th
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any, Dict, List, Optional
 
-from ._record import record
+from ._record import field, record
 from .acp import Meta, PromptBlock, TextContent, prompt_block_from_json
 
 __all__ = ["Prompt", "SlashCommand"]

@@ -14,10 +14,10 @@ presence switches ``/compact`` on).
 
 from __future__ import annotations
 
-import inspect
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence, Union
 
+from ._coro import iscoroutinefunction
 from ._record import record
 from . import _native
 from ._bridge import DONE, dispatcher
@@ -464,7 +464,7 @@ class Runner:
             raise TypeError(f"{type(turn_runner).__name__} has no `run_turn` method")
         for name in ("run_turn", "compact"):
             method = getattr(turn_runner, name, None)
-            if method is not None and not inspect.iscoroutinefunction(method):
+            if method is not None and not iscoroutinefunction(method):
                 raise TypeError(f"{type(turn_runner).__name__}.{name} must be an `async def` method, not a plain function")
         options: List[Any] = []
         config_options = getattr(turn_runner, "config_options", None)
