@@ -203,6 +203,10 @@ fn v3_to_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// file may both open a session.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// The buffer journal entries are encoded into, kept from one append to the next (locked
+    /// after `conn`): a turn's entry (about 1 KiB) is then neither allocated above the
+    /// allocator's small-size caches nor grown while being written.
+    entry: Mutex<Vec<u8>>,
     /// The path as given, for messages.
     location: String,
 }
@@ -236,7 +240,12 @@ impl SqliteStore {
         .map_err(|e| StoreError::new(format!("cannot open {location}: {e}")))?;
         configure(&conn, in_memory).map_err(|e| StoreError::new(format!("{location}: {}", e.message())))?;
         migrate(&mut conn).map_err(|e| StoreError::new(format!("{location}: {}", e.message())))?;
-        Ok(Self { conn: Mutex::new(conn), location })
+        Ok(Self { conn: Mutex::new(conn), entry: Mutex::new(Vec::new()), location })
+    }
+
+    /// The entry buffer; taken while holding the connection's lock.
+    fn entry_buffer(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.entry.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -283,14 +292,15 @@ impl Drop for OpenTransaction<'_> {
     }
 }
 
-/// One journal entry: the events as a JSON array, in order, as UTF-8 text (serde_json writes
-/// nothing else), bound as text without checking it again.
-fn encode_events(id: &SessionId, events: &[Event]) -> Result<Vec<u8>, StoreError> {
-    // Sized for typical events, so the buffer rarely grows while serde writes into it.
-    let mut entry = Vec::with_capacity(256 * events.len());
-    serde_json::to_writer(&mut entry, events)
-        .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))?;
-    Ok(entry)
+/// A buffer kept for the next entry up to this capacity; a larger one is freed after its entry.
+const ENTRY_BUFFER_KEPT: usize = 64 * 1024;
+
+/// Encodes one journal entry into `buffer` (emptied first): the events as a JSON array, in
+/// order, as UTF-8 text (serde_json writes nothing else), bound as text without checking it again.
+fn encode_events(buffer: &mut Vec<u8>, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
+    buffer.clear();
+    serde_json::to_writer(&mut *buffer, events)
+        .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
 }
 
 /// The key the session `?1`'s next entry gets: the key after its newest entry below the last of
@@ -315,9 +325,11 @@ macro_rules! next_key {
 /// recorded with the session's update time `updated_at` — or, when `None`, with its newest
 /// entry's, so that the newest entry always carries the latest time the journal was given.
 /// The statement finds the session and its next key itself (see `next_key!`); only when it
-/// fails is the session looked up, to tell "no session" from a full journal.
+/// fails is the session looked up, to tell "no session" from a full journal. The entry is encoded
+/// into `buffer`, which the caller keeps for the next one.
 fn insert_events(
     conn: &Connection,
+    buffer: &mut Vec<u8>,
     id: &SessionId,
     events: &[Event],
     updated_at: Option<&str>,
@@ -325,8 +337,16 @@ fn insert_events(
     if events.is_empty() {
         return Ok(());
     }
-    let entry = encode_events(id, events)?;
-    let entry = rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(&entry));
+    let inserted = encode_events(buffer, id, events).and_then(|()| insert_entry(conn, buffer, id, updated_at));
+    if buffer.capacity() > ENTRY_BUFFER_KEPT {
+        *buffer = Vec::new();
+    }
+    inserted
+}
+
+/// Inserts the encoded entry `entry` (see [`insert_events`]).
+fn insert_entry(conn: &Connection, entry: &[u8], id: &SessionId, updated_at: Option<&str>) -> Result<(), StoreError> {
+    let entry = rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(entry));
     // Two statements rather than `COALESCE(?3, …)`: a parameter there makes SQLite prepare the
     // statement again at every run (to plan for the value bound).
     let inserted = match updated_at {
@@ -547,7 +567,7 @@ impl Store for SqliteStore {
 
     /// One `INSERT`, in autocommit mode: a transaction by itself.
     async fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
-        insert_events(&self.lock(), id, events, None)
+        insert_events(&self.lock(), &mut self.entry_buffer(), id, events, None)
     }
 
     async fn append_events_and_touch(
@@ -560,10 +580,10 @@ impl Store for SqliteStore {
         // Only the time: the entry carries it, in one `INSERT` (autocommit, a transaction by
         // itself). A title, or a touch without events, also updates the session's row.
         if title.is_none() && !events.is_empty() {
-            return insert_events(&self.lock(), id, events, Some(updated_at));
+            return insert_events(&self.lock(), &mut self.entry_buffer(), id, events, Some(updated_at));
         }
         self.write(&format!("record a turn of session {id}"), |tx| {
-            insert_events(tx, id, events, Some(updated_at))?;
+            insert_events(tx, &mut self.entry_buffer(), id, events, Some(updated_at))?;
             tx.prepare_cached("UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1")
                 .and_then(|mut stmt| stmt.execute(params![&*id.0, title, updated_at]))
                 .map_err(|e| sql_error("touch session", &e))?;
@@ -1024,6 +1044,31 @@ mod tests {
         assert_eq!(entries, 4);
     }
 
+    /// The entry buffer is kept between appends, but not when an entry made it large; every entry
+    /// is written whole, whatever the buffer held before.
+    #[test]
+    fn the_entry_buffer_is_reused_within_bounds() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).wait().expect("create");
+        let long = |n: u64| {
+            let mut e = event(n, 0);
+            e.header.id = EventId::new("x".repeat(2 * ENTRY_BUFFER_KEPT));
+            e
+        };
+        store.append_events(&sid("a"), &[event(1, 0), event(2, 0)]).wait().expect("append");
+        let kept = store.entry_buffer().capacity();
+        assert!(kept > 0, "the buffer is kept");
+        store.append_event(&sid("a"), &event(3, 0)).wait().expect("append");
+        assert_eq!(store.entry_buffer().capacity(), kept, "and reused");
+        store.append_event(&sid("a"), &long(4)).wait().expect("append a long entry");
+        assert_eq!(store.entry_buffer().capacity(), 0, "a large buffer is freed");
+        store.append_event(&sid("a"), &event(5, 0)).wait().expect("append");
+        assert_eq!(
+            store.events(&sid("a")).wait().expect("events"),
+            [event(1, 0), event(2, 0), event(3, 0), long(4), event(5, 0)]
+        );
+    }
+
     /// A turn that records only its time writes its entry and nothing else; the session reports
     /// the newest time it was given, whichever way (entry or catalog row) it was recorded.
     #[test]
@@ -1085,14 +1130,14 @@ mod tests {
         let store = SqliteStore::open(MEMORY).expect("open");
         store.create_session(&record("a")).wait().expect("create");
         let err = store.write("test", |conn| {
-            insert_events(conn, &sid("a"), &[event(1, 0)], None)?;
+            insert_events(conn, &mut Vec::new(), &sid("a"), &[event(1, 0)], None)?;
             Err::<(), _>(StoreError::new("the second step failed"))
         });
         assert!(err.is_err());
         assert!(store.events(&sid("a")).wait().expect("events").is_empty());
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = store.write("test", |conn| -> Result<(), StoreError> {
-                insert_events(conn, &sid("a"), &[event(2, 0)], None)?;
+                insert_events(conn, &mut Vec::new(), &sid("a"), &[event(2, 0)], None)?;
                 panic!("a panic mid-write");
             });
         }));
