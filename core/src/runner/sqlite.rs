@@ -94,7 +94,7 @@ const JOURNAL_V3: &str = "CREATE TABLE journal (
          CREATE INDEX journal_by_session ON journal (session_id, seq);";
 
 /// The session catalog, since version 4: each session also has a number, `num`, which places
-/// its journal entries' keys (see the module doc). The check keeps `num << 32` within SQLite's
+/// its journal entries' keys (see the module doc). The check keeps `num << 32` within `SQLite`'s
 /// 64-bit integers.
 const SESSIONS_V4: &str = "CREATE TABLE sessions (
              num INTEGER PRIMARY KEY CHECK (num BETWEEN 1 AND 2147483647), -- the journal's key range
@@ -296,7 +296,7 @@ impl Drop for OpenTransaction<'_> {
 const ENTRY_BUFFER_KEPT: usize = 64 * 1024;
 
 /// Encodes one journal entry into `buffer` (emptied first): the events as a JSON array, in
-/// order, as UTF-8 text (serde_json writes nothing else), bound as text without checking it again.
+/// order, as UTF-8 text (`serde_json` writes nothing else), bound as text without checking it again.
 fn encode_events(buffer: &mut Vec<u8>, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
     buffer.clear();
     serde_json::to_writer(&mut *buffer, events)
