@@ -6,34 +6,40 @@
 /// The current time as RFC 3339 UTC with millisecond precision (`2026-11-30T11:20:00.123Z`).
 pub fn now_rfc3339() -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = now.as_secs();
-    let millis = now.subsec_millis();
+    rfc3339(now.as_secs(), now.subsec_millis())
+}
+
+/// `secs` seconds and `millis` milliseconds after the Unix epoch, as RFC 3339 UTC.
+fn rfc3339(secs: u64, millis: u32) -> String {
     let days = secs / 86_400;
     let rem = secs % 86_400;
     let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    // Written digit by digit: this runs once per turn, and `format!` costs several times more.
-    let mut at = String::with_capacity(24);
+    // Written digit by digit into a fixed buffer: this runs once per turn, and `format!` (or a
+    // `push` per character) costs several times more.
+    let mut at = *b"0000-00-00T00:00:00.000Z";
     let fields = [
-        (u64::try_from(year).unwrap_or(0), 4, '-'),
-        (u64::from(month), 2, '-'),
-        (u64::from(day), 2, 'T'),
-        (rem / 3600, 2, ':'),
-        ((rem % 3600) / 60, 2, ':'),
-        (rem % 60, 2, '.'),
-        (u64::from(millis), 3, 'Z'),
+        (u64::try_from(year).unwrap_or(0), 0..4),
+        (u64::from(month), 5..7),
+        (u64::from(day), 8..10),
+        (rem / 3600, 11..13),
+        ((rem % 3600) / 60, 14..16),
+        (rem % 60, 17..19),
+        (u64::from(millis), 20..23),
     ];
-    for (value, width, separator) in fields {
-        push_padded(&mut at, value, width);
-        at.push(separator);
+    for (value, range) in fields {
+        if let Some(digits) = at.get_mut(range) {
+            put_padded(digits, value);
+        }
     }
-    at
+    String::from_utf8(at.to_vec()).unwrap_or_default()
 }
 
-/// Appends the last `width` decimal digits of `value`, zero-padded.
-fn push_padded(out: &mut String, value: u64, width: u32) {
-    for position in (0..width).rev() {
-        let digit = (value / 10u64.pow(position)) % 10;
-        out.push(char::from(b'0' + u8::try_from(digit).unwrap_or(0)));
+/// Writes the last `digits.len()` decimal digits of `value` into `digits`, zero-padded.
+fn put_padded(digits: &mut [u8], value: u64) {
+    let mut rest = value;
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + u8::try_from(rest % 10).unwrap_or(0);
+        rest /= 10;
     }
 }
 
@@ -66,10 +72,13 @@ mod tests {
         let (date, time) = now.split_once('T').expect("a T");
         assert_eq!(date.split('-').map(str::len).collect::<Vec<_>>(), [4, 2, 2], "{now}");
         assert_eq!(time[..12].split([':', '.']).map(str::len).collect::<Vec<_>>(), [2, 2, 2, 3], "{now}");
-        let mut out = String::new();
-        push_padded(&mut out, 7, 3);
-        push_padded(&mut out, 2026, 4);
-        push_padded(&mut out, 59, 2);
-        assert_eq!(out, "007202659");
+        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_796_037_600, 123), "2026-11-30T11:20:00.123Z");
+        assert_eq!(rfc3339(1_796_083_199, 999), "2026-11-30T23:59:59.999Z");
+        let mut out = *b"000000000";
+        put_padded(&mut out[..3], 7);
+        put_padded(&mut out[3..7], 2026);
+        put_padded(&mut out[7..], 12_359);
+        assert_eq!(&out, b"007202659");
     }
 }

@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
@@ -134,7 +135,8 @@ where
     H: Handler + ?Sized,
 {
     let (tx, rx) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
-    let peer = Peer::new(tx);
+    let answered = Arc::new(AtomicBool::new(false));
+    let peer = Peer::new(tx, answered.clone());
     on_peer(&peer);
     let trace = options.wire_trace.as_deref().and_then(|path| match WireTrace::create(path) {
         Ok(trace) => Some(Arc::new(trace)),
@@ -143,7 +145,7 @@ where
             None
         }
     });
-    let writer_task = tokio::spawn(write_loop(writer, rx, trace.clone()));
+    let writer_task = tokio::spawn(write_loop(writer, rx, answered, trace.clone()));
 
     let (notify_tx, notify_rx) = mpsc::channel::<(String, BoxFuture<'static, ()>)>(OUTGOING_QUEUE);
     let notification_task = tokio::spawn(notification_loop(notify_rx));
@@ -277,7 +279,7 @@ async fn dispatch<H: Handler + ?Sized>(
             in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
             response_line(&id, &outcome)
         };
-        let _ = peer.send_line(line).await;
+        let _ = peer.send_response_line(line).await;
         // Only now may whatever the handler kept (e.g. its in-flight marker) go.
         drop(std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner)));
     };
@@ -325,9 +327,14 @@ const STREAMING_ROUNDS: usize = 3;
 
 /// Writes the queued lines in order until [`Peer::end_output`]'s mark (or until every sender is
 /// gone), then refuses new lines, writes those already queued, and flushes.
+///
+/// When the queue runs dry it flushes — at once if a response was queued since the last look
+/// (`answered`, raised by [`Peer::send_response_line`]: that request's output is complete),
+/// otherwise after giving the producers a scheduler round or a few to queue more.
 async fn write_loop<W: AsyncWrite + Unpin>(
     writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
+    answered: Arc<AtomicBool>,
     trace: Option<Arc<WireTrace>>,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, writer);
@@ -360,8 +367,16 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         if !ended && rx.is_empty() {
             // Give producers a chance to queue more before paying for a flush (a write and the
             // peer's wake-up). A reply or two is flushed after one scheduler round; a stream gets
-            // a few, since its lines pass through more than one task on their way here.
-            let rounds = if unflushed >= STREAMING_LINES { STREAMING_ROUNDS } else { 1 };
+            // a few, since its lines pass through more than one task on their way here. A
+            // response ends its request's lines: the peer waits for it, and a round spent
+            // waiting (a poll of the I/O driver, a system call) would gather nothing of its.
+            let rounds = if answered.swap(false, Ordering::AcqRel) {
+                0
+            } else if unflushed >= STREAMING_LINES {
+                STREAMING_ROUNDS
+            } else {
+                1
+            };
             for _ in 0..rounds {
                 tokio::task::yield_now().await;
                 if !rx.is_empty() {
@@ -385,4 +400,68 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 /// A response line for `id` with `outcome`, for tests and tools that write raw JSON-RPC.
 pub fn encode_response(id: &RequestId, outcome: &Result<Value, Error>) -> Vec<u8> {
     response_line(id, &outcome.clone().map(Answer::from))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use super::*;
+
+    /// A transport that keeps what was flushed to it (the writer's buffer reaches it on flush).
+    #[derive(Clone, Default)]
+    struct Recorder {
+        written: Arc<Mutex<Vec<u8>>>,
+        flushed: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl Recorder {
+        fn flushed(&self) -> Vec<u8> {
+            self.flushed.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        }
+    }
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+            self.written.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(buf);
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            let written = self.written.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            *self.flushed.lock().unwrap_or_else(PoisonError::into_inner) = written;
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Lines are held for a scheduler round so producers can add to the batch, but a response
+    /// (its request's output complete) is flushed as soon as the queue is dry, with what came
+    /// before it.
+    #[tokio::test]
+    async fn a_response_is_flushed_without_waiting_a_round() {
+        let (tx, rx) = mpsc::channel(16);
+        let answered = Arc::new(AtomicBool::new(false));
+        let peer = Peer::new(tx, answered.clone());
+        let out = Recorder::default();
+        let writer = tokio::spawn(write_loop(out.clone(), rx, answered, None));
+
+        peer.send_line(b"{\"n\":1}\n".to_vec()).await.expect("queued");
+        tokio::task::yield_now().await;
+        assert!(out.flushed().is_empty(), "a notification waits a round for company");
+        peer.send_response_line(b"{\"r\":1}\n".to_vec()).await.expect("queued");
+        tokio::task::yield_now().await;
+        assert_eq!(out.flushed(), b"{\"n\":1}\n{\"r\":1}\n", "the response goes out in the writer's first look");
+
+        peer.send_line(b"{\"n\":2}\n".to_vec()).await.expect("queued");
+        tokio::task::yield_now().await;
+        assert_eq!(out.flushed(), b"{\"n\":1}\n{\"r\":1}\n", "the next notification waits again");
+        drop(peer);
+        writer.await.expect("writer task").expect("writer");
+        assert_eq!(out.flushed(), b"{\"n\":1}\n{\"r\":1}\n{\"n\":2}\n");
+    }
 }

@@ -58,6 +58,8 @@ pub struct Peer {
 
 struct PeerInner {
     tx: mpsc::Sender<Vec<u8>>,
+    /// Set once a response is queued; the writer takes it (see `write_loop`).
+    answered: Arc<AtomicBool>,
     pending: Mutex<HashMap<i64, Waiter>>,
     next_id: AtomicI64,
     incoming_closed: AtomicBool,
@@ -70,10 +72,12 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
-    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>) -> Self {
+    /// A peer queueing its lines on `tx`, raising `answered` after each response it queues.
+    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>, answered: Arc<AtomicBool>) -> Self {
         Self {
             inner: Arc::new(PeerInner {
                 tx,
+                answered,
                 pending: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(0),
                 incoming_closed: AtomicBool::new(false),
@@ -109,7 +113,15 @@ impl Peer {
         id: &RequestId,
         outcome: &Result<Answer, Error>,
     ) -> Result<(), ConnectionClosed> {
-        self.send_line(response_line(id, outcome)).await
+        self.send_response_line(response_line(id, outcome)).await
+    }
+
+    /// Queues a response line (as [`Peer::send_line`]) and tells the writer a request is
+    /// answered: its output is complete, so the writer flushes without waiting for more.
+    pub(crate) async fn send_response_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
+        self.send_line(line).await?;
+        self.inner.answered.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Sends a request and waits for its answer, decoded as `R`.

@@ -11,13 +11,16 @@
 //! - **Durable writes.** File databases run in WAL mode with `synchronous=FULL`: once a write has
 //!   returned `Ok`, it survives a process crash and a power loss.
 //! - **Journal order.** The journal is a table of entries, one per append: the events of that
-//!   append, in order, as one JSON array, and the session's update time as of that entry. A
-//!   session's events are read back in the order they were appended: an entry's key (the rowid)
-//!   is always greater than every key in the table when it is written, so the entries of one
-//!   session sort in append order. (A key freed by deleting the newest session may be used again,
-//!   by a later entry of another session; that cannot reorder anything.)
-//! - **No orphans.** A journal entry cannot exist without its session (`foreign_keys=ON`), and
-//!   deleting a session deletes its journal in the same transaction (`ON DELETE CASCADE`).
+//!   append, in order, as one JSON array, and the session's update time as of that entry. Each
+//!   session owns a range of the journal's keys (the rowid): its number (`sessions.num`, from 1)
+//!   times 2³², plus the entry's number in the session, from 0. An append takes the key after its
+//!   session's newest in the statement that inserts the entry (under the write lock), so a
+//!   session's events are read back in the order they were appended, as one range of the table.
+//!   A session holds at most 2³² entries; an append beyond that is refused.
+//! - **No orphans.** A journal entry is only ever inserted by a statement that finds its session
+//!   (no session, no row: the append is refused), and deleting a session deletes its key range in
+//!   the same transaction. A session number freed by deleting the newest session may be given to
+//!   a later session: its range is empty by then.
 //! - **Shared files.** Several stores — in this process or in others — may open the same file. A
 //!   writer waits (up to [`BUSY_TIMEOUT`]) for another's transaction instead of failing with
 //!   `SQLITE_BUSY`; readers see only committed data and never block writers.
@@ -57,7 +60,7 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 ///
 /// To change the schema, append a step (`v1_to_v2`, …). Never edit a step that has shipped: a
 /// database that already ran it would not run it again.
-const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3];
+const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3, v3_to_v4];
 
 /// The schema version this code reads and writes.
 const SCHEMA_VERSION: usize = MIGRATIONS.len();
@@ -90,12 +93,33 @@ const JOURNAL_V3: &str = "CREATE TABLE journal (
          );
          CREATE INDEX journal_by_session ON journal (session_id, seq);";
 
+/// The session catalog, since version 4: each session also has a number, `num`, which places
+/// its journal entries' keys (see the module doc). The check keeps `num << 32` within `SQLite`'s
+/// 64-bit integers.
+const SESSIONS_V4: &str = "CREATE TABLE sessions (
+             num INTEGER PRIMARY KEY CHECK (num BETWEEN 1 AND 2147483647), -- the journal's key range
+             id TEXT NOT NULL UNIQUE,
+             cwd TEXT NOT NULL,
+             additional_directories TEXT NOT NULL DEFAULT '[]', -- JSON array of strings
+             title TEXT,
+             created_at TEXT NOT NULL, -- RFC 3339 UTC
+             updated_at TEXT NOT NULL  -- RFC 3339 UTC
+         );";
+
+/// The journal, since version 4: keyed by session number and entry number (see the module doc),
+/// with no session column and no index beside the table.
+const JOURNAL_V4: &str = "CREATE TABLE journal (
+             seq INTEGER PRIMARY KEY, -- (sessions.num << 32) + the entry's number in its session
+             updated_at TEXT, -- RFC 3339 UTC: the session's update time as of this entry, if any
+             events TEXT NOT NULL -- the events of one append, in order, as a JSON array
+         );";
+
 /// Creates the current schema in an empty database in one step — what running every migration
 /// from version 0 builds (a test compares the two), without building and converting the older
 /// tables first. Opening a new store, `:memory:` included, takes half the work it would.
 fn create_current(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(SESSIONS_V1)?;
-    tx.execute_batch(JOURNAL_V3)
+    tx.execute_batch(SESSIONS_V4)?;
+    tx.execute_batch(JOURNAL_V4)
 }
 
 /// Version 1: the session catalog and the event journal.
@@ -140,6 +164,32 @@ fn v2_to_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     )
 }
 
+/// Version 4: each session owns a range of the journal's keys, so the journal needs no session
+/// column and no index: an append inserts into the table alone (before, each also inserted an
+/// index row and wrote one more page).
+///
+/// Sessions are numbered in their rows' order; each session's entries keep their order, numbered
+/// from 0. Both tables are rebuilt (a table's primary key cannot be altered).
+fn v3_to_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    // The old index goes first: the new table would not need it, and its name is free again.
+    tx.execute_batch(
+        "DROP INDEX journal_by_session;
+         ALTER TABLE journal RENAME TO journal_v3;
+         ALTER TABLE sessions RENAME TO sessions_v3;",
+    )?;
+    tx.execute_batch(SESSIONS_V4)?;
+    tx.execute_batch(JOURNAL_V4)?;
+    tx.execute_batch(
+        "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at)
+             SELECT id, cwd, additional_directories, title, created_at, updated_at FROM sessions_v3 ORDER BY rowid;
+         INSERT INTO journal (seq, updated_at, events)
+             SELECT (s.num << 32) + row_number() OVER (PARTITION BY s.num ORDER BY j.seq) - 1, j.updated_at, j.events
+             FROM journal_v3 j JOIN sessions s ON s.id = j.session_id;
+         DROP TABLE journal_v3;
+         DROP TABLE sessions_v3;",
+    )
+}
+
 /// A [`Store`] in an `SQLite` database: a file shared safely between connections and processes,
 /// or a private in-memory database.
 ///
@@ -153,6 +203,10 @@ fn v2_to_v3(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// file may both open a session.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// The buffer journal entries are encoded into, kept from one append to the next (locked
+    /// after `conn`): a turn's entry (about 1 KiB) is then neither allocated above the
+    /// allocator's small-size caches nor grown while being written.
+    entry: Mutex<Vec<u8>>,
     /// The path as given, for messages.
     location: String,
 }
@@ -186,7 +240,12 @@ impl SqliteStore {
         .map_err(|e| StoreError::new(format!("cannot open {location}: {e}")))?;
         configure(&conn, in_memory).map_err(|e| StoreError::new(format!("{location}: {}", e.message())))?;
         migrate(&mut conn).map_err(|e| StoreError::new(format!("{location}: {}", e.message())))?;
-        Ok(Self { conn: Mutex::new(conn), location })
+        Ok(Self { conn: Mutex::new(conn), entry: Mutex::new(Vec::new()), location })
+    }
+
+    /// The entry buffer; taken while holding the connection's lock.
+    fn entry_buffer(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.entry.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -233,22 +292,44 @@ impl Drop for OpenTransaction<'_> {
     }
 }
 
-/// One journal entry: the events as a JSON array, in order.
-fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError> {
-    // Sized for typical events, so the buffer rarely grows while serde writes into it.
-    let mut entry = Vec::with_capacity(256 * events.len());
-    serde_json::to_writer(&mut entry, events)
-        .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))?;
-    String::from_utf8(entry).map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
+/// A buffer kept for the next entry up to this capacity; a larger one is freed after its entry.
+const ENTRY_BUFFER_KEPT: usize = 64 * 1024;
+
+/// Encodes one journal entry into `buffer` (emptied first): the events as a JSON array, in
+/// order, as UTF-8 text (`serde_json` writes nothing else), bound as text without checking it again.
+fn encode_events(buffer: &mut Vec<u8>, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
+    buffer.clear();
+    serde_json::to_writer(&mut *buffer, events)
+        .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
+}
+
+/// The key the session `?1`'s next entry gets: the key after its newest entry below the last of
+/// its range, or its range's first; the text `no session` (not an integer: the insert fails with
+/// "datatype mismatch") when there is no such session. The last key of a range is only ever
+/// given when it is free: once it is taken the range is full, and the key given again fails the
+/// insert as a duplicate. A macro, so that the statements holding it are literals (the statement
+/// cache is looked up by text, with no string built per append).
+///
+/// A scalar subquery in `VALUES` rather than `INSERT … SELECT`: an `INSERT … SELECT` reading its
+/// own table writes the selected rows to a temporary table first.
+macro_rules! next_key {
+    () => {
+        "coalesce((SELECT coalesce((SELECT j.seq + 1 FROM journal j
+                                    WHERE j.seq >= s.num << 32 AND j.seq < ((s.num + 1) << 32) - 1
+                                    ORDER BY j.seq DESC LIMIT 1), s.num << 32)
+                   FROM sessions s WHERE s.id = ?1), 'no session')"
+    };
 }
 
 /// Appends one journal entry holding `events` (nothing when there are none), one statement,
 /// recorded with the session's update time `updated_at` — or, when `None`, with its newest
 /// entry's, so that the newest entry always carries the latest time the journal was given.
-/// "No such session" is the journal's foreign key refusing the row (checked by the insert itself,
-/// with no lookup of the session beside it).
+/// The statement finds the session and its next key itself (see `next_key!`); only when it
+/// fails is the session looked up, to tell "no session" from a full journal. The entry is encoded
+/// into `buffer`, which the caller keeps for the next one.
 fn insert_events(
     conn: &Connection,
+    buffer: &mut Vec<u8>,
     id: &SessionId,
     events: &[Event],
     updated_at: Option<&str>,
@@ -256,24 +337,47 @@ fn insert_events(
     if events.is_empty() {
         return Ok(());
     }
-    let entry = encode_events(id, events)?;
+    let inserted = encode_events(buffer, id, events).and_then(|()| insert_entry(conn, buffer, id, updated_at));
+    if buffer.capacity() > ENTRY_BUFFER_KEPT {
+        *buffer = Vec::new();
+    }
+    inserted
+}
+
+/// Inserts the encoded entry `entry` (see [`insert_events`]).
+fn insert_entry(conn: &Connection, entry: &[u8], id: &SessionId, updated_at: Option<&str>) -> Result<(), StoreError> {
+    let entry = rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(entry));
     // Two statements rather than `COALESCE(?3, …)`: a parameter there makes SQLite prepare the
     // statement again at every run (to plan for the value bound).
     let inserted = match updated_at {
         Some(at) => conn
-            .prepare_cached("INSERT INTO journal (session_id, updated_at, events) VALUES (?1, ?3, ?2)")
+            .prepare_cached(concat!("INSERT INTO journal (seq, updated_at, events) VALUES (", next_key!(), ", ?3, ?2)"))
             .and_then(|mut stmt| stmt.execute(params![&*id.0, entry, at])),
         None => conn
-            .prepare_cached(
-                "INSERT INTO journal (session_id, updated_at, events) VALUES
-                 (?1, (SELECT updated_at FROM journal WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1), ?2)",
-            )
+            .prepare_cached(concat!(
+                "INSERT INTO journal (seq, updated_at, events) VALUES (",
+                next_key!(),
+                ", (SELECT j.updated_at FROM sessions s, journal j
+                    WHERE s.id = ?1 AND j.seq >= s.num << 32 AND j.seq < (s.num + 1) << 32
+                    ORDER BY j.seq DESC LIMIT 1), ?2)"
+            ))
             .and_then(|mut stmt| stmt.execute(params![&*id.0, entry])),
     };
     match inserted {
         Ok(_) => Ok(()),
-        Err(rusqlite::Error::SqliteFailure(e, _)) if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {
-            Err(StoreError::new(format!("no session {id}")))
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::TypeMismatch
+                || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+        {
+            let known = conn
+                .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")
+                .and_then(|mut stmt| stmt.exists([&*id.0]))
+                .map_err(|e| StoreError::new(format!("append events to session {id}: {e}")))?;
+            Err(StoreError::new(if known {
+                format!("the journal of session {id} is full")
+            } else {
+                format!("no session {id}")
+            }))
         }
         Err(e) => Err(StoreError::new(format!("append events to session {id}: {e}"))),
     }
@@ -381,7 +485,9 @@ type RawSession = (String, String, String, Option<String>, String, String);
 /// A session's record, selected from `sessions s`: the update time is the later of the row's and
 /// the newest journal entry's (see the module doc).
 const SESSION_COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at,
-     max(s.updated_at, coalesce((SELECT j.updated_at FROM journal j WHERE j.session_id = s.id ORDER BY j.seq DESC LIMIT 1), ''))";
+     max(s.updated_at, coalesce((SELECT j.updated_at FROM journal j
+                                 WHERE j.seq >= s.num << 32 AND j.seq < (s.num + 1) << 32
+                                 ORDER BY j.seq DESC LIMIT 1), ''))";
 
 fn raw_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
@@ -461,7 +567,7 @@ impl Store for SqliteStore {
 
     /// One `INSERT`, in autocommit mode: a transaction by itself.
     async fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
-        insert_events(&self.lock(), id, events, None)
+        insert_events(&self.lock(), &mut self.entry_buffer(), id, events, None)
     }
 
     async fn append_events_and_touch(
@@ -474,10 +580,10 @@ impl Store for SqliteStore {
         // Only the time: the entry carries it, in one `INSERT` (autocommit, a transaction by
         // itself). A title, or a touch without events, also updates the session's row.
         if title.is_none() && !events.is_empty() {
-            return insert_events(&self.lock(), id, events, Some(updated_at));
+            return insert_events(&self.lock(), &mut self.entry_buffer(), id, events, Some(updated_at));
         }
         self.write(&format!("record a turn of session {id}"), |tx| {
-            insert_events(tx, id, events, Some(updated_at))?;
+            insert_events(tx, &mut self.entry_buffer(), id, events, Some(updated_at))?;
             tx.prepare_cached("UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1")
                 .and_then(|mut stmt| stmt.execute(params![&*id.0, title, updated_at]))
                 .map_err(|e| sql_error("touch session", &e))?;
@@ -489,7 +595,11 @@ impl Store for SqliteStore {
         let what = format!("read the events of session {id}");
         let conn = self.lock();
         let mut stmt = conn
-            .prepare_cached("SELECT seq, events FROM journal WHERE session_id = ?1 ORDER BY seq")
+            .prepare_cached(
+                "SELECT j.seq, j.events FROM sessions s JOIN journal j
+                 ON j.seq >= s.num << 32 AND j.seq < (s.num + 1) << 32
+                 WHERE s.id = ?1 ORDER BY j.seq",
+            )
             .map_err(|e| sql_error(&what, &e))?;
         // One statement reads one consistent snapshot, even while another connection appends.
         let rows = stmt
@@ -508,7 +618,13 @@ impl Store for SqliteStore {
     async fn delete_session(&self, id: &SessionId) -> Result<(), StoreError> {
         let what = format!("delete session {id}");
         self.write(&what, |tx| {
-            // The session's events go with it (ON DELETE CASCADE).
+            // The session's events go with it: its range of the journal's keys.
+            tx.execute(
+                "DELETE FROM journal WHERE seq >= (SELECT num FROM sessions WHERE id = ?1) << 32
+                                       AND seq < ((SELECT num FROM sessions WHERE id = ?1) + 1) << 32",
+                [&*id.0],
+            )
+            .map_err(|e| sql_error(&what, &e))?;
             tx.execute("DELETE FROM sessions WHERE id = ?1", [&*id.0]).map_err(|e| sql_error(&what, &e))?;
             Ok(())
         })
@@ -616,11 +732,8 @@ mod tests {
         store.delete_session(&sid("a")).wait().expect("delete");
         assert_eq!(store.session(&sid("a")).wait().expect("read"), None);
         assert!(store.events(&sid("a")).wait().expect("events").is_empty());
-        let orphans: i64 = store
-            .lock()
-            .query_row("SELECT COUNT(*) FROM journal WHERE session_id = 'a'", [], |r| r.get(0))
-            .expect("count");
-        assert_eq!(orphans, 0);
+        let entries: i64 = store.lock().query_row("SELECT COUNT(*) FROM journal", [], |r| r.get(0)).expect("count");
+        assert_eq!(entries, 3, "only b's entries are left");
         // The other session is untouched.
         assert_eq!(store.events(&sid("b")).wait().expect("events").len(), 3);
         // Unknown ids, and deleting twice, succeed.
@@ -706,7 +819,7 @@ mod tests {
 
     #[test]
     fn migrations_are_registered_in_order() {
-        assert_eq!(SCHEMA_VERSION, 3);
+        assert_eq!(SCHEMA_VERSION, 4);
         let store = SqliteStore::open(MEMORY).expect("open");
         let conn = store.lock();
         assert_eq!(schema_version(&conn).expect("version"), SCHEMA_VERSION);
@@ -717,7 +830,7 @@ mod tests {
             .expect("query")
             .collect::<Result<_, _>>()
             .expect("names");
-        assert_eq!(names, ["journal", "journal_by_session", "sessions"]);
+        assert_eq!(names, ["journal", "sessions"]);
     }
 
     /// A version-1 database (one row per event) opens at the current version with every session's
@@ -804,6 +917,158 @@ mod tests {
         assert_eq!(store.session(&sid("a")).wait().expect("read").expect("exists").title.as_deref(), Some("T"));
     }
 
+    /// A version-3 database (entries keyed by one sequence for all sessions, with a session column
+    /// and its index) opens as version 4: every session's entries keep their order and times, in
+    /// its own range of keys, and appends, reads, lists and deletes work on the migrated file.
+    #[test]
+    fn version_3_journal_is_migrated_in_order() {
+        let dir = TempDir::new();
+        {
+            let mut conn = Connection::open(dir.db()).expect("raw open");
+            let tx = conn.transaction().expect("begin");
+            for step in &MIGRATIONS[..3] {
+                step(&tx).expect("step to version 3");
+            }
+            tx.pragma_update(None, "user_version", 3).expect("set version");
+            for (id, title) in [("b", Some("B")), ("a", None), ("c", None)] {
+                let r = record(id);
+                tx.execute(
+                    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at)
+                     VALUES (?1, ?2, '[\"/x\"]', ?3, ?4, ?5)",
+                    params![id, r.cwd.to_str(), title, r.created_at, r.updated_at],
+                )
+                .expect("session");
+            }
+            // Interleaved, some without a time (as version 2 left them).
+            let entries = [
+                (5u64, "a", None),
+                (1, "b", Some("2026-12-01T01:00:00.000Z")),
+                (9, "a", Some("2026-12-01T02:00:00.000Z")),
+                (3, "b", None),
+                (7, "a", None),
+            ];
+            for (n, id, at) in entries {
+                let entry = serde_json::to_string(&[event(n, 0), event(n + 1, 0)]).expect("encode");
+                tx.execute(
+                    "INSERT INTO journal (session_id, updated_at, events) VALUES (?1, ?2, ?3)",
+                    params![id, at, entry],
+                )
+                .expect("entry");
+            }
+            tx.commit().expect("commit");
+        }
+        let store = SqliteStore::open(dir.db()).expect("migrating open");
+        assert_eq!(schema_version(&store.lock()).expect("version"), SCHEMA_VERSION);
+        let seqs = |id: &str| -> Vec<u64> {
+            store.events(&sid(id)).wait().expect("events").iter().map(|e| e.header.seq).collect()
+        };
+        assert_eq!(seqs("a"), [5, 6, 9, 10, 7, 8]);
+        assert_eq!(seqs("b"), [1, 2, 3, 4]);
+        assert!(seqs("c").is_empty());
+        // Sessions numbered in their rows' order, entries from 0 within each.
+        let keys: Vec<(i64, i64)> = store
+            .lock()
+            .prepare("SELECT seq >> 32, seq & 4294967295 FROM journal ORDER BY seq")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("keys");
+        assert_eq!(keys, [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2)]);
+        let read = |id: &str| store.session(&sid(id)).wait().expect("read").expect("exists");
+        // The newest entry's time where it has one, else the row's (never an older entry's).
+        assert_eq!(read("a").updated_at, record("a").updated_at);
+        assert_eq!(read("b").updated_at, record("b").updated_at);
+        assert_eq!(read("b").title.as_deref(), Some("B"));
+        assert_eq!(read("a").additional_directories, [PathBuf::from("/x")]);
+        let listed: Vec<String> =
+            store.list_sessions().wait().expect("list").into_iter().map(|r| r.id.0.to_string()).collect();
+        assert_eq!(listed, ["a", "b", "c"]);
+        // Appends go after each session's last entry, with their times.
+        store
+            .append_events_and_touch(&sid("a"), &[event(11, 0)], None, "2026-12-01T09:00:00.000Z")
+            .wait()
+            .expect("turn");
+        store.append_events(&sid("a"), &[event(12, 0)]).wait().expect("append");
+        store.append_events(&sid("c"), &[event(1, 0)]).wait().expect("append");
+        assert_eq!(seqs("a"), [5, 6, 9, 10, 7, 8, 11, 12]);
+        assert_eq!(seqs("c"), [1]);
+        assert_eq!(read("a").updated_at, "2026-12-01T09:00:00.000Z");
+        // Deleting the newest session frees its number; the next session starts empty.
+        store.delete_session(&sid("c")).wait().expect("delete");
+        store.create_session(&record("d")).wait().expect("create");
+        assert!(seqs("d").is_empty());
+        assert_eq!(seqs("a"), [5, 6, 9, 10, 7, 8, 11, 12]);
+        assert_eq!(seqs("b"), [1, 2, 3, 4]);
+    }
+
+    /// A session's entries stay within its range of keys: an append to a full range is refused,
+    /// and the next session's range is untouched. An unknown session is refused, with nothing written.
+    #[test]
+    fn appends_stay_in_their_sessions_range() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).wait().expect("create");
+        store.create_session(&record("b")).wait().expect("create");
+        store.append_event(&sid("a"), &event(1, 0)).wait().expect("append");
+        // a's range filled up to its last key (as 2³² appends would leave it).
+        for (key, n) in [("(2 << 32) - 2", 2), ("(2 << 32) - 1", 3)] {
+            let entry = serde_json::to_string(&[event(n, 0)]).expect("encode");
+            store
+                .lock()
+                .execute(&format!("INSERT INTO journal (seq, updated_at, events) VALUES ({key}, NULL, ?1)"), [entry])
+                .expect("raw entry");
+        }
+        for with_time in [false, true] {
+            let appended = if with_time {
+                store.append_events_and_touch(&sid("a"), &[event(4, 0)], None, "2026-12-01T09:00:00.000Z").wait()
+            } else {
+                store.append_events(&sid("a"), &[event(4, 0)]).wait()
+            };
+            let err = appended.expect_err("the range is full");
+            assert!(err.message().contains("journal of session a is full"), "{err}");
+        }
+        assert_eq!(store.events(&sid("a")).wait().expect("events"), [event(1, 0), event(2, 0), event(3, 0)]);
+        assert!(store.events(&sid("b")).wait().expect("events").is_empty());
+        store.append_event(&sid("b"), &event(5, 0)).wait().expect("append");
+        assert_eq!(store.events(&sid("b")).wait().expect("events"), [event(5, 0)]);
+        for with_time in [false, true] {
+            let appended = if with_time {
+                store.append_events_and_touch(&sid("nope"), &[event(5, 0)], None, "2026-12-01T09:00:00.000Z").wait()
+            } else {
+                store.append_events(&sid("nope"), &[event(5, 0)]).wait()
+            };
+            let err = appended.expect_err("unknown session");
+            assert!(err.message().contains("no session nope"), "{err}");
+        }
+        let entries: i64 = store.lock().query_row("SELECT COUNT(*) FROM journal", [], |r| r.get(0)).expect("count");
+        assert_eq!(entries, 4);
+    }
+
+    /// The entry buffer is kept between appends, but not when an entry made it large; every entry
+    /// is written whole, whatever the buffer held before.
+    #[test]
+    fn the_entry_buffer_is_reused_within_bounds() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        store.create_session(&record("a")).wait().expect("create");
+        let long = |n: u64| {
+            let mut e = event(n, 0);
+            e.header.id = EventId::new("x".repeat(2 * ENTRY_BUFFER_KEPT));
+            e
+        };
+        store.append_events(&sid("a"), &[event(1, 0), event(2, 0)]).wait().expect("append");
+        let kept = store.entry_buffer().capacity();
+        assert!(kept > 0, "the buffer is kept");
+        store.append_event(&sid("a"), &event(3, 0)).wait().expect("append");
+        assert_eq!(store.entry_buffer().capacity(), kept, "and reused");
+        store.append_event(&sid("a"), &long(4)).wait().expect("append a long entry");
+        assert_eq!(store.entry_buffer().capacity(), 0, "a large buffer is freed");
+        store.append_event(&sid("a"), &event(5, 0)).wait().expect("append");
+        assert_eq!(
+            store.events(&sid("a")).wait().expect("events"),
+            [event(1, 0), event(2, 0), event(3, 0), long(4), event(5, 0)]
+        );
+    }
+
     /// A turn that records only its time writes its entry and nothing else; the session reports
     /// the newest time it was given, whichever way (entry or catalog row) it was recorded.
     #[test]
@@ -865,14 +1130,14 @@ mod tests {
         let store = SqliteStore::open(MEMORY).expect("open");
         store.create_session(&record("a")).wait().expect("create");
         let err = store.write("test", |conn| {
-            insert_events(conn, &sid("a"), &[event(1, 0)], None)?;
+            insert_events(conn, &mut Vec::new(), &sid("a"), &[event(1, 0)], None)?;
             Err::<(), _>(StoreError::new("the second step failed"))
         });
         assert!(err.is_err());
         assert!(store.events(&sid("a")).wait().expect("events").is_empty());
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = store.write("test", |conn| -> Result<(), StoreError> {
-                insert_events(conn, &sid("a"), &[event(2, 0)], None)?;
+                insert_events(conn, &mut Vec::new(), &sid("a"), &[event(2, 0)], None)?;
                 panic!("a panic mid-write");
             });
         }));

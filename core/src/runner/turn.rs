@@ -69,12 +69,14 @@ impl Step {
     }
 
     fn into_messages(self) -> Vec<Message> {
+        // One block each, allocated for one: a first `push` would make room for four (a content
+        // block is large, and four of them are more than the allocator's small-size caches hold).
         let mut ai = AiMessage::default();
         if !self.text.is_empty() {
-            ai.content.push(text_block(self.text));
+            ai.content = vec![text_block(self.text)];
         }
         if !self.thoughts.is_empty() {
-            ai.thoughts.push(text_block(self.thoughts));
+            ai.thoughts = vec![text_block(self.thoughts)];
         }
         ai.tool_calls = self.tool_calls;
         let mut messages = vec![Message::Ai(ai)];
