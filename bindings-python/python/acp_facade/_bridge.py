@@ -60,6 +60,7 @@ class Dispatcher:
         self._fd = _native.bridge_fileno()
         self._asyncio: Any = None  # the module, once a loop has attached
         self._isawaitable: Any = None  # inspect.isawaitable, imported with asyncio (calls run after)
+        self._getcoroutinestate: Any = None  # inspect.getcoroutinestate, likewise
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Starts watching the bridge from ``loop`` (nested serves on the same loop share it)."""
@@ -74,6 +75,7 @@ class Dispatcher:
 
             self._asyncio = asyncio
             self._isawaitable = inspect.isawaitable
+            self._getcoroutinestate = inspect.getcoroutinestate
             self._loop = loop
             loop.add_reader(self._fd, self._on_wake)
         self._users += 1
@@ -90,8 +92,8 @@ class Dispatcher:
         self._users = 0
         if loop is not None and not loop.is_closed():
             loop.remove_reader(self._fd)
-        for task in list(self._tasks.values()):
-            task.cancel()
+        for call_id, task in list(self._tasks.items()):
+            self._cancel(call_id, task)
         self._tasks.clear()
         for future in self._futures.values():
             if not future.done():
@@ -132,7 +134,7 @@ class Dispatcher:
                 elif kind == "cancel":
                     task = self._tasks.get(item[1])
                     if task is not None:
-                        task.cancel()
+                        self._cancel(item[1], task)
                 else:
                     future = self._futures.pop(item[1], None)
                     if future is not None and not future.done():
@@ -152,25 +154,42 @@ class Dispatcher:
         if not self._isawaitable(result):
             _native.bridge_reply(call_id, result)
             return
-        task = self._asyncio.ensure_future(result, loop=self._loop)
-        self._tasks[call_id] = task
-        task.add_done_callback(lambda t: self._done(call_id, t))
+        self._tasks[call_id] = self._asyncio.ensure_future(self._run(call_id, result), loop=self._loop)
 
-    def _done(self, call_id: int, task: asyncio.Future[Any]) -> None:
-        self._tasks.pop(call_id, None)
+    async def _run(self, call_id: int, awaitable: Any) -> None:
+        """Awaits a host call and answers it from its own task, in the step that finishes it.
+
+        Answering from a done callback would cost the loop one more iteration per call (asyncio
+        schedules done callbacks with ``call_soon``), and the Rust side would then see a turn's
+        operations and its answer a loop iteration apart: two hand-overs instead of one.
+        """
         try:
-            if task.cancelled():
-                _native.bridge_reply_cancelled(call_id)
-                return
-            exc = task.exception()
-            if exc is None:
-                _native.bridge_reply(call_id, task.result())
-            elif isinstance(exc, self._asyncio.CancelledError):
+            value = await awaitable
+        except BaseException as exc:
+            self._tasks.pop(call_id, None)
+            if isinstance(exc, self._asyncio.CancelledError):
                 _native.bridge_reply_cancelled(call_id)
             else:
                 _native.bridge_reply_error(call_id, exc)
-        except Exception as exc:  # pragma: no cover - defensive
-            print(f"acp_facade: answering a host call failed: {exc!r}", file=sys.stderr)
+            if not isinstance(exc, Exception):
+                raise  # the task stays cancelled; KeyboardInterrupt and SystemExit stop the loop
+            return
+        self._tasks.pop(call_id, None)
+        _native.bridge_reply(call_id, value)
+
+    def _cancel(self, call_id: int, task: asyncio.Future[Any]) -> None:
+        """Cancels a host call's task; one cancelled before its first step is answered here."""
+        coro = task.get_coro()  # type: ignore[attr-defined]
+        task.cancel()
+        if self._getcoroutinestate(coro) != "CORO_CREATED":
+            return  # `_run` answers when the cancellation reaches it
+        # `_run` never runs: close the host's coroutine, as cancelling a task that wrapped it
+        # directly would have (so it is not reported as never awaited), and answer.
+        self._tasks.pop(call_id, None)
+        close = getattr(coro.cr_frame.f_locals.get("awaitable"), "close", None)
+        if close is not None:
+            close()
+        _native.bridge_reply_cancelled(call_id)
 
 
 dispatcher = Dispatcher()
