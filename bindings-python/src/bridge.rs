@@ -2,8 +2,8 @@
 //! no core counterpart).
 //!
 //! Tokio threads never touch the interpreter. A call into Python ([`call`]) is queued here as plain
-//! Rust data and the loop is woken by one byte on a socket that it watches with
-//! `loop.add_reader`. The loop then drains the queue on its own thread (`bridge_drain`), turns each
+//! Rust data and the loop is woken through a file descriptor that it watches with
+//! `loop.add_reader` ([`Wake`]: an eventfd on Linux, a socket pair elsewhere). The loop then drains the queue on its own thread (`bridge_drain`), turns each
 //! item into Python objects, runs the host's coroutine as an asyncio task and answers with a
 //! synchronous call (`bridge_reply`, `bridge_reply_error`, `bridge_reply_cancelled`) that
 //! converts the result and completes a oneshot channel. Dropping a [`Call`] before it completes
@@ -14,8 +14,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -46,13 +45,99 @@ enum Item {
     Resolve { future: u64, value: Result<MakeValue, Error> },
 }
 
+/// What wakes the loop: readable once signalled, until cleared.
+///
+/// On Linux an eventfd: one signal and one clear cost about a third of a byte sent and received
+/// over a Unix socket (no socket buffer is allocated per wake-up), once per hand-over to the loop,
+/// so about once per host call. Elsewhere a non-blocking socket pair carrying one byte.
+struct Wake {
+    #[cfg(target_os = "linux")]
+    event: std::fs::File,
+    #[cfg(not(target_os = "linux"))]
+    tx: std::os::unix::net::UnixStream,
+    #[cfg(not(target_os = "linux"))]
+    rx: std::os::unix::net::UnixStream,
+}
+
+impl Wake {
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code, reason = "eventfd has no safe wrapper in std")]
+    fn new() -> std::io::Result<Self> {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        // SAFETY: `eventfd` takes no pointers; the descriptor it returns is new and ours alone.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a valid descriptor that nothing else owns.
+        let event = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        Ok(Self { event })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn new() -> std::io::Result<Self> {
+        let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
+        tx.set_nonblocking(true)?;
+        rx.set_nonblocking(true)?;
+        Ok(Self { tx, rx })
+    }
+
+    /// Makes the descriptor readable. Nothing can go wrong here that the next signal would not
+    /// retry: a full eventfd counter or socket buffer is readable already.
+    fn signal(&self) {
+        #[cfg(target_os = "linux")]
+        let _ = (&self.event).write(&1u64.to_ne_bytes());
+        #[cfg(not(target_os = "linux"))]
+        let _ = (&self.tx).write(&[1]);
+    }
+
+    /// Makes the descriptor unreadable again (whatever signals came before).
+    #[cfg(target_os = "linux")]
+    fn clear(&self) {
+        // One read takes the whole count.
+        let mut count = [0u8; 8];
+        while let Err(e) = (&self.event).read(&mut count) {
+            if e.kind() != ErrorKind::Interrupted {
+                break;
+            }
+        }
+    }
+
+    /// Makes the descriptor unreadable again (whatever signals came before).
+    #[cfg(not(target_os = "linux"))]
+    fn clear(&self) {
+        let mut sink = [0u8; 256];
+        loop {
+            match (&self.rx).read(&mut sink) {
+                // Less than asked for: the socket is empty now (one byte, usually: a push signals
+                // only while `woken` is clear), so no second read to hear `WouldBlock`.
+                Ok(n) if n < sink.len() => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// The descriptor the loop watches.
+    #[cfg(target_os = "linux")]
+    fn fd(&self) -> RawFd {
+        self.event.as_raw_fd()
+    }
+
+    /// The descriptor the loop watches.
+    #[cfg(not(target_os = "linux"))]
+    fn fd(&self) -> RawFd {
+        self.rx.as_raw_fd()
+    }
+}
+
 struct Bridge {
     queue: Mutex<VecDeque<Item>>,
     pending: Mutex<HashMap<u64, Complete>>,
     next_id: AtomicU64,
     woken: AtomicBool,
-    wake_tx: UnixStream,
-    wake_rx: UnixStream,
+    wake: Wake,
 }
 
 static BRIDGE: OnceLock<Bridge> = OnceLock::new();
@@ -63,25 +148,19 @@ fn bridge() -> Option<&'static Bridge> {
 
 impl Bridge {
     fn new() -> std::io::Result<Self> {
-        let (wake_tx, wake_rx) = UnixStream::pair()?;
-        wake_tx.set_nonblocking(true)?;
-        wake_rx.set_nonblocking(true)?;
         Ok(Self {
             queue: Mutex::default(),
             pending: Mutex::default(),
             next_id: AtomicU64::new(1),
             woken: AtomicBool::new(false),
-            wake_tx,
-            wake_rx,
+            wake: Wake::new()?,
         })
     }
 
     fn push(&self, item: Item) {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner).push_back(item);
         if !self.woken.swap(true, Ordering::AcqRel) {
-            // A full socket buffer already holds a wake-up byte; nothing else can go wrong here
-            // that the next push would not retry.
-            let _ = (&self.wake_tx).write(&[1]);
+            self.wake.signal();
         }
     }
 
@@ -198,7 +277,7 @@ fn get() -> PyResult<&'static Bridge> {
 /// The file descriptor the asyncio loop watches; readable when the queue has items.
 #[pyfunction]
 fn bridge_fileno() -> PyResult<i32> {
-    Ok(get()?.wake_rx.as_raw_fd())
+    Ok(get()?.wake.fd())
 }
 
 /// Takes every queued item, as tuples: `("call", id, target, method, args)`, `("cancel", id)`
@@ -206,23 +285,14 @@ fn bridge_fileno() -> PyResult<i32> {
 #[pyfunction]
 fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let bridge = get()?;
-    // Empty the wake-up socket first, THEN clear `woken`, then take the queue. The other order
-    // loses wake-ups: a push between clearing `woken` and reading the socket sets `woken` again and
-    // writes a byte that this read then discards, so every later push sees `woken` set, writes
-    // nothing, and the loop is never woken again (host calls hang; seen with 64 concurrent
-    // `session/new` in the callback benchmark). In this order a push after the clear always writes
-    // a byte that is still there for the next wake-up, and its item is in this drain or the next.
-    let mut sink = [0u8; 256];
-    loop {
-        match (&bridge.wake_rx).read(&mut sink) {
-            // Less than asked for: the socket is empty now (one byte, usually: a push writes
-            // only while `woken` is clear), so no second read to hear `WouldBlock`.
-            Ok(n) if n < sink.len() => break,
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
+    // Clear the wake-up first, THEN clear `woken`, then take the queue. The other order loses
+    // wake-ups: a push between clearing `woken` and clearing the wake-up sets `woken` again and
+    // signals a wake-up that this clear then discards, so every later push sees `woken` set,
+    // signals nothing, and the loop is never woken again (host calls hang; seen with 64
+    // concurrent `session/new` in the callback benchmark). In this order a push after the clear
+    // always signals a wake-up that is still there for the next drain, and its item is in this
+    // drain or the next.
+    bridge.wake.clear();
     bridge.woken.store(false, Ordering::Release);
     let items = std::mem::take(&mut *bridge.queue.lock().unwrap_or_else(PoisonError::into_inner));
     let out = PyList::empty(py);
