@@ -1,8 +1,9 @@
 """The asyncio half of the bridge between the Rust core and the caller's event loop.
 
-Rust queues calls into Python and wakes the loop through a socket that the loop watches with
-``loop.add_reader``. :class:`Dispatcher` drains the queue on the loop's thread, runs each host
-coroutine as an :class:`asyncio.Task`, and answers with plain synchronous calls into Rust. Rust
+Rust queues calls into Python and wakes the loop through a file descriptor (an eventfd on Linux)
+that the loop watches with ``loop.add_reader``. :class:`Dispatcher` drains the queue on the loop's
+thread, runs each host coroutine in an :class:`asyncio.Task`, and answers from that task with plain
+synchronous calls into Rust. Rust
 cancels a task (``session/cancel``, a close grace period, a dropped request) by queueing a
 ``cancel`` item; Rust work that a Python coroutine awaits completes a future registered here.
 Nothing here writes to stdout.
