@@ -37,13 +37,17 @@ pub type Job = Box<dyn FnOnce() + Send>;
 struct UvAsync([u8; 256]);
 
 type AsyncCb = unsafe extern "C" fn(*mut UvAsync);
+type AsyncInit = unsafe extern "C" fn(*mut sys::uv_loop_s, *mut UvAsync, Option<AsyncCb>) -> c_int;
+type AsyncSend = unsafe extern "C" fn(*mut UvAsync) -> c_int;
+type Close = unsafe extern "C" fn(*mut UvAsync, Option<AsyncCb>);
+type Unref = unsafe extern "C" fn(*mut UvAsync);
 
 /// The libuv functions the relay uses (libuv's stable ABI).
 struct Uv {
-    async_init: unsafe extern "C" fn(*mut sys::uv_loop_s, *mut UvAsync, Option<AsyncCb>) -> c_int,
-    async_send: unsafe extern "C" fn(*mut UvAsync) -> c_int,
-    close: unsafe extern "C" fn(*mut UvAsync, Option<AsyncCb>),
-    unref: unsafe extern "C" fn(*mut UvAsync),
+    async_init: AsyncInit,
+    async_send: AsyncSend,
+    close: Close,
+    unref: Unref,
 }
 
 /// libuv's functions, looked up once in the process.
@@ -60,10 +64,10 @@ fn uv() -> Option<&'static Uv> {
         // SAFETY: these are libuv's functions of these names, with these signatures.
         unsafe {
             Some(Uv {
-                async_init: std::mem::transmute::<*mut c_void, _>(init),
-                async_send: std::mem::transmute::<*mut c_void, _>(send),
-                close: std::mem::transmute::<*mut c_void, _>(close),
-                unref: std::mem::transmute::<*mut c_void, _>(unref),
+                async_init: std::mem::transmute::<*mut c_void, AsyncInit>(init),
+                async_send: std::mem::transmute::<*mut c_void, AsyncSend>(send),
+                close: std::mem::transmute::<*mut c_void, Close>(close),
+                unref: std::mem::transmute::<*mut c_void, Unref>(unref),
             })
         }
     })

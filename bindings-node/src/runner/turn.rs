@@ -196,12 +196,11 @@ impl Turn {
     /// Aborted when the turn is cancelled (`session/cancel`, `$/cancel_request`, close).
     #[napi(getter, ts_return_type = "AbortSignal")]
     pub fn signal<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
-        let signal = match self.signal.get() {
-            Some(signal) => signal,
-            None => {
-                let signal = abort_signal(env, &self.invoker, &self.shared)?;
-                self.signal.get_or_init(|| signal)
-            }
+        let signal = if let Some(signal) = self.signal.get() {
+            signal
+        } else {
+            let signal = abort_signal(env, &self.invoker, &self.shared)?;
+            self.signal.get_or_init(|| signal)
         };
         Ok(signal.get_value(env)?.to_unknown())
     }
