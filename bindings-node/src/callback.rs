@@ -13,6 +13,9 @@
 //! methods, the turn runner's); the methods of objects that come and go by the thousand — live
 //! sessions, turns' abort controllers — are called through one [`Invoker`] per host (or turn
 //! runner), each object held by a [`SharedObject`] (a reference, not a handle per method).
+//!
+//! A [`JsMethod`]'s calls reach their threadsafe function through the JS thread's
+//! [`Relay`](crate::relay::Relay), which wakes the loop outside Node's lock (see that module).
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
