@@ -13,6 +13,9 @@
 //! methods, the turn runner's); the methods of objects that come and go by the thousand — live
 //! sessions, turns' abort controllers — are called through one [`Invoker`] per host (or turn
 //! runner), each object held by a [`SharedObject`] (a reference, not a handle per method).
+//!
+//! A [`JsMethod`]'s calls reach their threadsafe function through the JS thread's
+//! [`Relay`](crate::relay::Relay), which wakes the loop outside Node's lock (see that module).
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,6 +29,7 @@ use napi::{Env, JsValue, Status, ValueType, sys};
 use tokio::sync::oneshot;
 
 use crate::error;
+use crate::relay::Relay;
 
 /// Builds a call's arguments on the JS thread.
 pub type BuildArgs = Box<dyn FnOnce(&Env) -> napi::Result<Vec<sys::napi_value>> + Send>;
@@ -49,6 +53,8 @@ type Tsfn = ThreadsafeFunction<BuildArgs, Unknown<'static>, JsArgs, Status, fals
 pub struct JsMethod {
     route: Route,
     name: Arc<str>,
+    /// The JS thread's relay, through which calls are queued (see [`crate::relay`]).
+    relay: Option<Arc<Relay>>,
 }
 
 /// How a [`JsMethod`] reaches its function.
@@ -68,13 +74,13 @@ const INVOKE: &str =
 /// One threadsafe function through which the methods of many objects are called (see the
 /// module doc). Weak, like every [`JsMethod`]: it never keeps the Node event loop alive.
 #[derive(Clone)]
-pub struct Invoker(Arc<Tsfn>);
+pub struct Invoker(Arc<Tsfn>, Option<Arc<Relay>>);
 
 impl Invoker {
     /// A new invoker (on the JS thread).
     pub fn new(env: &Env) -> napi::Result<Self> {
         let invoke: Function<'_, Unknown<'static>, Unknown<'static>> = env.run_script(INVOKE)?;
-        Ok(Self(Arc::new(threadsafe(&invoke)?)))
+        Ok(Self(Arc::new(threadsafe(&invoke)?), Relay::local(env.raw())))
     }
 }
 
@@ -97,7 +103,7 @@ impl SharedObject {
         if value.get_type()? != ValueType::Function {
             return Ok(None);
         }
-        Ok(Some(JsMethod { route: Route::Shared(self.clone()), name: name.into() }))
+        Ok(Some(JsMethod { route: Route::Shared(self.clone()), name: name.into(), relay: self.invoker.1.clone() }))
     }
 
     fn value(&self, env: &Env) -> napi::Result<sys::napi_value> {
@@ -157,7 +163,11 @@ impl JsMethod {
         function: &Function<'_, Unknown<'static>, Unknown<'static>>,
         name: &str,
     ) -> napi::Result<Self> {
-        Ok(Self { route: Route::Own(Arc::new(threadsafe(function)?)), name: name.into() })
+        Ok(Self {
+            route: Route::Own(Arc::new(threadsafe(function)?)),
+            name: name.into(),
+            relay: Relay::local(function.value().env),
+        })
     }
 
     /// The method's name, for messages.
@@ -190,9 +200,9 @@ impl JsMethod {
     }
 
     /// The threadsafe function to queue a call on, and the call's arguments as it takes them.
-    fn dispatch(&self, args: BuildArgs) -> (&Tsfn, BuildArgs) {
+    fn dispatch(&self, args: BuildArgs) -> (Arc<Tsfn>, BuildArgs) {
         match &self.route {
-            Route::Own(tsfn) => (tsfn, args),
+            Route::Own(tsfn) => (tsfn.clone(), args),
             Route::Shared(object) => {
                 let (target, name) = (object.clone(), self.name.clone());
                 let args: BuildArgs = Box::new(move |env| {
@@ -200,7 +210,7 @@ impl JsMethod {
                     all.extend(args(env)?);
                     Ok(all)
                 });
-                (&object.invoker.0, args)
+                (object.invoker.0.clone(), args)
             }
         }
     }
@@ -209,14 +219,21 @@ impl JsMethod {
     pub fn call_detached(&self, args: BuildArgs) {
         let name = self.name.clone();
         let (tsfn, args) = self.dispatch(args);
-        let status = tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
-            if let Err(e) = ret {
-                tracing::warn!(method = &*name, error = %error::from_napi(&env, e).message, "a Node callback threw");
+        let call = move || {
+            let thrown = name.clone();
+            let status = tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
+                if let Err(e) = ret {
+                    tracing::warn!(method = &*thrown, error = %error::from_napi(&env, e).message, "a Node callback threw");
+                }
+                Ok(())
+            });
+            if status != Status::Ok {
+                tracing::debug!(method = &*name, ?status, "a Node callback could not be queued");
             }
-            Ok(())
-        });
-        if status != Status::Ok {
-            tracing::debug!(method = &*self.name, ?status, "a Node callback could not be queued");
+        };
+        match &self.relay {
+            Some(relay) => relay.push(Box::new(call)),
+            None => call(),
         }
     }
 
@@ -227,18 +244,31 @@ impl JsMethod {
         tx: oneshot::Sender<Result<T, AcpError>>,
     ) -> Result<(), AcpError> {
         let (tsfn, args) = self.dispatch(args);
-        let status = tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
-            match ret {
-                Ok(value) => settle(&env, value, convert, tx),
-                Err(e) => {
-                    let _ = tx.send(Err(error::from_napi(&env, e)));
+        let call = move || {
+            tsfn.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, move |ret, env| {
+                match ret {
+                    Ok(value) => settle(&env, value, convert, tx),
+                    Err(e) => {
+                        let _ = tx.send(Err(error::from_napi(&env, e)));
+                    }
                 }
+                // Never an error here: an error returned from this callback would be raised as an
+                // uncaught exception, ending the process.
+                Ok(())
+            })
+        };
+        match &self.relay {
+            Some(relay) => {
+                // A refused call (or a job dropped with its environment) drops the callback and
+                // `tx` with it, which the caller reads as the host gone.
+                relay.push(Box::new(move || {
+                    let _ = call();
+                }));
+                Ok(())
             }
-            // Never an error here: an error returned from this callback would be raised as an
-            // uncaught exception, ending the process.
-            Ok(())
-        });
-        if status == Status::Ok { Ok(()) } else { Err(self.gone()) }
+            None if call() == Status::Ok => Ok(()),
+            None => Err(self.gone()),
+        }
     }
 
     fn gone(&self) -> AcpError {

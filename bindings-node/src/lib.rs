@@ -41,6 +41,7 @@ pub mod harness;
 pub mod host;
 pub mod hub;
 pub mod pace;
+pub mod relay;
 pub mod rpc;
 pub mod runner;
 pub mod settle;

@@ -332,7 +332,6 @@ const script = {
     const space = WS_RUN.exec(text)
     const verb = space ? text.slice(0, space.index) : text
     const rest = space ? trimWs(text.slice(space.index + space[0].length)) : ''
-    const signal = turn.signal
     // The reply text of this step, for the usage report.
     let reply = ''
     const say = (chunk) => {
@@ -343,6 +342,8 @@ const script = {
     switch (verb) {
       case 'stream': {
         const count = parseU64(rest)
+        // Read only where a line uses it: the turn makes its AbortSignal at the first read.
+        const signal = turn.signal
         for (let i = 1; i <= count; i++) {
           if (signal.aborted) return 'cancelled'
           const chunk = `t${i} `
@@ -373,7 +374,7 @@ const script = {
       case 'sleep': {
         const ms = parseU64(rest)
         try {
-          await sleepMs(ms, signal)
+          await sleepMs(ms, turn.signal)
         } catch {
           return 'cancelled'
         }
@@ -401,6 +402,7 @@ const script = {
         break
       case 'plan': {
         const steps = parseU64(rest)
+        const signal = turn.signal
         for (let done = 0; done <= steps; done++) {
           if (signal.aborted) return 'cancelled'
           const wait = turn.plan(demoPlan(steps, done))

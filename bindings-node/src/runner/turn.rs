@@ -16,6 +16,7 @@
 //! The turn's handle on the client (`turn.client`) is a [`Client`] over the core turn's client
 //! whose calls go through the same queue (see [`crate::client`]).
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -52,6 +53,8 @@ struct Shared {
 
 impl Shared {
     fn abort(&self) {
+        // Pairs with the fence in [`abort_signal`]: the token's cancellation, then `abort`.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         if let Some(abort) = self.abort.get() {
             abort.call_detached(Box::new(|_| Ok(Vec::new())));
         }
@@ -92,7 +95,11 @@ pub struct Turn {
     client: CoreClient,
     config: HashMap<String, String>,
     rich: Rich,
-    signal: ObjectRef<false>,
+    /// The turn's `AbortSignal`, made when `signal` is first read: most turns never read it, and
+    /// an `AbortController` costs the JS thread an object, two references and their release.
+    signal: OnceCell<ObjectRef<false>>,
+    /// Calls the controller's `abort` (see [`Shared::abort`]).
+    invoker: Invoker,
 }
 
 /// How the user answered a question of the turn, as `Reply`.
@@ -116,7 +123,10 @@ fn permission_answer(answer: PermissionAnswer) -> Value {
 
 impl ObjectFinalize for Turn {
     fn finalize(self, env: Env) -> napi::Result<()> {
-        self.signal.unref(&env)
+        match self.signal.into_inner() {
+            Some(signal) => signal.unref(&env),
+            None => Ok(()),
+        }
     }
 }
 
@@ -186,7 +196,13 @@ impl Turn {
     /// Aborted when the turn is cancelled (`session/cancel`, `$/cancel_request`, close).
     #[napi(getter, ts_return_type = "AbortSignal")]
     pub fn signal<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
-        Ok(self.signal.get_value(env)?.to_unknown())
+        let signal = if let Some(signal) = self.signal.get() {
+            signal
+        } else {
+            let signal = abort_signal(env, &self.invoker, &self.shared)?;
+            self.signal.get_or_init(|| signal)
+        };
+        Ok(signal.get_value(env)?.to_unknown())
     }
 
     /// Whether the turn was cancelled.
@@ -557,23 +573,36 @@ impl Turn {
     }
 }
 
+/// A new `AbortController` for a turn (on the JS thread): its `abort` is what [`Shared::abort`]
+/// calls from now on, and it is aborted at once when the turn was already cancelled. Returns a
+/// reference to its `signal`.
+///
+/// Ordering with a cancellation on the worker: `Shared::abort` runs after the token is cancelled,
+/// and this sets `abort` before it reads the token; so either `Shared::abort` finds `abort` set,
+/// or this finds the token cancelled (or both, and the second `abort()` does nothing).
+fn abort_signal(env: &Env, invoker: &Invoker, shared: &Shared) -> napi::Result<ObjectRef<false>> {
+    let global = env.get_global()?;
+    let constructor: Function<'_, (), Unknown<'static>> = global.get_named_property("AbortController")?;
+    let controller = constructor.new_instance(())?;
+    // SAFETY: `new AbortController()` is an object.
+    let controller: Object<'_> = unsafe { controller.cast() }?;
+    let signal: Object<'_> = controller.get_named_property("signal")?;
+    let abort = SharedObject::new(invoker, &controller)?
+        .method(&controller, "abort")?
+        .ok_or_else(|| napi::Error::from_reason("AbortController has no `abort`"))?;
+    let _ = shared.abort.set(abort);
+    // Pairs with the fence in [`Shared::abort`]: `abort`, then the token.
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    if shared.cancel.is_cancelled() {
+        let abort_now: Function<'_, (), Unknown<'static>> = controller.get_named_property("abort")?;
+        abort_now.apply(controller, ())?;
+    }
+    signal.create_ref::<false>()
+}
+
 impl TurnInit {
-    /// Builds the JS handle and its `AbortSignal` (on the JS thread).
+    /// Builds the JS handle (on the JS thread); its `AbortSignal` is made when first read.
     fn into_js(self, env: &Env) -> napi::Result<napi::sys::napi_value> {
-        let global = env.get_global()?;
-        let constructor: Function<'_, (), Unknown<'static>> = global.get_named_property("AbortController")?;
-        let controller = constructor.new_instance(())?;
-        // SAFETY: `new AbortController()` is an object.
-        let controller: Object<'_> = unsafe { controller.cast() }?;
-        let signal: Object<'_> = controller.get_named_property("signal")?;
-        let abort = SharedObject::new(&self.invoker, &controller)?
-            .method(&controller, "abort")?
-            .ok_or_else(|| napi::Error::from_reason("AbortController has no `abort`"))?;
-        let _ = self.shared.abort.set(abort);
-        if self.shared.cancel.is_cancelled() {
-            let abort_now: Function<'_, (), Unknown<'static>> = controller.get_named_property("abort")?;
-            abort_now.apply(controller, ())?;
-        }
         let turn = Turn {
             ops: self.ops,
             shared: self.shared,
@@ -584,7 +613,8 @@ impl TurnInit {
             client: self.client,
             config: self.config,
             rich: self.rich,
-            signal: signal.create_ref::<false>()?,
+            signal: OnceCell::new(),
+            invoker: self.invoker,
         };
         // SAFETY: `env` is the live env of this JS thread callback.
         unsafe { Turn::to_napi_value(env.raw(), turn) }
