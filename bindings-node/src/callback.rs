@@ -15,7 +15,7 @@
 //! runner), each object held by a [`SharedObject`] (a reference, not a handle per method).
 //!
 //! A [`JsMethod`]'s calls reach their threadsafe function through the JS thread's
-//! [`Relay`](crate::relay::Relay), which wakes the loop outside Node's lock (see that module).
+//! [`Relay`], which wakes the loop outside Node's lock (see that module).
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
