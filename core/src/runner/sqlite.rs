@@ -303,6 +303,15 @@ fn encode_events(buffer: &mut Vec<u8>, id: &SessionId, events: &[Event]) -> Resu
         .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
 }
 
+/// The SQL condition "key `$seq` lies in the key range of the session numbered `$num`" (see the
+/// module doc), for statements over the journal. A macro, so that the statements holding it stay
+/// literals (see [`next_key`]).
+macro_rules! in_range {
+    ($seq:literal, $num:literal) => {
+        concat!($seq, " >= ", $num, " << 32 AND ", $seq, " < (", $num, " + 1) << 32")
+    };
+}
+
 /// The key the session `?1`'s next entry gets: the key after its newest entry below the last of
 /// its range, or its range's first; the text `no session` (not an integer: the insert fails with
 /// "datatype mismatch") when there is no such session. The last key of a range is only ever
@@ -358,8 +367,9 @@ fn insert_entry(conn: &Connection, entry: &[u8], id: &SessionId, updated_at: Opt
                 "INSERT INTO journal (seq, updated_at, events) VALUES (",
                 next_key!(),
                 ", (SELECT j.updated_at FROM sessions s, journal j
-                    WHERE s.id = ?1 AND j.seq >= s.num << 32 AND j.seq < (s.num + 1) << 32
-                    ORDER BY j.seq DESC LIMIT 1), ?2)"
+                    WHERE s.id = ?1 AND ",
+                in_range!("j.seq", "s.num"),
+                " ORDER BY j.seq DESC LIMIT 1), ?2)"
             ))
             .and_then(|mut stmt| stmt.execute(params![&*id.0, entry])),
     };
@@ -484,10 +494,12 @@ type RawSession = (String, String, String, Option<String>, String, String);
 
 /// A session's record, selected from `sessions s`: the update time is the later of the row's and
 /// the newest journal entry's (see the module doc).
-const SESSION_COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at,
-     max(s.updated_at, coalesce((SELECT j.updated_at FROM journal j
-                                 WHERE j.seq >= s.num << 32 AND j.seq < (s.num + 1) << 32
-                                 ORDER BY j.seq DESC LIMIT 1), ''))";
+const SESSION_COLUMNS: &str = concat!(
+    "s.id, s.cwd, s.additional_directories, s.title, s.created_at,
+     max(s.updated_at, coalesce((SELECT j.updated_at FROM journal j WHERE ",
+    in_range!("j.seq", "s.num"),
+    " ORDER BY j.seq DESC LIMIT 1), ''))"
+);
 
 fn raw_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
@@ -595,11 +607,11 @@ impl Store for SqliteStore {
         let what = format!("read the events of session {id}");
         let conn = self.lock();
         let mut stmt = conn
-            .prepare_cached(
-                "SELECT j.seq, j.events FROM sessions s JOIN journal j
-                 ON j.seq >= s.num << 32 AND j.seq < (s.num + 1) << 32
-                 WHERE s.id = ?1 ORDER BY j.seq",
-            )
+            .prepare_cached(concat!(
+                "SELECT j.seq, j.events FROM sessions s JOIN journal j ON ",
+                in_range!("j.seq", "s.num"),
+                " WHERE s.id = ?1 ORDER BY j.seq"
+            ))
             .map_err(|e| sql_error(&what, &e))?;
         // One statement reads one consistent snapshot, even while another connection appends.
         let rows = stmt
@@ -620,8 +632,7 @@ impl Store for SqliteStore {
         self.write(&what, |tx| {
             // The session's events go with it: its range of the journal's keys.
             tx.execute(
-                "DELETE FROM journal WHERE seq >= (SELECT num FROM sessions WHERE id = ?1) << 32
-                                       AND seq < ((SELECT num FROM sessions WHERE id = ?1) + 1) << 32",
+                concat!("DELETE FROM journal WHERE ", in_range!("seq", "(SELECT num FROM sessions WHERE id = ?1)")),
                 [&*id.0],
             )
             .map_err(|e| sql_error(&what, &e))?;
