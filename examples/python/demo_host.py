@@ -22,7 +22,8 @@ Nothing but protocol goes to stdout; diagnostics go to stderr.
 Start-up: ``main`` starts serving (``Agent.run_stdio``) before :mod:`asyncio` is imported, so that
 ``initialize`` is answered while Python loads it (about 35 ms). So nothing imported before serving
 may import asyncio: the two lines that need it (``sleep``, ``readloop``) import it where they use
-it, and :mod:`logging` (about 5 ms), :mod:`base64` and :mod:`re` are imported when first used.
+it, and :mod:`logging` (about 5 ms), :mod:`base64` and :mod:`re` are imported when first used;
+:mod:`typing` (about 4 ms, with :mod:`re`) only by type checkers.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import acp_facade
 from acp_facade import (
@@ -48,14 +48,12 @@ from acp_facade import (
     ImageContent,
     InternalError,
     McpCapabilities,
-    McpServer,
     Options,
     Plan,
     PlanEntry,
     PlanEntryPriority,
     PlanEntryStatus,
     PostgresStore,
-    PromptBlock,
     PromptCapabilities,
     ResourceLink,
     Runner,
@@ -97,9 +95,13 @@ SHOUT = AvailableCommand("shout", "Repeat the input in capitals", "text")
 _WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 _U64_MAX = 2**64 - 1
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (see the module doc)
 if TYPE_CHECKING:
     import logging
     import re
+    from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+    from acp_facade import McpServer, PromptBlock
 
 
 @functools.lru_cache(maxsize=None)

@@ -38,23 +38,20 @@ these records hold wire values, which never do. A type checker sees ``dataclasse
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set, Tuple, TypeVar
 
 __all__ = ["field", "record"]
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
     from dataclasses import dataclass as record
     from dataclasses import field
 else:
     import _thread
     import types
-    import typing
 
-    _T = TypeVar("_T", bound=type)
-
-    # A field, as `record` reads it: (annotation, kind, value); kind "" (no default), "default"
-    # (value: the default) or "factory" (value: the default factory).
-    _FieldSpec = Tuple[Any, str, Any]
+    # (The annotations below are for readers: nothing evaluates them.) `_FieldSpec`, a field as
+    # `record` reads it: (annotation, kind, value); kind "" (no default), "default" (value: the
+    # default) or "factory" (value: the default factory).
 
     class _Spec:
         """What ``dataclass`` will be given for one class."""
@@ -178,6 +175,8 @@ else:
         module = sys.modules.get(cls.__module__)
         namespace = vars(module) if module is not None else {}
         dataclasses = sys.modules.get("dataclasses")
+        # As `dataclass` reads it: no name can be `typing.ClassVar` before typing is imported.
+        typing = sys.modules.get("typing")
         annotations = own.get("__annotations__")
         if annotations is None and "__annotate__" in own:
             return None  # annotations evaluated lazily (3.14), which `dataclass` reads otherwise
@@ -187,7 +186,9 @@ else:
                 return None
             named = namespace.get(head)
             value = own.get(name, _ABSENT)
-            if named is typing.ClassVar or (type(named) is typing._GenericAlias and named.__origin__ is typing.ClassVar):
+            if typing is not None and (
+                named is typing.ClassVar or (type(named) is typing._GenericAlias and named.__origin__ is typing.ClassVar)
+            ):
                 if isinstance(value, _FieldArgs):
                     return None
                 continue
@@ -361,7 +362,7 @@ else:
     def record(cls: Any = None, /, *, frozen: bool = False) -> Any:
         """``@record`` or ``@record(frozen=True)``: see the module doc."""
 
-        def wrap(cls: _T) -> _T:
+        def wrap(cls: type) -> type:
             own = cls.__dict__
             # As `dataclass` decides: a `__hash__` written in the class stays; the `None` that
             # Python puts there for a class defining only `__eq__` does not count.
