@@ -4,6 +4,8 @@ the demo) does not import asyncio — the ~35 ms an agent would otherwise spend 
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import select
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict
 
+import acp_facade
 from conftest import DEMO
 
 # Runs the demo's `main` with the import of asyncio held until the file $GATE exists: whatever the
@@ -62,8 +65,10 @@ def test_the_package_and_the_demo_import_without_asyncio() -> None:
 
 # What an agent's start-up must not import before it serves: asyncio (~35 ms of CPU),
 # dataclasses with inspect (~7 ms; the package's records are made at their first use,
-# acp_facade._record; acp_facade._coro), logging (the demo's logger is set up when first used).
-_NOT_BEFORE_SERVING = ("asyncio", "dataclasses", "inspect", "logging")
+# acp_facade._record; acp_facade._coro), logging (the demo's logger is set up when first used),
+# typing with re (~4 ms; typing names are imported for type checkers only, the type aliases made
+# when first looked up; the demo compiles its patterns at first use).
+_NOT_BEFORE_SERVING = ("asyncio", "dataclasses", "inspect", "logging", "re", "typing")
 
 _START_PATH = """
 import sys
@@ -79,13 +84,43 @@ print(after_import, after_demo, after_build)
 """
 
 
-def test_the_start_path_imports_neither_dataclasses_nor_inspect() -> None:
+def test_the_start_path_imports_none_of_what_serving_does_not_need() -> None:
     out = subprocess.run(
         [sys.executable, "-c", _START_PATH, str(Path(DEMO).parent), *_NOT_BEFORE_SERVING],
         capture_output=True,
         check=True,
     )
     assert out.stdout.decode().split() == ["[]"] * 3, out.stdout.decode() + out.stderr.decode(errors="replace")
+
+
+def test_the_type_aliases_are_those_type_checkers_see() -> None:
+    # Each alias is written twice: for type checkers under `if TYPE_CHECKING:`, and in its module's
+    # `__getattr__`, which makes it when first looked up (typing is not imported before).
+    import typing
+
+    seen = set()
+    for name in ("acp", "client", "extensions", "harness"):
+        module = importlib.import_module(f"acp_facade.{name}")
+        tree = ast.parse(Path(str(module.__file__)).read_text())
+        written = {
+            stmt.targets[0].id: stmt.value
+            for node in tree.body
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+            for stmt in node.body
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+        }
+        made = {alias: getattr(module, alias) for alias in written}
+        namespace = {**vars(typing), **vars(module)}
+        for alias, expression in written.items():
+            assert made[alias] == eval(compile(ast.Expression(expression), alias, "eval"), namespace), alias
+            assert getattr(acp_facade, alias) is made[alias], alias
+            assert alias in acp_facade.__all__ and alias in dir(acp_facade), alias
+        seen.update(written)
+    assert seen == set(vars(acp_facade)["_ALIASES"])
+    assert len(seen) == 10
+    # Each alias is still what it was for a caller: a typing alias that isinstance understands.
+    assert isinstance(acp_facade.TextContent("hi"), typing.get_args(acp_facade.PromptBlock))
+    assert typing.get_origin(acp_facade.Meta) is dict
 
 
 def test_run_stdio_answers_initialize_before_asyncio_then_serves_what_waited(tmp_path: Path) -> None:

@@ -56,7 +56,6 @@ from .client import (
     Client,
     ClientCapabilities,
     ElicitationAnswer,
-    ElicitationSchema,
     Terminal,
     TerminalExitStatus,
     TerminalOutput,
@@ -73,43 +72,35 @@ from .acp import (
     HttpHeader,
     ImageContent,
     McpCapabilities,
-    McpServer,
     McpServerHttp,
     McpServerSse,
     McpServerStdio,
-    Meta,
     Plan,
     PlanEntry,
     PlanEntryPriority,
     PlanEntryStatus,
-    PromptBlock,
     PromptCapabilities,
     ResourceLink,
     TerminalContent,
     TextContent,
     TextResourceContents,
-    ToolCallContent,
     ToolCallLocation,
 )
 from .control import SessionControl
-from .extensions import ExtensionMethod, ExtensionNotification
 from .harness import (
     AiMessage,
     ApprovalAction,
     CompactWaiterRejected,
     CompactWaiterResolved,
-    ContentBlock,
     ContextMeasured,
     Event,
     EventClass,
-    EventKind,
     Gate,
     GateKind,
     GateOpened,
     GateResolved,
     GateResolver,
     GateResponse,
-    Message,
     PlanUpdated,
     ResponseMeta,
     SessionMetaChanged,
@@ -158,6 +149,29 @@ from .runner import (
     Turn,
     TurnRunner,
 )
+
+
+# The type aliases are made when first looked up (by `__getattr__` below and in their modules):
+# they need typing, which start-up does not import (ARCHITECTURE.md, "Start-up (Python)").
+TYPE_CHECKING = False  # typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    from .acp import McpServer, Meta, PromptBlock, ToolCallContent
+    from .client import ElicitationSchema
+    from .extensions import ExtensionMethod, ExtensionNotification
+    from .harness import ContentBlock, EventKind, Message
+
+_ALIASES = {
+    "ContentBlock": "harness",
+    "ElicitationSchema": "client",
+    "EventKind": "harness",
+    "ExtensionMethod": "extensions",
+    "ExtensionNotification": "extensions",
+    "McpServer": "acp",
+    "Message": "harness",
+    "Meta": "acp",
+    "PromptBlock": "acp",
+    "ToolCallContent": "acp",
+}
 
 __all__ = [
     "AcpError",
@@ -283,3 +297,18 @@ __all__ = [
     "serve_stdio",
     "text_block",
 ]
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        """A type alias of ``__all__``, made when first looked up (see ``_ALIASES``)."""
+        module = _ALIASES.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(globals()[module], name)  # the submodule, imported above
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        """The module's names, the type aliases not yet looked up included."""
+        return sorted(set(globals()) | set(_ALIASES))

@@ -16,11 +16,12 @@ Nothing here writes to stdout.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Generator
 
 from . import _native
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
+    from typing import Any, Callable, Generator
     import asyncio
     import logging
 

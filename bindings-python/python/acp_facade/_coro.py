@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from functools import partial
 from types import FunctionType, MethodType
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["iscoroutinefunction"]
 

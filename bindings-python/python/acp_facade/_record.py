@@ -38,24 +38,20 @@ these records hold wire values, which never do. A type checker sees ``dataclasse
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set, Tuple, TypeVar
 
 __all__ = ["field", "record"]
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
     from dataclasses import dataclass as record
     from dataclasses import field
 else:
     import _thread
-    import re
     import types
-    import typing
 
-    _T = TypeVar("_T", bound=type)
-
-    # A field, as `record` reads it: (annotation, kind, value); kind "" (no default), "default"
-    # (value: the default) or "factory" (value: the default factory).
-    _FieldSpec = Tuple[Any, str, Any]
+    # (The annotations below are for readers: nothing evaluates them.) `_FieldSpec`, a field as
+    # `record` reads it: (annotation, kind, value); kind "" (no default), "default" (value: the
+    # default) or "factory" (value: the default factory).
 
     class _Spec:
         """What ``dataclass`` will be given for one class."""
@@ -82,8 +78,6 @@ else:
     )
     _FROZEN = ("__setattr__", "__delattr__")
 
-    # `dataclasses._MODULE_IDENTIFIER_RE`: how `dataclass` reads the head of a string annotation.
-    _HEAD = re.compile(r"^(?:\s*(\w+)\s*\.)?\s*(\w+)")
     _FIELD_ARGS = frozenset(("default", "default_factory", "repr", "compare", "hash", "metadata"))
 
     class _Factory:
@@ -181,16 +175,20 @@ else:
         module = sys.modules.get(cls.__module__)
         namespace = vars(module) if module is not None else {}
         dataclasses = sys.modules.get("dataclasses")
+        # As `dataclass` reads it: no name can be `typing.ClassVar` before typing is imported.
+        typing = sys.modules.get("typing")
         annotations = own.get("__annotations__")
         if annotations is None and "__annotate__" in own:
             return None  # annotations evaluated lazily (3.14), which `dataclass` reads otherwise
         for name, annotation in (annotations or {}).items():
-            head = _HEAD.match(annotation) if isinstance(annotation, str) else None
-            if head is None or head.group(1):
+            head = _head(annotation)
+            if head is None:
                 return None
-            named = namespace.get(head.group(2))
+            named = namespace.get(head)
             value = own.get(name, _ABSENT)
-            if named is typing.ClassVar or (type(named) is typing._GenericAlias and named.__origin__ is typing.ClassVar):
+            if typing is not None and (
+                named is typing.ClassVar or (type(named) is typing._GenericAlias and named.__origin__ is typing.ClassVar)
+            ):
                 if isinstance(value, _FieldArgs):
                     return None
                 continue
@@ -228,6 +226,21 @@ else:
             return None  # `dataclass` refuses a field without an annotation
         return _Spec(frozen, fields)
 
+    def _head(annotation: Any) -> Optional[str]:
+        """The name a string annotation starts with, which ``dataclass`` looks up in the class's
+        module (``dataclasses._MODULE_IDENTIFIER_RE``, without :mod:`re`: not imported for this);
+        ``None`` for anything else, or a name that a module's name qualifies (``typing.ClassVar``),
+        which this module does not cover."""
+        if not isinstance(annotation, str):
+            return None
+        text = annotation.lstrip()
+        end = 0
+        while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            end += 1
+        if end == 0 or text[end:].lstrip().startswith("."):
+            return None
+        return text[:end]
+
     def _defaults_last(fields: Dict[str, _FieldSpec]) -> bool:
         seen_default = False
         for _, kind, _ in fields.values():
@@ -239,37 +252,40 @@ else:
 
     def _init(cls: type, spec: _Spec) -> Any:
         """The ``__init__`` that ``dataclass`` writes for ``spec`` (its code, as in
-        ``dataclasses._init_fn``)."""
+        ``dataclasses._init_fn``, and its annotations)."""
         self_name = "__dataclass_self__" if "self" in spec.fields else "self"
-        scope: Dict[str, Any] = {f"_type_{name}": annotation for name, (annotation, _, _) in spec.fields.items()}
-        scope.update(_HAS_DEFAULT_FACTORY=_FACTORY, __dataclass_builtins_object__=object)
+        scope: Dict[str, Any] = {"_HAS_DEFAULT_FACTORY": _FACTORY, "__dataclass_builtins_object__": object}
         params = [self_name]
         body = []
         for name, (_, kind, value) in spec.fields.items():
             if kind == "factory":
                 scope[f"_dflt_{name}"] = value
-                params.append(f"{name}:_type_{name}=_HAS_DEFAULT_FACTORY")
+                params.append(f"{name}=_HAS_DEFAULT_FACTORY")
                 assigned = f"_dflt_{name}() if {name} is _HAS_DEFAULT_FACTORY else {name}"
             else:
                 if kind == "default":
                     scope[f"_dflt_{name}"] = value
-                params.append(f"{name}:_type_{name}" + ("=_dflt_" + name if kind == "default" else ""))
+                params.append(name + ("=_dflt_" + name if kind == "default" else ""))
                 assigned = name
             if spec.frozen:
                 body.append(f"  __dataclass_builtins_object__.__setattr__({self_name},{name!r},{assigned})")
             else:
                 body.append(f"  {self_name}.{name}={assigned}")
-        scope["_return_type"] = None
         source = (
             f"def __create_fn__({', '.join(scope)}):\n"
-            f" def __init__({','.join(params)})->_return_type:\n" + ("\n".join(body) or "  pass") + "\n return __init__"
+            f" def __init__({','.join(params)}):\n" + ("\n".join(body) or "  pass") + "\n return __init__"
         )
         module = sys.modules.get(cls.__module__)
         made: Dict[str, Any] = {}
-        # Compiled without this module's `from __future__ import annotations`, as `dataclass`'s is.
-        code = compile(source, "<string>", "exec", dont_inherit=True)
-        exec(code, vars(module) if module is not None else {}, made)
+        # `exec` of the text, as `dataclass` does, not `compile`: Python's first `compile` call
+        # sets up the `ast` module's classes (about 9 M instructions, 2-3 ms), which the start
+        # path has no other use for. The text has no annotations, whose meaning this module's
+        # `from __future__ import annotations` (which `exec` inherits) would change: they are set
+        # as `dataclass` sets them, the field's annotation for each parameter and `None` returned.
+        exec(source, vars(module) if module is not None else {}, made)
         init = made["__create_fn__"](**scope)
+        init.__annotations__ = {name: annotation for name, (annotation, _, _) in spec.fields.items()}
+        init.__annotations__["return"] = None
         init.__qualname__ = f"{cls.__qualname__}.__init__"
         return init
 
@@ -346,7 +362,7 @@ else:
     def record(cls: Any = None, /, *, frozen: bool = False) -> Any:
         """``@record`` or ``@record(frozen=True)``: see the module doc."""
 
-        def wrap(cls: _T) -> _T:
+        def wrap(cls: type) -> type:
             own = cls.__dict__
             # As `dataclass` decides: a `__hash__` written in the class stays; the `None` that
             # Python puts there for a class defining only `__eq__` does not count.

@@ -11,9 +11,12 @@ client or agent attaches, passed through as is.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, ClassVar, Dict, List, Optional, Union
 
 from ._record import field, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Dict, List, Optional, Union
 
 __all__ = [
     "AudioContent",
@@ -48,8 +51,9 @@ __all__ = [
     "tool_content_json",
 ]
 
-Meta = Dict[str, Any]
-"""ACP ``_meta``: extra data attached to a message or value (for example a W3C ``traceparent``)."""
+if TYPE_CHECKING:  # the type aliases, made at run time when first used (`__getattr__`, below)
+    Meta = Dict[str, Any]
+    """ACP ``_meta``: extra data attached to a message or value (for example a W3C ``traceparent``)."""
 
 
 def _with_meta(out: Dict[str, Any], meta: Optional[Meta]) -> Dict[str, Any]:
@@ -72,7 +76,12 @@ def _optional(out: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
 class TextContent:
     """A text block (ACP ``TextContent``, ``{"type": "text"}``)."""
 
-    type: ClassVar[str] = "text"
+    # A class constant (here and below) is declared a `ClassVar` for type checkers only: `dataclass`
+    # would need the name `ClassVar` bound at run time, where typing is not imported
+    # (ARCHITECTURE.md, "Start-up (Python)"); unannotated, it is no field either.
+    if TYPE_CHECKING:
+        type: ClassVar[str]
+    type = "text"
     text: str
     annotations: Any = None
     meta: Optional[Meta] = None
@@ -92,7 +101,9 @@ class ImageContent:
     """An image (ACP ``ImageContent``): base64 ``data`` of type ``mime_type``; accepted in a prompt
     when the agent advertises ``PromptCapabilities.image``."""
 
-    type: ClassVar[str] = "image"
+    if TYPE_CHECKING:
+        type: ClassVar[str]
+    type = "image"
     data: str
     mime_type: str
     uri: Optional[str] = None
@@ -115,7 +126,9 @@ class AudioContent:
     """Audio (ACP ``AudioContent``): base64 ``data`` of type ``mime_type``; accepted in a prompt when
     the agent advertises ``PromptCapabilities.audio``."""
 
-    type: ClassVar[str] = "audio"
+    if TYPE_CHECKING:
+        type: ClassVar[str]
+    type = "audio"
     data: str
     mime_type: str
     annotations: Any = None
@@ -136,7 +149,9 @@ class AudioContent:
 class ResourceLink:
     """A link to a resource the agent can read itself (ACP ``ResourceLink``); always accepted."""
 
-    type: ClassVar[str] = "resource_link"
+    if TYPE_CHECKING:
+        type: ClassVar[str]
+    type = "resource_link"
     uri: str
     name: str
     title: Optional[str] = None
@@ -206,7 +221,9 @@ class EmbeddedResource:
     """A resource whose contents the client embedded (ACP ``EmbeddedResource``); accepted in a prompt
     when the agent advertises ``PromptCapabilities.embedded_context``."""
 
-    type: ClassVar[str] = "resource"
+    if TYPE_CHECKING:
+        type: ClassVar[str]
+    type = "resource"
     resource: Union[TextResourceContents, BlobResourceContents]
     annotations: Any = None
     meta: Optional[Meta] = None
@@ -228,8 +245,10 @@ class EmbeddedResource:
         return cls(resource, data.get("annotations"), data.get("_meta"))
 
 
-PromptBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
-"""One block of a prompt, typed (ACP ``ContentBlock``)."""
+
+if TYPE_CHECKING:
+    PromptBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+    """One block of a prompt, typed (ACP ``ContentBlock``)."""
 
 _BLOCKS: Dict[str, Any] = {
     cls.type: cls for cls in (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
@@ -295,7 +314,9 @@ class McpServerStdio:
     """An MCP server the agent starts itself: ``command`` with ``args`` and ``env`` (every agent
     accepts these)."""
 
-    transport: ClassVar[str] = "stdio"
+    if TYPE_CHECKING:
+        transport: ClassVar[str]
+    transport = "stdio"
     name: str
     command: str
     args: List[str] = field(default_factory=list)
@@ -312,7 +333,8 @@ class McpServerStdio:
 class _McpServerAtUrl:
     """What the two transports at a URL share: their fields and their wire form."""
 
-    transport: ClassVar[str]
+    if TYPE_CHECKING:
+        transport: ClassVar[str]
     name: str
     url: str
     headers: List[HttpHeader] = field(default_factory=list)
@@ -329,7 +351,7 @@ class McpServerHttp(_McpServerAtUrl):
     """An MCP server over HTTP at ``url`` (accepted when the agent advertises
     ``McpCapabilities.http``)."""
 
-    transport: ClassVar[str] = "http"
+    transport = "http"
 
 
 @record
@@ -337,11 +359,12 @@ class McpServerSse(_McpServerAtUrl):
     """An MCP server over server-sent events at ``url`` (accepted when the agent advertises
     ``McpCapabilities.sse``)."""
 
-    transport: ClassVar[str] = "sse"
+    transport = "sse"
 
 
-McpServer = Union[McpServerStdio, McpServerHttp, McpServerSse]
-"""An MCP server a client asked a session to use (ACP ``McpServer``); ``transport`` tells which."""
+if TYPE_CHECKING:
+    McpServer = Union[McpServerStdio, McpServerHttp, McpServerSse]
+    """An MCP server a client asked a session to use (ACP ``McpServer``); ``transport`` tells which."""
 
 
 def _pairs(cls: Any, items: Any) -> List[Any]:
@@ -484,7 +507,9 @@ class Diff:
     """A change a tool call proposes to the file at ``path`` (absolute): ``old_text`` ``None`` for a
     new file (ACP ``Diff``, tool call content ``{"type": "diff"}``)."""
 
-    type: ClassVar[str] = "diff"
+    if TYPE_CHECKING:
+        type: ClassVar[str]
+    type = "diff"
     path: str
     new_text: str
     old_text: Optional[str] = None
@@ -506,7 +531,9 @@ class TerminalContent:
     """A terminal the client runs (created with ``terminal/create``), shown live in a tool call
     (ACP ``Terminal``, tool call content ``{"type": "terminal"}``)."""
 
-    type: ClassVar[str] = "terminal"
+    if TYPE_CHECKING:
+        type: ClassVar[str]
+    type = "terminal"
     terminal_id: str
     meta: Optional[Meta] = None
 
@@ -539,10 +566,11 @@ class ToolCallLocation:
         return cls(data["path"], data.get("line"), data.get("_meta"))
 
 
-ToolCallContent = Union[PromptBlock, Diff, TerminalContent, str, Dict[str, Any]]
-"""An item of a tool call's content: a content block (typed, or its wire form), a :class:`Diff`, a
-:class:`TerminalContent`, a ``str`` (a text block), or the ACP wire form of any of them
-(``{"type": "content" | "diff" | "terminal", ...}``)."""
+if TYPE_CHECKING:
+    ToolCallContent = Union[PromptBlock, Diff, TerminalContent, str, Dict[str, Any]]
+    """An item of a tool call's content: a content block (typed, or its wire form), a :class:`Diff`, a
+    :class:`TerminalContent`, a ``str`` (a text block), or the ACP wire form of any of them
+    (``{"type": "content" | "diff" | "terminal", ...}``)."""
 
 _TOOL_CONTENT_TYPES = ("content", "diff", "terminal")
 
@@ -559,3 +587,23 @@ def tool_content_json(item: ToolCallContent) -> Dict[str, Any]:
             return dict(item)
         return {"type": "content", "content": dict(item)}
     return {"type": "content", "content": item.to_json()}
+
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """The type aliases (``Meta``, ``PromptBlock``, ``McpServer``, ``ToolCallContent``), made when
+        first looked up: they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md,
+        "Start-up (Python)"). The same expressions as above; `test_start.py` compares them."""
+        if name not in ("Meta", "PromptBlock", "McpServer", "ToolCallContent"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from typing import Any, Dict, Union
+
+        prompt_block = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+        globals().update(
+            Meta=Dict[str, Any],
+            PromptBlock=prompt_block,
+            McpServer=Union[McpServerStdio, McpServerHttp, McpServerSse],
+            ToolCallContent=Union[prompt_block, Diff, TerminalContent, str, Dict[str, Any]],
+        )
+        return globals()[name]

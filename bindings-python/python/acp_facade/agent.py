@@ -7,15 +7,16 @@ a test holds it to that."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
-
 from . import _native
 from ._bridge import dispatcher
 from .acp import McpCapabilities, PromptCapabilities
-from .extensions import ExtensionMethod, ExtensionNotification, adapted
+from .extensions import adapted
 from .host import HostAdapter, host_auth, host_capabilities, require_async
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
+    from typing import Any, Dict, Mapping, Optional, Tuple, Union
+    from .extensions import ExtensionMethod, ExtensionNotification
     import asyncio
 
 __all__ = ["Agent", "Options", "run_stdio", "serve", "serve_stdio"]

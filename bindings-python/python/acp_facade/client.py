@@ -23,11 +23,15 @@ tool calls), and a session's after the events it published to its hub before the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from ._record import field, record
 from ._bridge import dispatcher
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 __all__ = [
     "Client",
@@ -40,10 +44,11 @@ __all__ = [
     "UrlElicitation",
 ]
 
-ElicitationSchema = Dict[str, Any]
-"""An ACP elicitation form schema in its wire form: ``{"type": "object", "properties": {...},
-"required": [...]}`` with primitive properties (string, number, integer, boolean, or an array of
-enum strings)."""
+if TYPE_CHECKING:  # the type alias, made at run time when first used (`__getattr__`, below)
+    ElicitationSchema = Dict[str, Any]
+    """An ACP elicitation form schema in its wire form: ``{"type": "object", "properties": {...},
+    "required": [...]}`` with primitive properties (string, number, integer, boolean, or an array of
+    enum strings)."""
 
 
 @record(frozen=True)
@@ -295,3 +300,16 @@ class Client:
     def __repr__(self) -> str:
         return f"Client(session_id={self.session_id!r})"
 
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """The type alias (``ElicitationSchema``), made when first looked up: it needs :mod:`typing`,
+        which start-up does not import (ARCHITECTURE.md, "Start-up (Python)"); the same expression
+        as above (`test_start.py` compares them)."""
+        if name != "ElicitationSchema":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from typing import Any, Dict
+
+        globals().update(ElicitationSchema=Dict[str, Any])
+        return globals()[name]

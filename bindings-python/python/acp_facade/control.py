@@ -13,10 +13,12 @@ once its updates are queued for the client. An unknown mode, option or value rai
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Union
-
 from ._bridge import dispatcher
 from .acp import AvailableCommand
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Sequence, Union
 
 __all__ = ["SessionControl"]
 

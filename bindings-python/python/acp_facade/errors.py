@@ -23,7 +23,9 @@ one conversion in each direction.)
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, Optional, Type
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Dict, Optional, Type
 
 __all__ = [
     "AcpError",

@@ -11,17 +11,20 @@ Extension methods are not gated by authentication.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, List, Mapping, Tuple
-
 from ._coro import iscoroutinefunction
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any, Awaitable, Callable, List, Mapping, Tuple
 
 __all__ = ["ExtensionMethod", "ExtensionNotification"]
 
-ExtensionMethod = Callable[[Any], Awaitable[Any]]
-"""``async def handler(params) -> result`` for one extension request."""
+if TYPE_CHECKING:  # the type aliases, made at run time when first used (`__getattr__`, below)
+    ExtensionMethod = Callable[[Any], Awaitable[Any]]
+    """``async def handler(params) -> result`` for one extension request."""
 
-ExtensionNotification = Callable[[Any], Awaitable[None]]
-"""``async def handler(params) -> None`` for one extension notification."""
+    ExtensionNotification = Callable[[Any], Awaitable[None]]
+    """``async def handler(params) -> None`` for one extension notification."""
 
 
 class _Handler:
@@ -50,3 +53,20 @@ def adapted(handlers: Mapping[str, Callable[[Any], Awaitable[Any]]], what: str) 
             raise TypeError(f"the {what} handler of {name!r} must be an `async def` function")
         pairs.append((str(name), _Handler(handler)))
     return pairs
+
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """The type aliases (``ExtensionMethod``, ``ExtensionNotification``), made when first looked
+        up: they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md, "Start-up
+        (Python)"); the same expressions as above (`test_start.py` compares them)."""
+        if name not in ("ExtensionMethod", "ExtensionNotification"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from typing import Any, Awaitable, Callable
+
+        globals().update(
+            ExtensionMethod=Callable[[Any], Awaitable[Any]],
+            ExtensionNotification=Callable[[Any], Awaitable[None]],
+        )
+        return globals()[name]

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import itertools
 from enum import Enum
-from typing import Any, ClassVar, Dict, List, Optional, Union
 
 from ._record import field, record
-from .acp import Cost, Meta, Plan, ToolCallContent, ToolCallLocation, tool_content_json
+from .acp import Cost, Plan, ToolCallLocation, tool_content_json
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Dict, List, Optional, Union
+    from .acp import Meta, ToolCallContent
 
 __all__ = [
     "AiMessage",
@@ -63,8 +67,9 @@ __all__ = [
     "text_block",
 ]
 
-ContentBlock = Dict[str, Any]
-"""An ACP content block in its wire form, e.g. ``{"type": "text", "text": "hi"}``."""
+if TYPE_CHECKING:  # the type aliases, made at run time when first used (`__getattr__`, below)
+    ContentBlock = Dict[str, Any]
+    """An ACP content block in its wire form, e.g. ``{"type": "text", "text": "hi"}``."""
 
 
 def text_block(text: str) -> ContentBlock:
@@ -266,8 +271,9 @@ class ToolResultMessage:
         )
 
 
-Message = Union[UserMessage, AiMessage, ToolResultMessage]
-"""One message of a conversation."""
+if TYPE_CHECKING:
+    Message = Union[UserMessage, AiMessage, ToolResultMessage]
+    """One message of a conversation."""
 
 
 def _message_to_json(message: Message) -> Dict[str, Any]:
@@ -392,7 +398,12 @@ class GateResponse:
 class _Kind:
     """Shared JSON conversion of the event kinds."""
 
-    type: ClassVar[str] = ""
+    # Each kind's `type`, a class constant. Declared a `ClassVar` for type checkers only:
+    # `dataclass` would need the name `ClassVar` bound at run time, where typing is not imported
+    # (ARCHITECTURE.md, "Start-up (Python)"); unannotated, it is no field either.
+    if TYPE_CHECKING:
+        type: ClassVar[str]
+    type = ""
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
@@ -409,7 +420,7 @@ class _Kind:
 class TurnStarted(_Kind):
     """A turn began; the event's ``command_id`` names the submitted command."""
 
-    type: ClassVar[str] = "turn_started"
+    type = "turn_started"
     message: UserMessage = field(default_factory=UserMessage)
 
 
@@ -417,7 +428,7 @@ class TurnStarted(_Kind):
 class TokenDelta(_Kind):
     """A piece of streamed output."""
 
-    type: ClassVar[str] = "token_delta"
+    type = "token_delta"
     text: str = ""
     channel: TokenChannel = TokenChannel.MESSAGE
 
@@ -466,7 +477,7 @@ class ToolCallStarted(_ToolCallKind):
     optionally the status it starts in (``pending`` when absent), its content (content blocks,
     :class:`~acp_facade.Diff`, :class:`~acp_facade.TerminalContent`), locations and raw output."""
 
-    type: ClassVar[str] = "tool_call_started"
+    type = "tool_call_started"
     call_id: str = ""
     name: str = ""
     kind: ToolKind = ToolKind.OTHER
@@ -482,7 +493,7 @@ class ToolCallProgress(_ToolCallKind):
     """A tool call changed (``tool_call_update``): every field that is not ``None`` replaces the
     call's (``content`` and ``locations`` as whole lists)."""
 
-    type: ClassVar[str] = "tool_call_progress"
+    type = "tool_call_progress"
     call_id: str = ""
     status: Optional[ToolCallStatus] = None
     content: Optional[List[ToolCallContent]] = None
@@ -498,7 +509,7 @@ class ToolCallCompleted(_ToolCallKind):
     """A tool call finished (``tool_call_update``, ``completed`` or ``failed``), with its final
     ``output`` (empty: unchanged) and any other fields that changed as it did."""
 
-    type: ClassVar[str] = "tool_call_completed"
+    type = "tool_call_completed"
     call_id: str = ""
     output: List[ToolCallContent] = field(default_factory=list)
     is_error: bool = False
@@ -513,7 +524,7 @@ class ToolCallCompleted(_ToolCallKind):
 class StepDone(_Kind):
     """A step finished: its AI message followed by its tool results (Enduring)."""
 
-    type: ClassVar[str] = "step_done"
+    type = "step_done"
     messages: List[Message] = field(default_factory=list)
 
 
@@ -522,7 +533,7 @@ class ContextMeasured(_Kind):
     """The context window was measured; ``cost`` is the session's cumulative cost, when known
     (``usage_update.cost``)."""
 
-    type: ClassVar[str] = "context_measured"
+    type = "context_measured"
     used: int = 0
     size: int = 0
     cost: Optional[Cost] = None
@@ -539,7 +550,7 @@ class ContextMeasured(_Kind):
 class GateOpened(_Kind):
     """A gate opened; the turn waits for it."""
 
-    type: ClassVar[str] = "gate_opened"
+    type = "gate_opened"
     gate: Optional[Gate] = None
 
 
@@ -547,7 +558,7 @@ class GateOpened(_Kind):
 class GateResolved(_Kind):
     """A gate was answered."""
 
-    type: ClassVar[str] = "gate_resolved"
+    type = "gate_resolved"
     gate_id: str = ""
 
 
@@ -555,7 +566,7 @@ class GateResolved(_Kind):
 class TurnDone(_Kind):
     """The turn finished; ``stop`` defaults to ``end_turn``."""
 
-    type: ClassVar[str] = "turn_done"
+    type = "turn_done"
     stop: Optional[StopReason] = None
     message: Optional[Message] = None
 
@@ -572,7 +583,7 @@ class TurnDone(_Kind):
 class TurnFailed(_Kind):
     """The turn failed; ``error`` is shown to the user."""
 
-    type: ClassVar[str] = "turn_failed"
+    type = "turn_failed"
     error: str = ""
 
 
@@ -580,21 +591,21 @@ class TurnFailed(_Kind):
 class TurnInterrupted(_Kind):
     """The turn was interrupted."""
 
-    type: ClassVar[str] = "turn_interrupted"
+    type = "turn_interrupted"
 
 
 @record
 class CompactWaiterResolved(_Kind):
     """A compaction completed; the event's ``command_id`` names it."""
 
-    type: ClassVar[str] = "compact_waiter_resolved"
+    type = "compact_waiter_resolved"
 
 
 @record
 class CompactWaiterRejected(_Kind):
     """A compaction was rejected; the event's ``command_id`` names it."""
 
-    type: ClassVar[str] = "compact_waiter_rejected"
+    type = "compact_waiter_rejected"
     reason: str = ""
 
 
@@ -602,7 +613,7 @@ class CompactWaiterRejected(_Kind):
 class SessionMetaChanged(_Kind):
     """The session's catalog metadata changed."""
 
-    type: ClassVar[str] = "session_meta_changed"
+    type = "session_meta_changed"
     title: Optional[str] = None
     updated_at: Optional[str] = None
 
@@ -612,7 +623,7 @@ class PlanUpdated(_Kind):
     """The turn's plan, whole: it replaces any plan sent before (``plan``). Publish it Enduring so
     that ``session/load`` can show the session's latest plan."""
 
-    type: ClassVar[str] = "plan_updated"
+    type = "plan_updated"
     plan: Plan = field(default_factory=Plan)
 
 
@@ -621,30 +632,31 @@ class ResponseMeta(_Kind):
     """``_meta`` for the turn's ``session/prompt`` response, whatever the turn's outcome; the last
     one before the turn's terminal event counts. Never sent as an update."""
 
-    type: ClassVar[str] = "response_meta"
+    type = "response_meta"
     meta: Meta = field(default_factory=dict)
 
 
-EventKind = Union[
-    TurnStarted,
-    TokenDelta,
-    ToolCallStarted,
-    ToolCallProgress,
-    ToolCallCompleted,
-    StepDone,
-    ContextMeasured,
-    GateOpened,
-    GateResolved,
-    TurnDone,
-    TurnFailed,
-    TurnInterrupted,
-    CompactWaiterResolved,
-    CompactWaiterRejected,
-    SessionMetaChanged,
-    PlanUpdated,
-    ResponseMeta,
-]
-"""What happened."""
+if TYPE_CHECKING:
+    EventKind = Union[
+        TurnStarted,
+        TokenDelta,
+        ToolCallStarted,
+        ToolCallProgress,
+        ToolCallCompleted,
+        StepDone,
+        ContextMeasured,
+        GateOpened,
+        GateResolved,
+        TurnDone,
+        TurnFailed,
+        TurnInterrupted,
+        CompactWaiterResolved,
+        CompactWaiterRejected,
+        SessionMetaChanged,
+        PlanUpdated,
+        ResponseMeta,
+    ]
+    """What happened."""
 
 _KINDS: Dict[str, Any] = {
     k.type: k
@@ -759,3 +771,39 @@ class Event:
             id=header["id"],
             seq=header.get("seq", 0),
         )
+
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        """The type aliases (``ContentBlock``, ``Message``, ``EventKind``), made when first looked up:
+        they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md, "Start-up
+        (Python)"); the same expressions as above (`test_start.py` compares them)."""
+        if name not in ("ContentBlock", "Message", "EventKind"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from typing import Any, Dict, Union
+
+        globals().update(
+            ContentBlock=Dict[str, Any],
+            Message=Union[UserMessage, AiMessage, ToolResultMessage],
+            EventKind=Union[
+                TurnStarted,
+                TokenDelta,
+                ToolCallStarted,
+                ToolCallProgress,
+                ToolCallCompleted,
+                StepDone,
+                ContextMeasured,
+                GateOpened,
+                GateResolved,
+                TurnDone,
+                TurnFailed,
+                TurnInterrupted,
+                CompactWaiterResolved,
+                CompactWaiterRejected,
+                SessionMetaChanged,
+                PlanUpdated,
+                ResponseMeta,
+            ],
+        )
+        return globals()[name]

@@ -26,17 +26,21 @@ translates them (see the Rust ``acp_facade::host`` docs for the contract of each
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
-
 from ._coro import iscoroutinefunction
 from ._record import field, record
 from . import _native
 from ._bridge import DONE, dispatcher
 from .client import Client, ClientCapabilities
-from .acp import AvailableCommand, McpServer, Meta, mcp_server_from_json
+from .acp import AvailableCommand, mcp_server_from_json
 from .control import SessionControl
-from .harness import ContentBlock, Event, GateResponse
+from .harness import Event, GateResponse
 from .prompt import Prompt
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple
+    from .acp import McpServer, Meta
+    from .harness import ContentBlock
 
 __all__ = [
     "AuthMethod",

@@ -4,10 +4,13 @@ its content blocks, typed; the host-defined slash command it invokes, if any; th
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
-
 from ._record import field, record
-from .acp import Meta, PromptBlock, TextContent, prompt_block_from_json
+from .acp import TextContent, prompt_block_from_json
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+    from .acp import Meta, PromptBlock
 
 __all__ = ["Prompt", "SlashCommand"]
 

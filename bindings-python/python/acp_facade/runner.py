@@ -15,31 +15,31 @@ presence switches ``/compact`` on).
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence, Union
 
 from ._coro import iscoroutinefunction
 from ._record import record
 from . import _native
 from ._bridge import DONE, dispatcher
-from .client import Client, ClientCapabilities, ElicitationSchema
+from .client import Client, ClientCapabilities
 from .acp import (
     AvailableCommand,
     Cost,
-    McpServer,
-    Meta,
     Plan,
-    PromptBlock,
-    ToolCallContent,
     ToolCallLocation,
     mcp_server_from_json,
     prompt_block_from_json,
     tool_content_json,
 )
-from .harness import ApprovalAction, ContentBlock, StopReason, ToolCallStatus, ToolKind, plain_text
+from .harness import ApprovalAction, StopReason, ToolCallStatus, ToolKind, plain_text
 from .host import ConfigOption, commands_json
 from .prompt import SlashCommand
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
+    from typing import Any, Awaitable, Dict, List, Optional, Sequence, Union
+    from .client import ElicitationSchema
+    from .acp import McpServer, Meta, PromptBlock, ToolCallContent
+    from .harness import ContentBlock
     from .agent import Agent, Options
 
 __all__ = [
