@@ -79,8 +79,10 @@ pub struct Invoker(Arc<Tsfn>, Option<Arc<Relay>>);
 impl Invoker {
     /// A new invoker (on the JS thread).
     pub fn new(env: &Env) -> napi::Result<Self> {
+        // The relay first: see [`crate::relay`] on the order of the handles.
+        let relay = Relay::local(env.raw());
         let invoke: Function<'_, Unknown<'static>, Unknown<'static>> = env.run_script(INVOKE)?;
-        Ok(Self(Arc::new(threadsafe(&invoke)?), Relay::local(env.raw())))
+        Ok(Self(Arc::new(threadsafe(&invoke)?), relay))
     }
 }
 
@@ -163,11 +165,9 @@ impl JsMethod {
         function: &Function<'_, Unknown<'static>, Unknown<'static>>,
         name: &str,
     ) -> napi::Result<Self> {
-        Ok(Self {
-            route: Route::Own(Arc::new(threadsafe(function)?)),
-            name: name.into(),
-            relay: Relay::local(function.value().env),
-        })
+        // The relay first: see [`crate::relay`] on the order of the handles.
+        let relay = Relay::local(function.value().env);
+        Ok(Self { route: Route::Own(Arc::new(threadsafe(function)?)), name: name.into(), relay })
     }
 
     /// The method's name, for messages.

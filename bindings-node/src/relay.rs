@@ -13,7 +13,14 @@
 //! queue (a lock held only for the push) and the loop is woken through a libuv async handle of our
 //! own, outside any lock the JS thread wants; on the JS thread the job then makes the
 //! threadsafe-function call itself, which wakes nobody. Calls keep their order: every call of a
-//! [`crate::callback::JsMethod`] goes through the relay, which runs its jobs in push order.
+//! [`crate::callback::JsMethod`] goes through the relay, which runs its jobs in push order, and so
+//! does every settle of [`crate::settle`].
+//!
+//! The order of the handles: libuv runs the callbacks of a loop's pending async handles in the
+//! order the handles were opened, so a threadsafe function opened after the relay has the calls
+//! the relay's jobs just queued run in the same wake-up, and one opened before it only at the
+//! next turn of the loop. So whatever feeds a threadsafe function through the relay gets the
+//! relay ([`Relay::local`]) before it makes the function.
 //!
 //! libuv's functions are looked up in the process (Node exports them for addons); where they are
 //! not found, there is no relay and calls go to the threadsafe function directly, as before. The

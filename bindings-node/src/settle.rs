@@ -1,4 +1,5 @@
-//! Promises settled from the core's threads through one threadsafe function per JS thread.
+//! Promises settled from the core's threads through one threadsafe function per JS thread, reached
+//! through the thread's relay.
 //!
 //! napi-rs's own future-to-Promise bridge (`Env::spawn_future`) creates, for every Promise, a
 //! threadsafe function of its own (a libuv async handle, opened and closed again, with an
@@ -13,6 +14,14 @@
 //! to 1,000 calls of a threadsafe function per wake-up). The function is weak, except while
 //! Promises made here are pending: like napi-rs's own, a pending Promise keeps the event loop
 //! alive until it settles.
+//!
+//! The settle closures reach that function through the JS thread's [`Relay`], as host calls do
+//! (see [`crate::relay`]): called from the worker, `napi_call_threadsafe_function` wakes the loop
+//! holding the function's mutex, and on a shared CPU the woken JS thread preempted the worker
+//! inside it, then blocked on it. The relay's job makes the call on the JS thread, where it wakes
+//! nobody. Settles keep their order — the order in which their `Reply`s were answered: every
+//! settle of a JS thread takes the same route (the relay when the thread has one, else the
+//! function directly), and both run what they are given in order.
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -21,14 +30,31 @@ use napi::bindgen_prelude::{Function, PromiseRaw, ToNapiValue, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, sys};
 
+use crate::relay::Relay;
+
 /// Runs on the JS thread: converts an answer and settles its Promise.
 type Settle = Box<dyn FnOnce(&Env) + Send>;
 
 type Tsfn = ThreadsafeFunction<Settle, Unknown<'static>, (), Status, false, true>;
 
-/// The JS thread's settling function and its count of pending Promises.
+/// The JS thread's settling function and the relay its calls go through (`None`: directly).
+struct Settler {
+    tsfn: Tsfn,
+    relay: Option<Arc<Relay>>,
+}
+
+impl Settler {
+    /// On the JS thread: the relay first, so that its handle comes before the function's (see
+    /// [`crate::relay`] on the order of the handles).
+    fn new(env: &Env) -> napi::Result<Self> {
+        let relay = Relay::local(env.raw());
+        Ok(Self { tsfn: settler(env)?, relay })
+    }
+}
+
+/// The JS thread's settler and its count of pending Promises.
 struct Local {
-    tsfn: Arc<Tsfn>,
+    settler: Arc<Settler>,
     pending: usize,
 }
 
@@ -51,23 +77,23 @@ unsafe impl Send for Raw {}
 /// Dropped unsettled, it rejects the Promise.
 pub struct Deferred {
     raw: Option<Raw>,
-    tsfn: Arc<Tsfn>,
+    settler: Arc<Settler>,
 }
 
 /// A new pending Promise (on the JS thread) and the [`Deferred`] that settles it.
 pub fn deferred<V>(env: &Env) -> napi::Result<(Deferred, PromiseRaw<'_, V>)> {
-    let tsfn = LOCAL.with_borrow_mut(|local| -> napi::Result<Arc<Tsfn>> {
+    let settler = LOCAL.with_borrow_mut(|local| -> napi::Result<Arc<Settler>> {
         let local = match local {
             Some(local) => local,
-            None => local.insert(Local { tsfn: Arc::new(settler(env)?), pending: 0 }),
+            None => local.insert(Local { settler: Arc::new(Settler::new(env)?), pending: 0 }),
         };
         if local.pending == 0 {
             // SAFETY: on the JS thread that owns the threadsafe function.
-            let status = unsafe { sys::napi_ref_threadsafe_function(env.raw(), local.tsfn.raw()) };
+            let status = unsafe { sys::napi_ref_threadsafe_function(env.raw(), local.settler.tsfn.raw()) };
             napi::check_status!(status)?;
         }
         local.pending += 1;
-        Ok(local.tsfn.clone())
+        Ok(local.settler.clone())
     })?;
     let mut raw = std::ptr::null_mut();
     let mut promise = std::ptr::null_mut();
@@ -77,7 +103,7 @@ pub fn deferred<V>(env: &Env) -> napi::Result<(Deferred, PromiseRaw<'_, V>)> {
         settled(env);
         return Err(e);
     }
-    Ok((Deferred { raw: Some(Raw(raw)), tsfn }, PromiseRaw::new(env.raw(), promise)))
+    Ok((Deferred { raw: Some(Raw(raw)), settler }, PromiseRaw::new(env.raw(), promise)))
 }
 
 /// Runs `push`, the queueing of an operation whose reply settles a [`Deferred`] of the caller's.
@@ -108,7 +134,7 @@ fn settled(env: &Env) {
             local.pending -= 1;
             if local.pending == 0 {
                 // SAFETY: on the JS thread that owns the threadsafe function.
-                let _ = unsafe { sys::napi_unref_threadsafe_function(env.raw(), local.tsfn.raw()) };
+                let _ = unsafe { sys::napi_unref_threadsafe_function(env.raw(), local.settler.tsfn.raw()) };
             }
         }
     });
@@ -155,8 +181,16 @@ impl Deferred {
             }
             settled(env);
         });
-        // Refused only while the environment shuts down: then the Promise is gone with it.
-        let _ = self.tsfn.call(settle, ThreadsafeFunctionCallMode::NonBlocking);
+        // Refused (or, relayed, dropped) only while the environment shuts down: then the Promise
+        // is gone with it.
+        let settler = self.settler.clone();
+        let call = move || {
+            let _ = settler.tsfn.call(settle, ThreadsafeFunctionCallMode::NonBlocking);
+        };
+        match &self.settler.relay {
+            Some(relay) => relay.push(Box::new(call)),
+            None => call(),
+        }
     }
 }
 
