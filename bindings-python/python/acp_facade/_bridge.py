@@ -105,16 +105,25 @@ class Dispatcher:
 
     def future(self) -> tuple[asyncio.Future[Any], int]:
         """A new future that Rust completes by its id."""
-        # The module attach() imported; before any attach, get_running_loop() says what is wrong.
-        aio: Any = self._asyncio or __import__("asyncio")
-        future: asyncio.Future[Any] = aio.get_running_loop().create_future()
+        future = self._new_future()
         self._next_future += 1
         self._futures[self._next_future] = future
         return future, self._next_future
 
+    def _new_future(self) -> asyncio.Future[Any]:
+        # A future of the loop that serves, once attached: every future is completed from its
+        # thread, and `asyncio.get_running_loop()` costs a `getpid` system call on Python 3.11,
+        # once per call into Rust. Before any attach, get_running_loop() says what is wrong.
+        loop = self._loop
+        if loop is None:
+            loop = (self._asyncio or __import__("asyncio")).get_running_loop()
+        return loop.create_future()
+
     def wait(self, start: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         """Calls ``start(*args, future_id)`` and returns the future it completes."""
-        future, fid = self.future()
+        future = self._new_future()
+        self._next_future = fid = self._next_future + 1
+        self._futures[fid] = future
         try:
             start(*args, fid)
         except BaseException:
