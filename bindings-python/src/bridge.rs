@@ -3,10 +3,12 @@
 //!
 //! Tokio threads never touch the interpreter. A call into Python ([`call`]) is queued here as plain
 //! Rust data and the loop is woken through a file descriptor that it watches with
-//! `loop.add_reader` ([`Wake`]: an eventfd on Linux, a socket pair elsewhere). The loop then drains the queue on its own thread (`bridge_drain`), turns each
-//! item into Python objects, runs the host's coroutine as an asyncio task and answers with a
-//! synchronous call (`bridge_reply`, `bridge_reply_error`, `bridge_reply_cancelled`) that
-//! converts the result and completes a oneshot channel. Dropping a [`Call`] before it completes
+//! `loop.add_reader` ([`Wake`]: an eventfd on Linux, a socket pair elsewhere). The loop then drains
+//! the queue on its own thread with one call (`bridge_drain`), which delivers every item in queue
+//! order: a call is handed to the dispatcher, which runs the host's coroutine as an asyncio task
+//! and answers with a synchronous call (`bridge_reply`, `bridge_reply_error`,
+//! `bridge_reply_cancelled`) that converts the result and completes a oneshot channel; a resolved
+//! future is completed right there, without a Python-level step per answer. Dropping a [`Call`] before it completes
 //! (the core gave up on it: cancellation, a grace period, a closed connection) cancels the
 //! asyncio task. Completions of Python futures that wait on Rust work travel the same way
 //! ([`resolve`]).
@@ -22,8 +24,9 @@ use std::task::{Context, Poll};
 
 use acp_facade::Error;
 use acp_facade::error::ErrorExt;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use tokio::sync::oneshot;
 
 /// Builds a call's Python arguments, on the loop's thread.
@@ -280,10 +283,21 @@ fn bridge_fileno() -> PyResult<i32> {
     Ok(get()?.wake.fd())
 }
 
-/// Takes every queued item, as tuples: `("call", id, target, method, args)`, `("cancel", id)`
-/// and `("resolve", future_id, value, exception)`.
+/// Delivers every queued item, in queue order, on the loop's thread: a call to
+/// `start(id, target, method, args)`, a cancellation to `cancel(id)`, and a resolved future
+/// straight to the future that `futures` (the dispatcher's futures by id) holds, which is taken
+/// out of it: `set_result` or `set_exception`, nothing when the future is done already (its
+/// waiter was cancelled). One call from the loop for however many items arrived since the last
+/// wake-up, and no Python object per resolved future beyond its value. Returns the exceptions
+/// that `start` or `cancel` raised (the dispatcher logs them), or `None`: one item's failure
+/// never stops the others.
 #[pyfunction]
-fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+fn bridge_drain<'py>(
+    py: Python<'py>,
+    futures: &Bound<'py, PyDict>,
+    start: &Bound<'py, PyAny>,
+    cancel: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
     let bridge = get()?;
     // Clear the wake-up first, THEN clear `woken`, then take the queue. The other order loses
     // wake-ups: a push between clearing `woken` and clearing the wake-up sets `woken` again and
@@ -295,32 +309,49 @@ fn bridge_drain(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     bridge.wake.clear();
     bridge.woken.store(false, Ordering::Release);
     let items = std::mem::take(&mut *bridge.queue.lock().unwrap_or_else(PoisonError::into_inner));
-    let out = PyList::empty(py);
+    let mut failed: Option<Bound<'py, PyList>> = None;
     for item in items {
-        match item {
+        let outcome = match item {
             Item::Call { id, target, method, args } => match args(py) {
-                Ok(args) => out.append(("call", id, target.clone_ref(py), method, args))?,
+                Ok(args) => start.call1((id, target.clone_ref(py), method, args)).map(drop),
                 Err(err) => {
                     if let Some(complete) = bridge.take_pending(id) {
                         complete(py, Err(Completion::Raised(err)));
                     }
+                    Ok(())
                 }
             },
-            Item::Cancel { id } => out.append(("cancel", id))?,
+            Item::Cancel { id } => cancel.call1((id,)).map(drop),
             Item::Resolve { future, value } => {
-                let (value, exception) = match value.map(|make| make(py)) {
-                    Ok(Ok(value)) => (value, py.None().into_bound(py)),
-                    Ok(Err(err)) => (py.None().into_bound(py), err.into_value(py).into_bound(py).into_any()),
-                    Err(error) => (
-                        py.None().into_bound(py),
-                        crate::error::to_py_err(py, &error).into_value(py).into_bound(py).into_any(),
-                    ),
-                };
-                out.append(("resolve", future, value, exception))?;
+                settle_future(py, futures, future, value);
+                Ok(())
             }
+        };
+        if let Err(err) = outcome {
+            failed.get_or_insert_with(|| PyList::empty(py)).append(err.into_value(py))?;
         }
     }
-    Ok(out)
+    Ok(failed)
+}
+
+/// Completes the future registered under `id` in `futures` (and forgets it) with `value`; a
+/// future that is gone or done (its waiter was cancelled) is left alone.
+fn settle_future<'py>(py: Python<'py>, futures: &Bound<'py, PyDict>, id: u64, value: Result<MakeValue, Error>) {
+    let Ok(Some(future)) = futures.get_item(id) else { return };
+    let _ = futures.del_item(id);
+    let done = future.call_method0(intern!(py, "done")).and_then(|done| done.is_truthy());
+    if !matches!(done, Ok(false)) {
+        return;
+    }
+    let (method, argument) = match value.map(|make| make(py)) {
+        Ok(Ok(value)) => (intern!(py, "set_result"), value),
+        Ok(Err(err)) => (intern!(py, "set_exception"), err.into_value(py).into_bound(py).into_any()),
+        Err(error) => {
+            (intern!(py, "set_exception"), crate::error::to_py_err(py, &error).into_value(py).into_bound(py).into_any())
+        }
+    };
+    // It was not done, and nothing else has run on this thread since: this does not fail.
+    let _ = future.call_method1(method, (argument,));
 }
 
 /// Answers call `id` with the host's return value.

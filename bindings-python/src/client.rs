@@ -157,8 +157,11 @@ impl PyClient {
         self.client.is_cancelled()
     }
 
+    // The paths arrive as `str` (the package's wrapper converts them): taken as a `String`, they
+    // skip the `os.fspath` round and the bytes object that extracting a `PathBuf` costs.
     #[pyo3(signature = (path, line, limit, future))]
-    fn read_text_file(&self, path: PathBuf, line: Option<u32>, limit: Option<u32>, future: u64) -> PyResult<()> {
+    fn read_text_file(&self, path: String, line: Option<u32>, limit: Option<u32>, future: u64) -> PyResult<()> {
+        let path = PathBuf::from(path);
         if let Some(ops) = route(self.ops.as_ref()) {
             queue(ops, future, string(), |reply| TurnOp::ReadTextFile { request: Box::new((path, line, limit)), reply })
         } else {
@@ -167,7 +170,8 @@ impl PyClient {
         }
     }
 
-    fn write_text_file(&self, path: PathBuf, content: String, future: u64) -> PyResult<()> {
+    fn write_text_file(&self, path: String, content: String, future: u64) -> PyResult<()> {
+        let path = PathBuf::from(path);
         if let Some(ops) = route(self.ops.as_ref()) {
             queue(ops, future, none(), |reply| TurnOp::WriteTextFile { request: Box::new((path, content)), reply })
         } else {

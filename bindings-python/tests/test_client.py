@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
+import time
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import pytest
@@ -22,6 +24,7 @@ from acp.schema import (
     WaitForTerminalExitResponse,
 )
 
+from acp_facade import _bridge
 from acp_facade import (
     AcpError,
     ClientError,
@@ -309,3 +312,68 @@ def test_cancel_while_a_terminal_runs_kills_and_releases_it() -> None:
     editor = run(main)
     assert len(editor.named("kill")) == 1
     assert len(editor.named("release")) == 1
+
+
+def test_reads_answered_together_each_get_their_own_answer_and_cancelled_waiters_are_skipped() -> None:
+    # The bridge completes every future queued since the loop last woke in one drain, in Rust
+    # (`bridge_drain`): each answer must reach its own read, a read whose waiter was cancelled
+    # while its answer was on the way must be skipped (not completed twice, nothing raised into
+    # the loop), and no future may stay registered. The client holds every answer until all
+    # reads are out, and the loop is kept busy while the core queues them, so they meet in the
+    # bridge (the checks hold whatever the batches).
+    count = 48
+    files = {f"/work/f{i}.txt": f"content {i}\n" for i in range(count)}
+    seen: Dict[int, Any] = {}
+    dispatcher_errors: List[str] = []
+
+    class Gated(Editor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.files.update(files)
+            self.all_out = asyncio.Event()
+
+        async def read_text_file(self, session_id: str, path: str, line: Optional[int] = None, limit: Optional[int] = None, **kwargs: Any) -> Any:
+            self.calls.append(("read", {"path": path, "line": line, "limit": limit}))
+            if len(self.named("read")) == count:
+                self.all_out.set()
+            await self.all_out.wait()
+            return ReadTextFileResponse(content=self.files[path])
+
+    async def body(turn: Turn) -> None:
+        async def one(i: int) -> None:
+            try:
+                seen[i] = await turn.client.read_text_file(f"/work/f{i}.txt")
+            except asyncio.CancelledError:
+                seen[i] = "cancelled"
+
+        tasks = [asyncio.ensure_future(one(i)) for i in range(count)]
+        await asyncio.sleep(0)  # every read is queued
+        for i in range(0, count, 3):
+            tasks[i].cancel()  # its answer is still to come
+        # Block the loop once the client has started answering, so the answers pile up.
+        while not editor.all_out.is_set():
+            await asyncio.sleep(0.001)
+        time.sleep(0.05)
+        await asyncio.gather(*tasks)
+
+    editor = Gated()
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            dispatcher_errors.append(record.getMessage())
+
+    watch = Watch(logging.ERROR)
+    logging.getLogger("acp_facade").addHandler(watch)
+    try:
+
+        async def go() -> None:
+            async with connect(Runner(MemoryStore(), Body(body)).agent(), editor, capabilities=capabilities()) as conn:
+                sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+                await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
+            assert _bridge.dispatcher._futures == {}
+
+        run(go)
+    finally:
+        logging.getLogger("acp_facade").removeHandler(watch)
+    assert seen == {i: "cancelled" if i % 3 == 0 else f"content {i}\n" for i in range(count)}
+    assert dispatcher_errors == []

@@ -2,8 +2,9 @@
 
 Rust queues calls into Python and wakes the loop through a file descriptor (an eventfd on Linux)
 that the loop watches with ``loop.add_reader``. :class:`Dispatcher` drains the queue on the loop's
-thread, runs each host coroutine in an :class:`asyncio.Task`, and answers from that task with plain
-synchronous calls into Rust. Rust
+thread with one call into Rust, which delivers every item in queue order (and completes the futures
+that Rust work resolved itself); it runs each host coroutine in an :class:`asyncio.Task`, and
+answers from that task with plain synchronous calls into Rust. Rust
 cancels a task (``session/cancel``, a close grace period, a dropped request) by queueing a
 ``cancel`` item; Rust work that a Python coroutine awaits completes a future registered here.
 Nothing here writes to stdout.
@@ -105,16 +106,25 @@ class Dispatcher:
 
     def future(self) -> tuple[asyncio.Future[Any], int]:
         """A new future that Rust completes by its id."""
-        # The module attach() imported; before any attach, get_running_loop() says what is wrong.
-        aio: Any = self._asyncio or __import__("asyncio")
-        future: asyncio.Future[Any] = aio.get_running_loop().create_future()
+        future = self._new_future()
         self._next_future += 1
         self._futures[self._next_future] = future
         return future, self._next_future
 
+    def _new_future(self) -> asyncio.Future[Any]:
+        # A future of the loop that serves, once attached: every future is completed from its
+        # thread, and `asyncio.get_running_loop()` costs a `getpid` system call on Python 3.11,
+        # once per call into Rust. Before any attach, get_running_loop() says what is wrong.
+        loop = self._loop
+        if loop is None:
+            loop = (self._asyncio or __import__("asyncio")).get_running_loop()
+        return loop.create_future()
+
     def wait(self, start: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         """Calls ``start(*args, future_id)`` and returns the future it completes."""
-        future, fid = self.future()
+        future = self._new_future()
+        self._next_future = fid = self._next_future + 1
+        self._futures[fid] = future
         try:
             start(*args, fid)
         except BaseException:
@@ -123,29 +133,28 @@ class Dispatcher:
         return future
 
     def _on_wake(self) -> None:
+        # One call delivers everything queued since the last wake-up, in queue order: calls to
+        # `_start`, cancellations to `_cancel_id`, resolved futures straight to `_futures`.
         try:
-            items = _native.bridge_drain()
+            failed = _native.bridge_drain(self._futures, self._start, self._cancel_id)
         except Exception:  # pragma: no cover - defensive: never break the loop
             _log().exception("acp_facade: draining the bridge failed")
             return
-        for item in items:
-            try:
-                kind = item[0]
-                if kind == "call":
-                    self._start(item[1], item[2], item[3], item[4])
-                elif kind == "cancel":
-                    task = self._tasks.get(item[1])
-                    if task is not None:
-                        self._cancel(item[1], task)
-                else:
-                    future = self._futures.pop(item[1], None)
-                    if future is not None and not future.done():
-                        if item[3] is None:
-                            future.set_result(item[2])
-                        else:
-                            future.set_exception(item[3])
-            except Exception:  # pragma: no cover - defensive
-                _log().exception("acp_facade: a bridge item failed")
+        if failed:  # pragma: no cover - defensive
+            stop = None
+            for exc in failed:
+                if isinstance(exc, Exception):
+                    _log().error("acp_facade: a bridge item failed", exc_info=exc)
+                elif stop is None:
+                    stop = exc  # KeyboardInterrupt, SystemExit: raised once every other item is delivered
+            if stop is not None:
+                raise stop
+
+    def _cancel_id(self, call_id: int) -> None:
+        """Cancels call ``call_id``'s task, if it still runs."""
+        task = self._tasks.get(call_id)
+        if task is not None:
+            self._cancel(call_id, task)
 
     def _start(self, call_id: int, target: Any, method: str, args: tuple[Any, ...]) -> None:
         try:
