@@ -786,24 +786,6 @@ if not TYPE_CHECKING:
         globals().update(
             ContentBlock=Dict[str, Any],
             Message=Union[UserMessage, AiMessage, ToolResultMessage],
-            EventKind=Union[
-                TurnStarted,
-                TokenDelta,
-                ToolCallStarted,
-                ToolCallProgress,
-                ToolCallCompleted,
-                StepDone,
-                ContextMeasured,
-                GateOpened,
-                GateResolved,
-                TurnDone,
-                TurnFailed,
-                TurnInterrupted,
-                CompactWaiterResolved,
-                CompactWaiterRejected,
-                SessionMetaChanged,
-                PlanUpdated,
-                ResponseMeta,
-            ],
+            EventKind=Union[tuple(_KINDS.values())],  # the kinds in the order above
         )
         return globals()[name]
