@@ -22,6 +22,7 @@ use super::capabilities::Capabilities;
 use super::error::ClientError;
 use super::link::{Scope, SessionLink};
 use crate::acp::SessionId;
+use crate::rpc::message::Params;
 use crate::rpc::{Peer, RequestError};
 
 /// The agent's handle on the client (the editor) for one session: files, terminals and questions.
@@ -206,7 +207,7 @@ impl Client {
         let scope = self.effective_scope();
         let answer = async {
             self.in_order().await;
-            peer.request_value(method, &params).await
+            peer.request_params(method, &params).await
         };
         let outcome = tokio::select! {
             biased;
@@ -233,8 +234,17 @@ impl Client {
 }
 
 /// Decodes a client's result as the schema's type; `null` stands for `{}` (clients answer
-/// `fs/write_text_file` either way).
-pub(crate) fn decode<R: DeserializeOwned>(method: &'static str, value: Value) -> Result<R, ClientError> {
+/// `fs/write_text_file` either way). Straight from the result's text when the connection checked
+/// it (see [`Params::checked_text`]); a failure is decided again from the value, so the error's
+/// detail is the same either way.
+pub(crate) fn decode<R: DeserializeOwned>(method: &'static str, result: Params) -> Result<R, ClientError> {
+    if let Some(text) = result.checked_text() {
+        let text = if text == "null" { "{}" } else { text };
+        if let Ok(decoded) = serde_json::from_str(text) {
+            return Ok(decoded);
+        }
+    }
+    let value = result.into_value();
     let value = if value.is_null() { Value::Object(serde_json::Map::new()) } else { value };
     serde_json::from_value(value).map_err(|e| ClientError::Protocol { method, detail: e.to_string() })
 }

@@ -70,7 +70,7 @@ impl Client {
         }
         let mut create = {
             let peer = peer.clone();
-            Box::pin(async move { peer.request_value(TERMINAL_CREATE, &request).await })
+            Box::pin(async move { peer.request_params(TERMINAL_CREATE, &request).await })
         };
         let outcome = tokio::select! {
             biased;

@@ -7,14 +7,17 @@
 //!
 //! Two paths, one result. The reference path parses the line into a [`serde_json::Value`] and
 //! decides from that; it defines the behaviour, and every error answer comes from it. The fast path
-//! takes a well-formed request or notification apart in one pass without building a tree: it
-//! keeps the params as their text ([`Params`]), checked by `Strict` to be
-//! exactly what the reference path would have parsed without error, and without duplicate keys, so
-//! that typed decoding straight from the text gives what decoding the parsed value gives.
+//! takes a well-formed request, notification or successful response apart in one pass without
+//! building a tree: it keeps the params (or the response's result) as their text ([`Params`]),
+//! checked by `Strict` to be exactly what the reference path would have parsed without error, and
+//! without duplicate keys, so that typed decoding straight from the text gives what decoding the
+//! parsed value gives. (A client's answer to one of our requests is decoded once, into the
+//! schema's type, instead of parsed into a tree first.)
 //!
 //! Invariant: the fast path returns a message only when the reference path would return the same
-//! one; on anything unusual (an error of any kind, a response, a duplicate or escaped member name,
-//! an escaped `jsonrpc`, a line that is not UTF-8) it gives up and the reference path decides.
+//! one; on anything unusual (an error of any kind, an `error` response, a message with both a
+//! `method` and a `result`, a duplicate or escaped member name, an escaped `jsonrpc`, a line that
+//! is not UTF-8) it gives up and the reference path decides.
 
 use serde::Serialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
@@ -44,8 +47,9 @@ pub struct IncomingNotification {
     pub params: Params,
 }
 
-/// The params of an incoming request or notification: either their checked text (from the fast
-/// path of [`classify`]) or a parsed value. Both stand for the same JSON value.
+/// The params of an incoming request or notification, or the result of an incoming response:
+/// either their checked text (from the fast path of [`classify`]) or a parsed value. Both stand for
+/// the same JSON value.
 #[derive(Debug, Clone)]
 pub struct Params(ParamsRepr);
 
@@ -99,7 +103,7 @@ pub enum Incoming {
         /// The id of our request.
         id: RequestId,
         /// Its result or error.
-        outcome: Result<Value, Error>,
+        outcome: Result<Params, Error>,
     },
 }
 
@@ -160,7 +164,7 @@ fn classify_response(id: Option<RequestId>, mut object: serde_json::Map<String, 
         return Err(invalid(RequestId::Null, "a request needs a `method`"));
     };
     let outcome = match (object.remove("result"), object.remove("error")) {
-        (Some(result), None) => Ok(result),
+        (Some(result), None) => Ok(Params::from(result)),
         (None, Some(error)) => Err(serde_json::from_value::<Error>(error)
             .unwrap_or_else(|e| Error::internal_msg(format!("malformed error object: {e}")))),
         _ => {
@@ -176,40 +180,50 @@ fn classify_fast(line: &[u8]) -> Option<Incoming> {
     // A line that is not UTF-8 is not JSON either: the reference path answers it.
     let text = std::str::from_utf8(line).ok()?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let RequestEnvelope { id, method, params } = EnvelopeVisitor { text }.deserialize(&mut deserializer).ok()?;
+    let FastEnvelope { id, method, params, result } = EnvelopeVisitor { text }.deserialize(&mut deserializer).ok()?;
     deserializer.end().ok()?;
-    let params = match params {
-        None => Params::from(Value::Null),
-        Some(span) => Params(ParamsRepr::Checked(span.text(text)?.into())),
-    };
-    Some(match id {
-        Some(id) => Incoming::Request(IncomingRequest { id, method, params }),
-        None => Incoming::Notification(IncomingNotification { method, params }),
+    let checked = |span: MemberSpan| Some(Params(ParamsRepr::Checked(span.text(text)?.into())));
+    Some(match (method, result) {
+        (Some(method), None) => {
+            let params = match params {
+                None => Params::from(Value::Null),
+                Some(span) => checked(span)?,
+            };
+            match id {
+                Some(id) => Incoming::Request(IncomingRequest { id, method, params }),
+                None => Incoming::Notification(IncomingNotification { method, params }),
+            }
+        }
+        // A response: the reference path ignores its params (checked all the same, above).
+        (None, Some(result)) => Incoming::Response { id: id?, outcome: Ok(checked(result)?) },
+        _ => return None,
     })
 }
 
-/// A request or notification as the fast path reads it: `jsonrpc` is `"2.0"`, `method` a string,
-/// `id` (when present) a string, an integer or null; no `result` or `error`; no member twice; no
-/// member name written with escapes; every other member, and the params, pass [`Strict`].
-struct RequestEnvelope {
+/// A message as the fast path reads it: `jsonrpc` is `"2.0"`, `method` (when present) a string,
+/// `id` (when present) a string, an integer or null; no `error`; no member twice; no member name
+/// written with escapes; every other member, the params and the result pass [`Strict`].
+struct FastEnvelope {
     id: Option<RequestId>,
-    method: String,
-    params: Option<ParamsSpan>,
+    method: Option<String>,
+    params: Option<MemberSpan>,
+    result: Option<MemberSpan>,
 }
 
-/// Where the params are in the line: serde gives no positions, but the member names it borrows
-/// from the text carry theirs, and between a name and its value, or a value and the next name or
-/// the closing brace, JSON allows nothing but whitespace, one `:` or `,`.
+/// Where a member's value (the params, a result) is in the line: serde gives no positions, but the
+/// member names it borrows from the text carry theirs, and between a name and its value, or a
+/// value and the next name or the closing brace, JSON allows nothing but whitespace, one `:` or
+/// `,`.
 #[derive(Clone, Copy)]
-struct ParamsSpan {
-    /// Just after the `params` name's closing quote.
+struct MemberSpan {
+    /// Just after the member name's closing quote.
     after_name: usize,
-    /// The opening quote of the next member's name; `None` when the params are the last member.
+    /// The opening quote of the next member's name; `None` when the member is the last.
     next_name: Option<usize>,
 }
 
-impl ParamsSpan {
-    /// The params' text in `line`, the message it was found in.
+impl MemberSpan {
+    /// The value's text in `line`, the message it was found in.
     fn text(self, line: &str) -> Option<&str> {
         const SPACE: &[char] = &[' ', '\t', '\n', '\r'];
         let value = line.get(self.after_name..)?.trim_start_matches(SPACE).strip_prefix(':')?.trim_start_matches(SPACE);
@@ -229,8 +243,9 @@ enum Member {
     Id,
     Method,
     Params,
-    /// `result` or `error`: a response, left to the reference path.
-    Outcome,
+    Result,
+    /// `error`: an error response, left to the reference path.
+    Error,
     Other,
 }
 
@@ -258,7 +273,8 @@ impl<'de> Visitor<'de> for MemberName {
             "id" => Member::Id,
             "method" => Member::Method,
             "params" => Member::Params,
-            "result" | "error" => Member::Outcome,
+            "result" => Member::Result,
+            "error" => Member::Error,
             _ => Member::Other,
         };
         Ok((member, name))
@@ -278,7 +294,7 @@ impl EnvelopeVisitor<'_> {
 }
 
 impl<'de> DeserializeSeed<'de> for EnvelopeVisitor<'de> {
-    type Value = RequestEnvelope;
+    type Value = FastEnvelope;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_map(self)
@@ -286,21 +302,24 @@ impl<'de> DeserializeSeed<'de> for EnvelopeVisitor<'de> {
 }
 
 impl<'de> Visitor<'de> for EnvelopeVisitor<'de> {
-    type Value = RequestEnvelope;
+    type Value = FastEnvelope;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON-RPC request or notification")
+        f.write_str("a JSON-RPC request, notification or response")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RequestEnvelope, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastEnvelope, A::Error> {
         let refuse = || de::Error::custom("left to the reference path");
-        let (mut version, mut id, mut method, mut params) = (false, None, None, None::<ParamsSpan>);
+        let (mut version, mut id, mut method) = (false, None, None);
+        let (mut params, mut result) = (None::<MemberSpan>, None::<MemberSpan>);
         while let Some((member, name)) = map.next_key_seed(MemberName)? {
-            // The member after the params ends them.
-            if let Some(span) = params.as_mut().filter(|span| span.next_name.is_none()) {
-                // The name's opening quote.
-                span.next_name = Some(self.offset(name) - 1);
+            // The member after the params (or the result) ends them: at its name's opening quote.
+            for span in [params.as_mut(), result.as_mut()].into_iter().flatten() {
+                if span.next_name.is_none() {
+                    span.next_name = Some(self.offset(name) - 1);
+                }
             }
+            let span = || MemberSpan { after_name: self.offset(name) + name.len() + 1, next_name: None };
             match member {
                 Member::Jsonrpc if !version => {
                     if map.next_value::<&str>()? != "2.0" {
@@ -312,16 +331,20 @@ impl<'de> Visitor<'de> for EnvelopeVisitor<'de> {
                 Member::Method if method.is_none() => method = Some(map.next_value::<String>()?),
                 Member::Params if params.is_none() => {
                     map.next_value_seed(Strict { depth: MEMBER_DEPTH })?;
-                    params = Some(ParamsSpan { after_name: self.offset(name) + name.len() + 1, next_name: None });
+                    params = Some(span());
+                }
+                Member::Result if result.is_none() => {
+                    map.next_value_seed(Strict { depth: MEMBER_DEPTH })?;
+                    result = Some(span());
                 }
                 Member::Other => map.next_value_seed(Strict { depth: MEMBER_DEPTH })?,
                 _ => return Err(refuse()),
             }
         }
-        match method {
-            Some(method) if version => Ok(RequestEnvelope { id, method, params }),
-            _ => Err(refuse()),
+        if !version {
+            return Err(refuse());
         }
+        Ok(FastEnvelope { id, method, params, result })
     }
 }
 
@@ -537,7 +560,7 @@ mod tests {
         assert!(matches!(classify(br#"{"jsonrpc":"2.0","method":"m"}"#), Ok(Incoming::Notification(_))));
         assert!(matches!(
             classify(br#"{"jsonrpc":"2.0","id":4,"result":null}"#),
-            Ok(Incoming::Response { outcome: Ok(Value::Null), .. })
+            Ok(Incoming::Response { outcome: Ok(result), .. }) if result.checked_text() == Some("null")
         ));
         assert!(matches!(
             classify(br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32800,"message":"c"}}"#),
@@ -586,7 +609,7 @@ mod tests {
             Ok(Incoming::Request(r)) => format!("request {:?} {:?} {}", r.id, r.method, r.params.into_value()),
             Ok(Incoming::Notification(n)) => format!("notification {:?} {}", n.method, n.params.into_value()),
             Ok(Incoming::Response { id, outcome }) => {
-                format!("response {id:?} {:?}", outcome.map_err(|e| e.to_string()))
+                format!("response {id:?} {:?}", outcome.map(Params::into_value).map_err(|e| e.to_string()))
             }
             Err(Malformed { id, error }) => {
                 let error = error.map(|e| (i32::from(e.code), e.message, e.data));
@@ -684,9 +707,34 @@ mod tests {
             })
         }
 
+        /// A response with a result, mostly well formed, its members in any order.
+        fn response() -> impl Strategy<Value = String> {
+            let id = prop_oneof![
+                4 => any::<i64>().prop_map(|n| Some(n.to_string())),
+                1 => "[a-z]{0,3}".prop_map(|s| Some(format!("{s:?}"))),
+                1 => Just(None),
+                1 => prop_oneof![Just("null"), Just("1.5"), Just(r#""\u0041""#)].prop_map(|id| Some(id.to_owned())),
+            ];
+            let extra = prop::collection::vec(member(), 0..2);
+            let space = prop_oneof![Just(""), Just(" "), Just("\t\r\n ")];
+            (id, value(), extra, any::<prop::sample::Index>(), space).prop_map(|(id, result, extra, at, space)| {
+                let mut members = vec![r#""jsonrpc":"2.0""#.to_owned(), format!(r#""result":{result}"#)];
+                members.extend(id.map(|id| format!(r#""id":{id}"#)));
+                for member in extra {
+                    members.insert(at.index(members.len() + 1), member);
+                }
+                let rotate = at.index(members.len());
+                members.rotate_left(rotate);
+                let members: Vec<String> =
+                    members.iter().map(|m| m.replacen(':', &format!("{space}:{space}"), 1)).collect();
+                format!("{space}{{{space}{}{space}}}{space}", members.join(&format!("{space},{space}")))
+            })
+        }
+
         fn line() -> impl Strategy<Value = String> {
             prop_oneof![
                 8 => request(),
+                4 => response(),
                 4 => prop::collection::vec(member(), 0..6).prop_map(|members| format!(" {{ {} }} ", members.join(" , "))),
                 1 => value(),
                 1 => (prop::collection::vec(member(), 1..5), any::<prop::sample::Index>()).prop_map(|(members, cut)| {
@@ -714,8 +762,32 @@ mod tests {
             r#"{"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}"#,
             r#"{"method":"session/cancel","params":{"sessionId":"s"},"jsonrpc":"2.0"}"#,
             r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":"line one\nline two"}}"#,
+            r#"{"result": null, "id": 4, "jsonrpc": "2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":{"terminalId":"t1"},"_meta":{}}"#,
         ] {
             assert!(classify_fast(line.as_bytes()).is_some(), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_response_keeps_its_result_as_checked_text() {
+        let Some(Incoming::Response { id, outcome: Ok(result) }) =
+            classify_fast(br#"{"jsonrpc":"2.0","id":3,"result" : {"content":"a\"b"} ,"x":1}"#)
+        else {
+            panic!("a response with a result takes the fast path");
+        };
+        assert_eq!(id, RequestId::Number(3));
+        assert_eq!(result.checked_text(), Some(r#"{"content":"a\"b"}"#));
+        // Left to the reference path: an error response, a message with both a method and a
+        // result, a response without an id, a result given twice.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"m","result":{}}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{},"result":{}}"#,
+        ] {
+            assert!(classify_fast(line.as_bytes()).is_none(), "{line}");
         }
     }
 }

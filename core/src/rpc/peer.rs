@@ -19,14 +19,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::message::{Answer, notification_line, request_line, response_line};
+use super::message::{Answer, Params, notification_line, request_line, response_line};
 use crate::acp::RequestId;
 use crate::error::{Error, ErrorExt};
 
 /// How many serialised messages may wait for the writer before producers are slowed down.
 pub(crate) const OUTGOING_QUEUE: usize = 512;
 
-type Waiter = oneshot::Sender<Result<Value, Error>>;
+type Waiter = oneshot::Sender<Result<Params, Error>>;
 
 /// The connection was closed: nothing more can be sent or received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -130,11 +130,16 @@ impl Peer {
     /// with `-32603` when the answer does not decode. Dropping the returned future before the answer
     /// arrives sends `$/cancel_request` for it.
     pub async fn request<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, Error> {
-        let value = self.request_value(method, params).await.map_err(|e| match e {
+        let result = self.request_params(method, params).await.map_err(|e| match e {
             RequestError::Rejected(error) => error,
             RequestError::Closed(closed) => closed.into(),
         })?;
-        serde_json::from_value(value)
+        // Straight from the text when the connection checked it; a failure is decided again from
+        // the value, so the message is the same either way.
+        if let Some(decoded) = result.checked_text().and_then(|text| serde_json::from_str(text).ok()) {
+            return Ok(decoded);
+        }
+        serde_json::from_value(result.into_value())
             .map_err(|e| Error::internal_msg(format!("malformed `{method}` response from the client: {e}")))
     }
 
@@ -142,6 +147,13 @@ impl Peer {
     /// the connection closing. Dropping the returned future before the answer arrives sends
     /// `$/cancel_request` for it.
     pub async fn request_value<P: Serialize>(&self, method: &str, params: &P) -> Result<Value, RequestError> {
+        self.request_params(method, params).await.map(Params::into_value)
+    }
+
+    /// [`Peer::request_value`] with the result as the connection read it: its checked text when
+    /// the line took the fast path of [`classify`](super::message::classify), so that a typed
+    /// decoding parses it once.
+    pub(crate) async fn request_params<P: Serialize>(&self, method: &str, params: &P) -> Result<Params, RequestError> {
         let number = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -178,7 +190,7 @@ impl Peer {
     }
 
     /// Routes a response from the peer to its waiter. Unknown ids are logged and dropped.
-    pub(crate) fn complete(&self, id: &RequestId, outcome: Result<Value, Error>) {
+    pub(crate) fn complete(&self, id: &RequestId, outcome: Result<Params, Error>) {
         let waiter = match id {
             RequestId::Number(n) => self.lock_pending().remove(n),
             _ => None,
