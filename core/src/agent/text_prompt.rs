@@ -26,9 +26,7 @@ use crate::rpc::Params;
 /// Decodes `session/prompt` params: directly when they have the everyday shape and the connection
 /// checked their text, otherwise through [`decode_params`].
 pub(crate) fn decode_prompt(params: Params) -> Result<PromptRequest, Error> {
-    if let Some(text) = params.checked_text()
-        && let Ok(TextPrompt(request)) = serde_json::from_str(text)
-    {
+    if let Some(TextPrompt(request)) = params.decode_checked() {
         return Ok(request);
     }
     decode_params(params)

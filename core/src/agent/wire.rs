@@ -34,18 +34,15 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
 }
 
 /// Decodes a request's params like [`decode`], straight from their text when the connection
-/// checked it (see [`Params::checked_text`]): the same result for far less work. Any failure is
-/// decided again by [`decode`], so error messages are unchanged.
+/// checked it ([`Params::decode_checked`]): the same result for far less work. Any failure (and
+/// `null` params, which [`decode`] reads as an empty object) is decided by [`decode`], so error
+/// messages are unchanged.
 ///
 /// Only for types that do not capture raw JSON text (`RawValue`) nor use 128-bit integers: those
 /// decode differently from text and from a parsed value.
 pub(crate) fn decode_params<T: DeserializeOwned>(params: Params) -> Result<T, Error> {
-    if let Some(text) = params.checked_text() {
-        // `decode` reads absent (`null`) params as an empty object.
-        let text = if text == "null" { "{}" } else { text };
-        if let Ok(decoded) = serde_json::from_str(text) {
-            return Ok(decoded);
-        }
+    if let Some(decoded) = params.decode_checked() {
+        return Ok(decoded);
     }
     decode(params.into_value())
 }

@@ -235,14 +235,11 @@ impl Client {
 
 /// Decodes a client's result as the schema's type; `null` stands for `{}` (clients answer
 /// `fs/write_text_file` either way). Straight from the result's text when the connection checked
-/// it (see [`Params::checked_text`]); a failure is decided again from the value, so the error's
-/// detail is the same either way.
+/// it ([`Params::decode_checked`]); a failure (and `null`) is decided from the value, so the
+/// error's detail is the same either way.
 pub(crate) fn decode<R: DeserializeOwned>(method: &'static str, result: Params) -> Result<R, ClientError> {
-    if let Some(text) = result.checked_text() {
-        let text = if text == "null" { "{}" } else { text };
-        if let Ok(decoded) = serde_json::from_str(text) {
-            return Ok(decoded);
-        }
+    if let Some(decoded) = result.decode_checked() {
+        return Ok(decoded);
     }
     let value = result.into_value();
     let value = if value.is_null() { Value::Object(serde_json::Map::new()) } else { value };

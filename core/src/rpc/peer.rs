@@ -136,7 +136,7 @@ impl Peer {
         })?;
         // Straight from the text when the connection checked it; a failure is decided again from
         // the value, so the message is the same either way.
-        if let Some(decoded) = result.checked_text().and_then(|text| serde_json::from_str(text).ok()) {
+        if let Some(decoded) = result.decode_checked() {
             return Ok(decoded);
         }
         serde_json::from_value(result.into_value())
