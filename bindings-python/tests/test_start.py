@@ -95,7 +95,7 @@ def test_the_start_path_imports_none_of_what_serving_does_not_need() -> None:
 
 def test_the_type_aliases_are_those_type_checkers_see() -> None:
     # Each alias is written twice: for type checkers under `if TYPE_CHECKING:`, and in its module's
-    # `__getattr__`, which makes it when first looked up (typing is not imported before).
+    # `__getattr__`, which makes it when looked up (typing is not imported before).
     import typing
 
     seen = set()
@@ -110,7 +110,7 @@ def test_the_type_aliases_are_those_type_checkers_see() -> None:
             if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
         }
         made = {alias: getattr(module, alias) for alias in written}
-        namespace = {**vars(typing), **vars(module)}
+        namespace = {**vars(typing), **vars(module), **made}
         for alias, expression in written.items():
             assert made[alias] == eval(compile(ast.Expression(expression), alias, "eval"), namespace), alias
             assert getattr(acp_facade, alias) is made[alias], alias

@@ -151,7 +151,7 @@ from .runner import (
 )
 
 
-# The type aliases are made when first looked up (by `__getattr__` below and in their modules):
+# The type aliases are made when looked up (by `__getattr__` below and in their modules):
 # they need typing, which start-up does not import (ARCHITECTURE.md, "Start-up (Python)").
 TYPE_CHECKING = False  # typing.TYPE_CHECKING
 if TYPE_CHECKING:
@@ -301,13 +301,12 @@ __all__ = [
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> object:
-        """A type alias of ``__all__``, made when first looked up (see ``_ALIASES``)."""
+        """A type alias of ``__all__``, made when looked up (see ``_ALIASES``); never stored in the
+        module's globals, which a lookup so never changes."""
         module = _ALIASES.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(globals()[module], name)  # the submodule, imported above
-        globals()[name] = value
-        return value
+        return getattr(globals()[module], name)  # the submodule, imported above
 
     def __dir__() -> list[str]:
         """The module's names, the type aliases not yet looked up included."""

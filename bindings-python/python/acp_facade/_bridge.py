@@ -11,14 +11,15 @@ Nothing here writes to stdout.
 
 :mod:`asyncio` is imported when a loop attaches, not with the package: an agent started by
 ``Agent.run_stdio`` answers ``initialize`` before asyncio is loaded (it costs about 35 ms). So is
-:mod:`inspect` (asyncio imports it anyway).
+:mod:`inspect` (asyncio imports it anyway). Once it is, the package's annotation names are bound
+(:mod:`acp_facade._hints`), so that ``typing.get_type_hints`` reads the package's classes.
 """
 
 from __future__ import annotations
 
 import sys
 
-from . import _native
+from . import _hints, _native
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class Dispatcher:
             self._getcoroutinestate = inspect.getcoroutinestate
             self._loop = loop
             loop.add_reader(self._fd, self._on_wake)
+            _hints.bind()  # asyncio has imported typing: `get_type_hints` can read the package
         self._users += 1
 
     def detach(self) -> None:

@@ -49,6 +49,8 @@ else:
     import _thread
     import types
 
+    from . import _hints
+
     # (The annotations below are for readers: nothing evaluates them.) `_FieldSpec`, a field as
     # `record` reads it: (annotation, kind, value); kind "" (no default), "default" (value: the
     # default) or "factory" (value: the default factory).
@@ -339,6 +341,7 @@ else:
                 cls.__match_args__ = tuple(spec.fields)  # type: ignore[attr-defined]
             if isinstance(own.get("__init__"), _StandIn):
                 cls.__init__ = _init(cls, spec)  # type: ignore[misc]
+        _hints.resolve(cls)  # so that `typing.get_type_hints` (pydantic, cattrs, ...) reads it
 
     def _fields(obj: Any) -> Any:
         """:func:`dataclasses.fields` (and it is, once a record has been made)."""

@@ -593,17 +593,18 @@ if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> Any:
         """The type aliases (``Meta``, ``PromptBlock``, ``McpServer``, ``ToolCallContent``), made when
-        first looked up: they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md,
+        looked up (never stored in the module's globals, which a lookup so never changes; typing
+        hands back the same object): they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md,
         "Start-up (Python)"). The same expressions as above; `test_start.py` compares them."""
         if name not in ("Meta", "PromptBlock", "McpServer", "ToolCallContent"):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from typing import Any, Dict, Union
 
+        if name == "Meta":
+            return Dict[str, Any]
+        if name == "McpServer":
+            return Union[McpServerStdio, McpServerHttp, McpServerSse]
         prompt_block = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
-        globals().update(
-            Meta=Dict[str, Any],
-            PromptBlock=prompt_block,
-            McpServer=Union[McpServerStdio, McpServerHttp, McpServerSse],
-            ToolCallContent=Union[prompt_block, Diff, TerminalContent, str, Dict[str, Any]],
-        )
-        return globals()[name]
+        if name == "PromptBlock":
+            return prompt_block
+        return Union[prompt_block, Diff, TerminalContent, str, Dict[str, Any]]

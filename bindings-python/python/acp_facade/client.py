@@ -304,12 +304,12 @@ class Client:
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> Any:
-        """The type alias (``ElicitationSchema``), made when first looked up: it needs :mod:`typing`,
+        """The type alias (``ElicitationSchema``), made when looked up (never stored in the module's
+        globals, which a lookup so never changes; typing hands back the same object): it needs :mod:`typing`,
         which start-up does not import (ARCHITECTURE.md, "Start-up (Python)"); the same expression
         as above (`test_start.py` compares them)."""
         if name != "ElicitationSchema":
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from typing import Any, Dict
 
-        globals().update(ElicitationSchema=Dict[str, Any])
-        return globals()[name]
+        return Dict[str, Any]

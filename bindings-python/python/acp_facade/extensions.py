@@ -58,15 +58,14 @@ def adapted(handlers: Mapping[str, Callable[[Any], Awaitable[Any]]], what: str) 
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> Any:
-        """The type aliases (``ExtensionMethod``, ``ExtensionNotification``), made when first looked
-        up: they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md, "Start-up
+        """The type aliases (``ExtensionMethod``, ``ExtensionNotification``), made when looked up (never
+        stored in the module's globals, which a lookup so never changes; typing hands back the same
+        object): they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md, "Start-up
         (Python)"); the same expressions as above (`test_start.py` compares them)."""
         if name not in ("ExtensionMethod", "ExtensionNotification"):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from typing import Any, Awaitable, Callable
 
-        globals().update(
-            ExtensionMethod=Callable[[Any], Awaitable[Any]],
-            ExtensionNotification=Callable[[Any], Awaitable[None]],
-        )
-        return globals()[name]
+        if name == "ExtensionMethod":
+            return Callable[[Any], Awaitable[Any]]
+        return Callable[[Any], Awaitable[None]]

@@ -776,16 +776,16 @@ class Event:
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> Any:
-        """The type aliases (``ContentBlock``, ``Message``, ``EventKind``), made when first looked up:
-        they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md, "Start-up
+        """The type aliases (``ContentBlock``, ``Message``, ``EventKind``), made when looked up (never
+        stored in the module's globals, which a lookup so never changes; typing hands back the same
+        object): they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md, "Start-up
         (Python)"); the same expressions as above (`test_start.py` compares them)."""
         if name not in ("ContentBlock", "Message", "EventKind"):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from typing import Any, Dict, Union
 
-        globals().update(
-            ContentBlock=Dict[str, Any],
-            Message=Union[UserMessage, AiMessage, ToolResultMessage],
-            EventKind=Union[tuple(_KINDS.values())],  # the kinds in the order above
-        )
-        return globals()[name]
+        if name == "ContentBlock":
+            return Dict[str, Any]
+        if name == "Message":
+            return Union[UserMessage, AiMessage, ToolResultMessage]
+        return Union[tuple(_KINDS.values())]  # the kinds in the order above
