@@ -3,19 +3,15 @@
 // the wire"). Builds the Rust demo with cargo first (incremental after `cargo test`).
 
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
 import { before, describe, test } from 'node:test'
 
-import { DEMO_HOST, ROOT } from './support/client.mjs'
+import { DEMO_HOST, rustDemo } from './support/client.mjs'
 import { transcript } from './support/raw.mjs'
 
 let RUST_DEMO
 
 before(() => {
-  execFileSync('cargo', ['build', '--quiet', '-p', 'acp-facade-demo'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 })
-  // Wherever cargo builds (CARGO_TARGET_DIR, or the workspace's target/).
-  const metadata = execFileSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: ROOT, maxBuffer: 64 << 20 })
-  RUST_DEMO = `${JSON.parse(metadata).target_directory}/debug/acp-facade-demo`
+  RUST_DEMO = rustDemo()
 })
 
 const prompt = (text) => ({ method: 'session/prompt', params: { sessionId: '$SID', prompt: [{ type: 'text', text }] } })

@@ -7,7 +7,7 @@
 // without a word, so "no error" alone would prove nothing.
 
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,10 +18,11 @@ import { isDeepStrictEqual } from 'node:util'
 import * as stable from 'acp-sdk-2'
 import * as unstable from 'acp-sdk-2/unstable'
 
-import { DEMO_HOST, ROOT } from './support/client.mjs'
+import { DEMO_HOST, rustDemo } from './support/client.mjs'
 import { validateAgentMessage } from './support/schema.mjs'
 
-// The SDK's parsers (its generated zod schemas), one set per entrypoint.
+// The SDK's parsers (its generated zod schemas), one set per entrypoint. The package does not
+// export these files: a new SDK version must be checked for their paths.
 const PARSERS = {
   stable: await import(new URL('../schema/zod.gen.js', import.meta.resolve('acp-sdk-2'))),
   unstable: await import(new URL('./schema/zod.gen.js', import.meta.resolve('acp-sdk-2/unstable'))),
@@ -39,6 +40,7 @@ const SENT_BY_AGENT = {
   'elicitation/create': 'zCreateElicitationRequest',
   'elicitation/complete': 'zCompleteElicitationNotification',
   'session/update': 'zSessionNotification',
+  '$/cancel_request': 'zCancelRequestNotification',
 }
 const ANSWERS = {
   initialize: 'zInitializeResponse',
@@ -75,7 +77,9 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 async function drive(command, entry, workflow) {
   const acp = entry === 'stable' ? stable : unstable
   const work = mkdtempSync(join(tmpdir(), 'acp-sdk2-'))
-  const agent = spawn(command[0], command.slice(1), { cwd: work, stdio: ['pipe', 'pipe', 'ignore'] })
+  const agent = spawn(command[0], command.slice(1), { cwd: work, stdio: ['pipe', 'pipe', 'pipe'] })
+  let stderr = ''
+  agent.stderr.on('data', (data) => (stderr += data))
   const seen = { received: [], updates: [], requests: [], problems: [], terminals: new Map(), work }
   const sentMethods = new Map()
   const base = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout))
@@ -104,11 +108,16 @@ async function drive(command, entry, workflow) {
     } catch (error) {
       seen.problems.push(`pinned schema: ${error.message}`)
     }
+    if ('error' in message) return // a JSON-RPC error: no result to parse (the pinned schema checked it)
     const method = message.method ?? sentMethods.get(JSON.stringify(message.id))
-    const name = message.method !== undefined ? SENT_BY_AGENT[message.method] : 'result' in message ? ANSWERS[method] : undefined
-    if (name === undefined) return
+    const name = message.method !== undefined ? SENT_BY_AGENT[message.method] : ANSWERS[method]
+    const parser = PARSERS[entry][name]
+    if (parser === undefined) {
+      seen.problems.push(`${method}: no parser of the SDK's to check it with (add it to the tables above)`)
+      return
+    }
     const value = message.method !== undefined ? message.params : message.result
-    const parsed = PARSERS[entry][name].safeParse(value)
+    const parsed = parser.safeParse(value)
     if (!parsed.success) seen.problems.push(`${method}: the SDK refused ${JSON.stringify(value)}: ${parsed.error.message}`)
     else for (const loss of losses(value, parsed.data)) seen.problems.push(`${method}: ${loss}`)
   }
@@ -169,6 +178,9 @@ async function drive(command, entry, workflow) {
   }
   try {
     await app.connectWith(stream, (ctx) => workflow(ctx, methods, seen))
+  } catch (error) {
+    error.message += `\nthe agent's stderr:\n${stderr.slice(-4000)}`
+    throw error
   } finally {
     agent.kill()
     for (const { child } of seen.terminals.values()) child.kill('SIGKILL')
@@ -200,9 +212,7 @@ async function session(ctx, methods, seen, clientCapabilities) {
 let RUST_DEMO
 
 before(() => {
-  execFileSync('cargo', ['build', '--quiet', '-p', 'acp-facade-demo'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 })
-  const metadata = execFileSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: ROOT, maxBuffer: 64 << 20 })
-  RUST_DEMO = `${JSON.parse(metadata).target_directory}/debug/acp-facade-demo`
+  RUST_DEMO = rustDemo()
 })
 
 const AGENTS = {
@@ -247,15 +257,14 @@ describe('the newest official TypeScript client (@agentclientprotocol/sdk 2.x)',
         await sleep(200)
         await ctx.notify(methods.agent.session.cancel, { sessionId })
         assert.equal((await slept).stopReason, 'cancelled')
+        // (The SDK still waits for the agent's answer to a request it cancelled.)
         const abort = new AbortController()
-        const aborted = prompt('sleep 5000', { cancellationSignal: abort.signal }).catch((error) => error)
+        const started = Date.now()
+        const aborted = prompt('sleep 5000', { cancellationSignal: abort.signal })
         await sleep(200)
         abort.abort()
-        await aborted
-        const cancelled = () => seen.received.filter((m) => m.result?.stopReason === 'cancelled').length
-        for (const started = Date.now(); cancelled() < 2; await sleep(20)) {
-          assert.ok(Date.now() - started < 5000, 'the agent answers the abandoned prompt `cancelled`')
-        }
+        assert.equal((await aborted).stopReason, 'cancelled')
+        assert.ok(Date.now() - started < 4000, 'answered at the cancellation, not after the sleep')
 
         await assert.rejects(prompt('fail'), (error) => error.code === -32603)
         await ctx.request(methods.agent.session.setConfigOption, { sessionId, configId: 'model', value: 'smart' })

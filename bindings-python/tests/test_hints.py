@@ -1,6 +1,6 @@
 """``typing.get_type_hints`` (and pydantic, which is built on it) reads the package's classes once
 :mod:`typing` is loaded for other reasons: a record as soon as it is used as a dataclass, every
-class once a loop attaches to the bridge (or after ``acp_facade._hints.bind()``); the package's
+class once a loop attaches to the bridge (or after ``acp_facade.bind_type_hints()``); the package's
 start-up still does not import :mod:`typing` (test_start.py)."""
 
 from __future__ import annotations
@@ -76,10 +76,10 @@ def test_a_record_used_as_a_dataclass_is_readable_and_no_module_changes() -> Non
 import dataclasses, sys
 import acp_facade
 assert "typing" not in sys.modules
-records = [getattr(acp_facade, name) for name in acp_facade.__all__]
+modules = {name: set(vars(module)) for name, module in sys.modules.items() if name.startswith("acp_facade")}
+records = [getattr(acp_facade, name) for name in acp_facade.__all__]  # the type aliases made too
 records = [value for value in records if dataclasses.is_dataclass(value)]
 assert len(records) > 40, len(records)
-modules = {name: set(vars(module)) for name, module in sys.modules.items() if name.startswith("acp_facade")}
 import typing
 for record in records:
     typing.get_type_hints(record)
@@ -107,8 +107,8 @@ def test_a_loop_attaching_to_the_bridge_makes_every_class_readable() -> None:
     _assert_all_read(_check(trigger))
 
 
-def test_bind_by_hand_makes_every_class_readable() -> None:
-    outcome = _check("import asyncio, acp_facade._hints; acp_facade._hints.bind()\n")
+def test_bind_type_hints_makes_every_class_readable() -> None:
+    outcome = _check("import asyncio; acp_facade.bind_type_hints()\n")
     assert outcome["typing_before"] is False, "importing the package must not import typing"
     assert outcome["before"] is not None, "nothing bound before the first call (module doc)"
     _assert_all_read(outcome)
@@ -121,3 +121,17 @@ def test_the_names_of_an_annotation() -> None:
     assert list(_words("'Optional[Options]'")) == ["Optional", "Options"]  # a forward reference
     assert list(_words("asyncio.Future[None]")) == ["asyncio"]
     assert list(_words("Union[int, x.y, List[2]]")) == ["Union", "int", "x", "List"]
+    assert list(_words("x. y")) == ["x"]
+
+
+def test_typing_stand_in_modules_are_not_typing_names() -> None:
+    # `typing.re` and `typing.io` (3.10–3.12) are deprecated stand-ins; `re.Pattern` names the module.
+    code = """
+import re, sys, types, acp_facade
+module = types.ModuleType("acp_facade._probe")
+exec("from __future__ import annotations\\ndef probe(p: re.Pattern[str]) -> None: ...", vars(module))
+sys.modules[module.__name__] = module
+acp_facade.bind_type_hints()
+print(vars(module)["re"] is re)
+"""
+    assert _run(code).strip() == "True"

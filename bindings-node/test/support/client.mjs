@@ -1,7 +1,7 @@
 // Test support: the OFFICIAL ACP TypeScript client (@agentclientprotocol/sdk) driving an agent,
 // with every agent message validated against the pinned schema and recorded.
 
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { PassThrough, Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 
@@ -11,6 +11,16 @@ import { validateAgentMessage } from './schema.mjs'
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 export const DEMO_HOST = `${ROOT}examples/node/demo_host.mjs`
+
+/**
+ * Builds the Rust demo agent (examples/demo-agent) with cargo — incremental after `cargo test` —
+ * and returns its path, wherever cargo builds (CARGO_TARGET_DIR, or the workspace's target/).
+ */
+export function rustDemo() {
+  execFileSync('cargo', ['build', '--quiet', '-p', 'acp-facade-demo'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 })
+  const metadata = execFileSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: ROOT, maxBuffer: 64 << 20 })
+  return `${JSON.parse(metadata).target_directory}/debug/acp-facade-demo`
+}
 
 /** Splits a byte stream into lines, calling `onLine` for each complete one; passes bytes through. */
 function lineTap(onLine) {

@@ -31,6 +31,7 @@ package does not import asyncio itself. Errors are :class:`AcpError` (with ``cod
 the client). Nothing in this package writes to stdout.
 """
 
+from . import _hints
 from ._native import __version__
 from .errors import (
     AcpError,
@@ -177,6 +178,7 @@ __all__ = [
     "AcpError",
     "Agent",
     "AiMessage",
+    "bind_type_hints",
     "ApprovalAction",
     "AudioContent",
     "AuthMethod",
@@ -298,16 +300,30 @@ __all__ = [
     "text_block",
 ]
 
+
+def bind_type_hints() -> None:
+    """Makes ``typing.get_type_hints`` — and pydantic, cattrs, typeguard, ... — read every class and
+    function of the package from now on.
+
+    The package imports its typing names (``Optional``, ``Any``, its type aliases) for type
+    checkers only, so that an agent starts without importing :mod:`typing`. They are bound by
+    themselves once an event loop serves an agent, and a record resolves its own annotations when
+    it is first used as a dataclass (``dataclasses.fields``); call this first where those tools run
+    before anything is served (a test, a schema generator). Never raises.
+    """
+    _hints.bind()
+
+
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> object:
-        """A type alias of ``__all__``, made when looked up (see ``_ALIASES``); never stored in the
-        module's globals, which a lookup so never changes."""
+        """A type alias of ``__all__``, its module's (see ``_ALIASES``); not stored in this module's
+        globals, which a lookup so never changes."""
         module = _ALIASES.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         return getattr(globals()[module], name)  # the submodule, imported above
 
     def __dir__() -> list[str]:
-        """The module's names, the type aliases not yet looked up included."""
+        """The module's names, the type aliases (made on lookup, see ``__getattr__``) included."""
         return sorted(set(globals()) | set(_ALIASES))

@@ -82,8 +82,8 @@ class Dispatcher:
             self._getcoroutinestate = inspect.getcoroutinestate
             self._loop = loop
             loop.add_reader(self._fd, self._on_wake)
-            _hints.bind()  # asyncio has imported typing: `get_type_hints` can read the package
         self._users += 1
+        _hints.bind()  # asyncio has imported typing: `get_type_hints` can read the package (never raises)
 
     def detach(self) -> None:
         """Stops watching when the last serve on the loop ends; cancels what is left."""

@@ -9,100 +9,120 @@ those strings in the class's module's globals, where the names are then missing 
 
 How: the names are read from the annotations of the classes (and their functions) each loaded
 module of the package defines, and each one the module does not define and that is no builtin is
-looked up: in :mod:`typing`, else in the first of the package's modules that has it (type aliases
-included), else as a loaded module of that name (``asyncio`` in ``asyncio.Future``). Both steps
-below run only once :mod:`typing` is needed or loaded anyway, so the start-up pays nothing.
+looked up: among :mod:`typing`'s public names, else in the first of the package's modules that has
+it (type aliases included), else as a loaded module of that name (``asyncio`` in
+``asyncio.Future``). Neither step below is on the start path: one runs when a loop attaches
+(asyncio has imported :mod:`typing`), the other when a record is first used as a dataclass, which
+imports :mod:`typing` if nothing has yet.
 
-- :func:`bind` puts the names found in the modules' globals, for every class and function: when
-  an event loop attaches to the bridge (``asyncio`` has imported :mod:`typing` by then; every
-  running agent), or when called. A name not found yet (a module of the package or ``asyncio``
-  loaded later) is looked for again at the next call that finds more modules loaded. Before the
-  first call, ``get_type_hints`` on a function or a class that is no record, and pydantic on a
-  record (it evaluates the fields' types in the module's globals), still raise NameError: call
-  ``acp_facade._hints.bind()`` first.
+- :func:`bind` (public as ``acp_facade.bind_type_hints``) puts the names found in the modules'
+  globals, for every class and function: when an event loop attaches to the bridge (every running
+  agent), or when called. A name not found yet (a module of the package, or ``asyncio``, loaded
+  later; a module still being imported is left for later whole) is looked for again at the next
+  call that finds more modules loaded. Before the first call, ``get_type_hints`` on a function or
+  a class that is no record, and pydantic on a record (it evaluates a field's type in its module's
+  globals), still raise NameError.
 - :func:`resolve` replaces a record's own annotations by what they name when it becomes a real
   dataclass (``dataclasses.fields``, ``is_dataclass``): ``get_type_hints`` on a record then works
   at once. It changes no module's globals, since the check that made the record may run while
   someone iterates them (a dataclass check over a module's values does).
+
+Both are best effort and never raise: a name that cannot be found or read is left as it is, and
+``get_type_hints`` says what is wrong when it is called. They take one lock, so that concurrent
+callers see the work done.
 """
 
 from __future__ import annotations
 
 import sys
+import _thread
+import types
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import Any, Iterator
 
-__all__ = ["bind"]
+__all__ = ["bind", "resolve"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 _MISSING = object()
-# Each package module seen: the names its annotations use that are not bound yet.
-_unbound: dict[str, set[str]] = {}
-# How many modules were loaded at the last pass: a name left unbound can only be found in a new one.
-_loaded = 0
+_lock = _thread.allocate_lock()
+# Each package module seen (by name, with the module object it was read from): the names its
+# annotations use that are not bound yet.
+_unbound: dict[str, tuple[types.ModuleType, set[str]]] = {}
+# `len(sys.modules)` at the end of the last complete `bind`: a name left unbound can only be found
+# once more modules are loaded.
+_modules_seen = 0
 
 
 def bind() -> None:
     """Binds the annotation names of the package's loaded modules (module doc); a name left unbound
-    is looked for again at a later call, once more modules are loaded."""
-    global _loaded
-    if len(sys.modules) == _loaded:
+    is looked for again at a later call, once more modules are loaded. Never raises."""
+    global _modules_seen
+    if len(sys.modules) == _modules_seen:
         return
-    _loaded = len(sys.modules)
-    package = _package_modules()
-    for module in package:
-        namespace = vars(module)
-        for word, value in _found(module, package).items():
-            namespace.setdefault(word, value)
-            _unbound[module.__name__].discard(word)
+    with _lock:
+        try:
+            seen = len(sys.modules)
+            package = _package_modules()
+            for module in package:
+                namespace = vars(module)
+                for word, value in _values_for_unbound(module, package).items():
+                    namespace.setdefault(word, value)
+                    _unbound[module.__name__][1].discard(word)
+            _modules_seen = seen
+        except Exception:  # best effort: `get_type_hints` will say what is missing
+            pass
 
 
 def resolve(cls: type) -> None:
     """Replaces the annotations of ``cls``'s own body (strings) by what they name, read as
-    ``get_type_hints`` reads them, with the names of the module doc: for a record made into a
-    dataclass. Its module's globals are not touched (module doc). An annotation that cannot be
-    read is left as it is (``get_type_hints`` will say what is wrong)."""
+    ``get_type_hints`` reads them with the names of the module doc: for a record made into a
+    dataclass. Its module's globals are not touched (module doc). Never raises: an annotation that
+    cannot be read is left as it is."""
     own = vars(cls).get("__annotations__")
     module = sys.modules.get(cls.__module__)
     if not own or module is None or not any(isinstance(value, str) for value in own.values()):
         return
-    import typing
+    with _lock:
+        try:
+            import typing
 
-    namespace = {**vars(module), **_found(module, _package_modules())}
-    try:
-        hints = typing.get_type_hints(cls, globalns=namespace, include_extras=True)
-    except Exception:
-        return
+            found = _values_for_unbound(module, _package_modules())
+            # The names found as locals: the class's module's globals first, as for any caller.
+            hints = typing.get_type_hints(cls, localns=found, include_extras=True)
+        except Exception:
+            return
     for name in list(own):
         if name in hints:
             own[name] = hints[name]
 
 
-def _package_modules() -> list[ModuleType]:
-    return [module for name, module in sorted(sys.modules.items()) if _in_package(name, module)]
+def _package_modules() -> list[types.ModuleType]:
+    """The package's modules loaded and done importing (one still importing is left for later)."""
+    return [
+        module
+        for name, module in sorted(sys.modules.items())
+        if module is not None
+        and (name == _PACKAGE or name.startswith(_PACKAGE + "."))
+        and not getattr(getattr(module, "__spec__", None), "_initializing", False)
+    ]
 
 
-def _in_package(name: str, module: Any) -> bool:
-    return module is not None and (name == _PACKAGE or name.startswith(_PACKAGE + "."))
-
-
-def _found(module: ModuleType, package: list[ModuleType]) -> dict[str, Any]:
+def _values_for_unbound(module: types.ModuleType, package: list[types.ModuleType]) -> dict[str, Any]:
     """The values found for ``module``'s annotation names that are not bound yet (module doc)."""
     import builtins
     import typing
 
     namespace = vars(module)
-    unbound = _unbound.get(module.__name__)
-    if unbound is None:
+    cached = _unbound.get(module.__name__)
+    if cached is None or cached[0] is not module:  # first seen, or imported anew
         words = set(_annotation_words(module))
-        unbound = {word for word in words if word not in namespace and not hasattr(builtins, word)}
-        _unbound[module.__name__] = unbound
+        cached = _unbound[module.__name__] = (module, {w for w in words if w not in namespace and not hasattr(builtins, w)})
     found: dict[str, Any] = {}
-    for word in sorted(unbound):
-        value = getattr(typing, word, _MISSING)
+    for word in sorted(cached[1]):
+        # typing's public names only: `typing.re` and `typing.io` are deprecated stand-ins.
+        value = getattr(typing, word) if word in typing.__all__ else _MISSING
         for other in package if value is _MISSING else ():
             if other is not module:
                 value = getattr(other, word, _MISSING)
@@ -115,7 +135,7 @@ def _found(module: ModuleType, package: list[ModuleType]) -> dict[str, Any]:
     return found
 
 
-def _annotation_words(module: ModuleType) -> Iterator[str]:
+def _annotation_words(module: types.ModuleType) -> Iterator[str]:
     """The names in the annotations of the classes and functions ``module`` defines (a class's
     own, and its methods')."""
     for value in list(vars(module).values()):
@@ -136,16 +156,17 @@ def _annotation_words(module: ModuleType) -> Iterator[str]:
 
 
 def _function(member: Any) -> Any:
-    """The function behind a class member (a method, a static or class method, a property's
-    getter), or ``None``."""
+    """The function behind a class member or a module's value (a method, a static or class
+    method, a property's getter, a ``functools.wraps`` wrapper's original), or ``None``."""
     member = getattr(member, "__func__", None) or getattr(member, "fget", None) or member
-    return member if type(member).__name__ == "function" else None
+    member = getattr(member, "__wrapped__", member)
+    return member if isinstance(member, types.FunctionType) else None
 
 
 def _words(text: str) -> Iterator[str]:
     """The names in an annotation's text: its identifiers, less those after a dot (attributes) and
     the constants. Quoted text counts (a forward reference, ``"'Options'"``): a ``Literal``'s
-    values then come too, and are found nowhere, or bound to no harm."""
+    values then come too, and are found nowhere, or bound to no harm (the package has none)."""
     word = ""
     after_dot = False
     for char in text + " ":
@@ -154,5 +175,6 @@ def _words(text: str) -> Iterator[str]:
             continue
         if word and not word[0].isdigit() and not after_dot and word not in ("None", "True", "False"):
             yield word
-        after_dot = char == "."
+        if word or not char.isspace():  # `x. y` is the attribute `y` too
+            after_dot = char == "."
         word = ""

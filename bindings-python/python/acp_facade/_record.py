@@ -18,7 +18,10 @@ its own annotations; a ``ClassVar`` is not a field) and leaves, in the class, st
 record's ``__setattr__``/``__delattr__`` — makes the class with ``dataclass`` itself the first
 time it is looked up (a frozen record at its first instance), which keeps that ``__init__``. From
 then on the class is the dataclass it would have been; only ``vars(cls)`` shows the stand-ins
-before. Each step runs once, under a lock, and no step leaves a moment in which another thread
+before, and its ``__annotations__`` then hold what they name rather than their text (the fields'
+``type`` stays the text, as ``dataclass`` wrote it): :mod:`acp_facade._hints` resolves them, so
+that ``typing.get_type_hints`` reads the class although its module binds its typing names for type
+checkers only. Each step runs once, under a lock, and no step leaves a moment in which another thread
 could create an instance without the step's ``__init__``, or change a frozen one that it created. A class this
 does not cover (a base that is another kind of dataclass, ``InitVar``, ``KW_ONLY``,
 ``field(init=...)`` or ``kw_only``, ``__post_init__``, its own ``__init__``, no docstring (which

@@ -590,21 +590,26 @@ def tool_content_json(item: ToolCallContent) -> Dict[str, Any]:
 
 
 if not TYPE_CHECKING:
+    _made: dict = {}
 
     def __getattr__(name: str) -> Any:
-        """The type aliases (``Meta``, ``PromptBlock``, ``McpServer``, ``ToolCallContent``), made when
-        looked up (never stored in the module's globals, which a lookup so never changes; typing
-        hands back the same object): they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md,
-        "Start-up (Python)"). The same expressions as above; `test_start.py` compares them."""
+        """The type aliases (``Meta``, ``PromptBlock``, ``McpServer``, ``ToolCallContent``), made when first
+        looked up and kept in ``_made``, not in the module's globals (a lookup never changes them, so
+        iterating them stays safe): they need :mod:`typing`, which start-up does not import
+        (ARCHITECTURE.md, "Start-up (Python)"); the same expressions as above (`test_start.py`
+        compares them)."""
         if name not in ("Meta", "PromptBlock", "McpServer", "ToolCallContent"):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from typing import Any, Dict, Union
+        if name not in _made:
+            from typing import Any, Dict, Union
 
-        if name == "Meta":
-            return Dict[str, Any]
-        if name == "McpServer":
-            return Union[McpServerStdio, McpServerHttp, McpServerSse]
-        prompt_block = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
-        if name == "PromptBlock":
-            return prompt_block
-        return Union[prompt_block, Diff, TerminalContent, str, Dict[str, Any]]
+            prompt_block = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+            made = {
+                "Meta": Dict[str, Any],
+                "PromptBlock": prompt_block,
+                "McpServer": Union[McpServerStdio, McpServerHttp, McpServerSse],
+                "ToolCallContent": Union[prompt_block, Diff, TerminalContent, str, Dict[str, Any]],
+            }
+            for alias, value in made.items():
+                _made.setdefault(alias, value)  # the first made stays, whichever thread made it
+        return _made[name]

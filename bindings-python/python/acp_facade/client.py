@@ -302,14 +302,18 @@ class Client:
 
 
 if not TYPE_CHECKING:
+    _made: dict = {}
 
     def __getattr__(name: str) -> Any:
-        """The type alias (``ElicitationSchema``), made when looked up (never stored in the module's
-        globals, which a lookup so never changes; typing hands back the same object): it needs :mod:`typing`,
-        which start-up does not import (ARCHITECTURE.md, "Start-up (Python)"); the same expression
-        as above (`test_start.py` compares them)."""
+        """The type alias (``ElicitationSchema``), made when first
+        looked up and kept in ``_made``, not in the module's globals (a lookup never changes them, so
+        iterating them stays safe): they need :mod:`typing`, which start-up does not import
+        (ARCHITECTURE.md, "Start-up (Python)"); the same expressions as above (`test_start.py`
+        compares them)."""
         if name != "ElicitationSchema":
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from typing import Any, Dict
+        if name not in _made:
+            from typing import Any, Dict
 
-        return Dict[str, Any]
+            _made.setdefault(name, Dict[str, Any])
+        return _made[name]

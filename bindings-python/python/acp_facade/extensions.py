@@ -56,16 +56,19 @@ def adapted(handlers: Mapping[str, Callable[[Any], Awaitable[Any]]], what: str) 
 
 
 if not TYPE_CHECKING:
+    _made: dict = {}
 
     def __getattr__(name: str) -> Any:
-        """The type aliases (``ExtensionMethod``, ``ExtensionNotification``), made when looked up (never
-        stored in the module's globals, which a lookup so never changes; typing hands back the same
-        object): they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md, "Start-up
-        (Python)"); the same expressions as above (`test_start.py` compares them)."""
+        """The type aliases (``ExtensionMethod``, ``ExtensionNotification``), made when first
+        looked up and kept in ``_made``, not in the module's globals (a lookup never changes them, so
+        iterating them stays safe): they need :mod:`typing`, which start-up does not import
+        (ARCHITECTURE.md, "Start-up (Python)"); the same expressions as above (`test_start.py`
+        compares them)."""
         if name not in ("ExtensionMethod", "ExtensionNotification"):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from typing import Any, Awaitable, Callable
+        if name not in _made:
+            from typing import Any, Awaitable, Callable
 
-        if name == "ExtensionMethod":
-            return Callable[[Any], Awaitable[Any]]
-        return Callable[[Any], Awaitable[None]]
+            _made.setdefault("ExtensionMethod", Callable[[Any], Awaitable[Any]])
+            _made.setdefault("ExtensionNotification", Callable[[Any], Awaitable[None]])
+        return _made[name]

@@ -774,18 +774,20 @@ class Event:
 
 
 if not TYPE_CHECKING:
+    _made: dict = {}
 
     def __getattr__(name: str) -> Any:
-        """The type aliases (``ContentBlock``, ``Message``, ``EventKind``), made when looked up (never
-        stored in the module's globals, which a lookup so never changes; typing hands back the same
-        object): they need :mod:`typing`, which start-up does not import (ARCHITECTURE.md, "Start-up
-        (Python)"); the same expressions as above (`test_start.py` compares them)."""
+        """The type aliases (``ContentBlock``, ``Message``, ``EventKind``), made when first
+        looked up and kept in ``_made``, not in the module's globals (a lookup never changes them, so
+        iterating them stays safe): they need :mod:`typing`, which start-up does not import
+        (ARCHITECTURE.md, "Start-up (Python)"); the same expressions as above (`test_start.py`
+        compares them)."""
         if name not in ("ContentBlock", "Message", "EventKind"):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from typing import Any, Dict, Union
+        if name not in _made:
+            from typing import Any, Dict, Union
 
-        if name == "ContentBlock":
-            return Dict[str, Any]
-        if name == "Message":
-            return Union[UserMessage, AiMessage, ToolResultMessage]
-        return Union[tuple(_KINDS.values())]  # the kinds in the order above
+            _made.setdefault("ContentBlock", Dict[str, Any])
+            _made.setdefault("Message", Union[UserMessage, AiMessage, ToolResultMessage])
+            _made.setdefault("EventKind", Union[tuple(_KINDS.values())])  # the kinds in the order above
+        return _made[name]
