@@ -46,7 +46,9 @@ __all__ = ["bind", "resolve"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 _MISSING = object()
-_lock = _thread.allocate_lock()
+# Re-entrant: a name looked up may make a record, which resolves it. (`_thread.RLock` is the C lock
+# `threading.RLock` returns; typeshed does not list it.)
+_lock = _thread.RLock()  # type: ignore[attr-defined]
 # Each package module seen (by name, with the module object it was read from): the names its
 # annotations use that are not bound yet.
 _unbound: dict[str, tuple[types.ModuleType, set[str]]] = {}
