@@ -15,6 +15,9 @@ it (type aliases included), else as a loaded module of that name (``asyncio`` in
 (asyncio has imported :mod:`typing`), the other when a record is first used as a dataclass, which
 imports :mod:`typing` if nothing has yet.
 
+- :func:`aliases` makes a module's ``__getattr__`` for its type aliases: each is made when first
+  looked up (it needs :mod:`typing`) and kept aside, never in the module's globals, so a lookup
+  never changes them (someone may be iterating them) and an alias is the same object every time.
 - :func:`bind` (public as ``acp_facade.bind_type_hints``) puts the names found in the modules'
   globals, for every class and function: when an event loop attaches to the bridge (every running
   agent), or when called. A name not found yet (a module of the package, or ``asyncio``, loaded
@@ -40,9 +43,9 @@ import types
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from typing import Any, Callable, Dict, Iterator, Tuple
 
-__all__ = ["bind", "resolve"]
+__all__ = ["aliases", "bind", "resolve"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 _MISSING = object()
@@ -55,6 +58,24 @@ _unbound: dict[str, tuple[types.ModuleType, set[str]]] = {}
 # `len(sys.modules)` at the end of the last complete `bind`: a name left unbound can only be found
 # once more modules are loaded.
 _modules_seen = 0
+
+
+def aliases(module: str, names: Tuple[str, ...], make: Callable[[], Dict[str, Any]]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of ``module`` for its type aliases ``names``, which ``make`` builds (by
+    name) when one is first looked up; the first made stay, whichever thread made them. An alias
+    is written twice, for type checkers under ``if TYPE_CHECKING:`` and in ``make``:
+    `test_start.py` compares the two."""
+    made: Dict[str, Any] = {}
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        if name not in made:
+            for alias, value in make().items():
+                made.setdefault(alias, value)
+        return made[name]
+
+    return __getattr__
 
 
 def bind() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from . import _hints
 from ._record import field, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
@@ -590,26 +591,18 @@ def tool_content_json(item: ToolCallContent) -> Dict[str, Any]:
 
 
 if not TYPE_CHECKING:
-    _made: dict = {}
 
-    def __getattr__(name: str) -> Any:
-        """The type aliases (``Meta``, ``PromptBlock``, ``McpServer``, ``ToolCallContent``), made when first
-        looked up and kept in ``_made``, not in the module's globals (a lookup never changes them, so
-        iterating them stays safe): they need :mod:`typing`, which start-up does not import
-        (ARCHITECTURE.md, "Start-up (Python)"); the same expressions as above (`test_start.py`
-        compares them)."""
-        if name not in ("Meta", "PromptBlock", "McpServer", "ToolCallContent"):
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        if name not in _made:
-            from typing import Any, Dict, Union
+    def _make_aliases() -> Dict[str, Any]:
+        from typing import Any, Dict, Union
 
-            prompt_block = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
-            made = {
-                "Meta": Dict[str, Any],
-                "PromptBlock": prompt_block,
-                "McpServer": Union[McpServerStdio, McpServerHttp, McpServerSse],
-                "ToolCallContent": Union[prompt_block, Diff, TerminalContent, str, Dict[str, Any]],
-            }
-            for alias, value in made.items():
-                _made.setdefault(alias, value)  # the first made stays, whichever thread made it
-        return _made[name]
+        prompt_block = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+        return {
+            "Meta": Dict[str, Any],
+            "PromptBlock": prompt_block,
+            "McpServer": Union[McpServerStdio, McpServerHttp, McpServerSse],
+            "ToolCallContent": Union[prompt_block, Diff, TerminalContent, str, Dict[str, Any]],
+        }
+
+    __getattr__ = _hints.aliases(
+        __name__, ("Meta", "PromptBlock", "McpServer", "ToolCallContent"), _make_aliases
+    )

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import TracebackType
 
+from . import _hints
 from ._record import field, record
 from ._bridge import dispatcher
 
@@ -302,18 +303,10 @@ class Client:
 
 
 if not TYPE_CHECKING:
-    _made: dict = {}
 
-    def __getattr__(name: str) -> Any:
-        """The type alias (``ElicitationSchema``), made when first
-        looked up and kept in ``_made``, not in the module's globals (a lookup never changes them, so
-        iterating them stays safe): they need :mod:`typing`, which start-up does not import
-        (ARCHITECTURE.md, "Start-up (Python)"); the same expressions as above (`test_start.py`
-        compares them)."""
-        if name != "ElicitationSchema":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        if name not in _made:
-            from typing import Any, Dict
+    def _make_aliases() -> Dict[str, Any]:
+        from typing import Any, Dict
 
-            _made.setdefault(name, Dict[str, Any])
-        return _made[name]
+        return {"ElicitationSchema": Dict[str, Any]}
+
+    __getattr__ = _hints.aliases(__name__, ("ElicitationSchema",), _make_aliases)

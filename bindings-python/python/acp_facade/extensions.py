@@ -11,6 +11,7 @@ Extension methods are not gated by authentication.
 
 from __future__ import annotations
 
+from . import _hints
 from ._coro import iscoroutinefunction
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
@@ -56,19 +57,13 @@ def adapted(handlers: Mapping[str, Callable[[Any], Awaitable[Any]]], what: str) 
 
 
 if not TYPE_CHECKING:
-    _made: dict = {}
 
-    def __getattr__(name: str) -> Any:
-        """The type aliases (``ExtensionMethod``, ``ExtensionNotification``), made when first
-        looked up and kept in ``_made``, not in the module's globals (a lookup never changes them, so
-        iterating them stays safe): they need :mod:`typing`, which start-up does not import
-        (ARCHITECTURE.md, "Start-up (Python)"); the same expressions as above (`test_start.py`
-        compares them)."""
-        if name not in ("ExtensionMethod", "ExtensionNotification"):
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        if name not in _made:
-            from typing import Any, Awaitable, Callable
+    def _make_aliases() -> Dict[str, Any]:
+        from typing import Any, Awaitable, Callable
 
-            _made.setdefault("ExtensionMethod", Callable[[Any], Awaitable[Any]])
-            _made.setdefault("ExtensionNotification", Callable[[Any], Awaitable[None]])
-        return _made[name]
+        return {
+            "ExtensionMethod": Callable[[Any], Awaitable[Any]],
+            "ExtensionNotification": Callable[[Any], Awaitable[None]],
+        }
+
+    __getattr__ = _hints.aliases(__name__, ("ExtensionMethod", "ExtensionNotification"), _make_aliases)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from enum import Enum
 
+from . import _hints
 from ._record import field, record
 from .acp import Cost, Plan, ToolCallLocation, tool_content_json
 
@@ -774,20 +775,14 @@ class Event:
 
 
 if not TYPE_CHECKING:
-    _made: dict = {}
 
-    def __getattr__(name: str) -> Any:
-        """The type aliases (``ContentBlock``, ``Message``, ``EventKind``), made when first
-        looked up and kept in ``_made``, not in the module's globals (a lookup never changes them, so
-        iterating them stays safe): they need :mod:`typing`, which start-up does not import
-        (ARCHITECTURE.md, "Start-up (Python)"); the same expressions as above (`test_start.py`
-        compares them)."""
-        if name not in ("ContentBlock", "Message", "EventKind"):
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        if name not in _made:
-            from typing import Any, Dict, Union
+    def _make_aliases() -> Dict[str, Any]:
+        from typing import Any, Dict, Union
 
-            _made.setdefault("ContentBlock", Dict[str, Any])
-            _made.setdefault("Message", Union[UserMessage, AiMessage, ToolResultMessage])
-            _made.setdefault("EventKind", Union[tuple(_KINDS.values())])  # the kinds in the order above
-        return _made[name]
+        return {
+            "ContentBlock": Dict[str, Any],
+            "Message": Union[UserMessage, AiMessage, ToolResultMessage],
+            "EventKind": Union[tuple(_KINDS.values())],  # the kinds in the order above
+        }
+
+    __getattr__ = _hints.aliases(__name__, ("ContentBlock", "Message", "EventKind"), _make_aliases)
