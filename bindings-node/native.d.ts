@@ -661,7 +661,7 @@ export declare class Turn {
    * (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
    * blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
    * `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
-   * `session/load` as it ended.
+   * `session/load` as it ended, less its terminals (only the live turn's client has them).
    */
   startTool(call: ToolCallSpec): Promise<string>
   /**

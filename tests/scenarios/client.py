@@ -147,7 +147,8 @@ async def client_run(run: Run) -> None:
     """`run CMD ARG…`: `terminal/create` (command, args, cwd the session's), an `execute` tool call
     `in_progress` embedding the terminal, `terminal/wait_for_exit`, `terminal/output`, the tool call
     `completed` (exit 0) or `failed`, chunk `exit: CODE`, `terminal/release`, `end_turn` — the
-    command really run; a client error on create is said as `run: error CODE MESSAGE`."""
+    command really run; a client error on create is said as `run: error CODE MESSAGE`;
+    `session/load` replays the finished calls without the released terminals."""
     p, sid, directory = await session_in(run, "client_run", EVERYTHING)
     (directory / "here.txt").write_text("")
     mark = run.mark()
@@ -191,6 +192,7 @@ async def client_run(run: Run) -> None:
     assert [u.get("status") for u in run.updates(mark, sid) if u["sessionUpdate"] == "tool_call_update"] == ["failed"]
     assert run.texts("agent_message_chunk", mark, sid) == ["exit: 1"]
     assert p.editor.running() == []
+    failed = [u for u in run.updates(mark, sid) if u["sessionUpdate"] == "tool_call"][0]["toolCallId"]
 
     p.editor.fail_next("terminal/create", -32000, "no shell")
     mark = run.mark()
@@ -198,6 +200,20 @@ async def client_run(run: Run) -> None:
     assert reply.stop_reason == "end_turn", reply.raw
     assert run.texts("agent_message_chunk", mark, sid) == ["run: error -32000 no shell"]
     assert calls(run, mark) == ["terminal/create"]
+
+    # `session/load` replays both finished calls without their terminals: a terminal belongs to
+    # the live turn and was released, and a loading client has no terminal of that id (Zed
+    # refuses a whole tool call that names one). Nothing is asked of the client meanwhile.
+    await p.close(sid)
+    mark = run.mark()
+    loaded = await p.load(sid, str(directory))
+    assert loaded.ok, loaded.raw
+    replayed = [u for u in run.updates(mark, sid) if u["sessionUpdate"] == "tool_call"]
+    assert replayed == [
+        {"sessionUpdate": "tool_call", "toolCallId": tool["toolCallId"], "title": "run ls -1", "kind": "execute", "status": "completed"},
+        {"sessionUpdate": "tool_call", "toolCallId": failed, "title": "run false", "kind": "execute", "status": "failed"},
+    ], replayed
+    assert calls(run, mark) == []
 
 
 @scenario(

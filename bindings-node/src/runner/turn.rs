@@ -320,7 +320,7 @@ impl Turn {
     /// (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
     /// blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
     /// `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
-    /// `session/load` as it ended.
+    /// `session/load` as it ended, less its terminals (only the live turn's client has them).
     #[napi(ts_args_type = "call: ToolCallSpec", ts_return_type = "Promise<string>")]
     pub fn start_tool<'env>(&self, env: &'env Env, call: Value) -> Result<PromiseRaw<'env, String>> {
         let spec = tool_fields(call)?.into_spec().map_err(|e| js_error(Code::InvalidArg, e))?;

@@ -282,7 +282,8 @@ class Turn:
         """Announces a tool call (``tool_call``) with any of its fields: ``kind`` (``other`` when
         absent), ``status`` (``pending``), ``content`` (content blocks, :class:`Diff`,
         :class:`TerminalContent` or a :class:`Terminal`'s ``content``), ``locations``, ``raw_input``, ``raw_output``; returns its id. A call
-        finished with :meth:`update_tool` is replayed by ``session/load`` as it ended."""
+        finished with :meth:`update_tool` is replayed by ``session/load`` as it ended, less its
+        terminals (only the live turn's client has them)."""
         fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
         result: str = await dispatcher.wait(self._n.start_tool, fields)
         return result

@@ -7,9 +7,13 @@
 //! 2. every assistant message (from `StepDone`'s AI messages): thoughts as `agent_thought_chunk`,
 //!    text as `agent_message_chunk`;
 //! 3. every completed tool call (from `StepDone`'s tool results, with the call the AI message
-//!    asked for), as one `tool_call` carrying its final status, title, kind, content (blocks,
-//!    diffs, terminals), locations, raw input and raw output — once per call: a call whose result
-//!    was journaled twice is replayed once, with its last result, where it first appeared;
+//!    asked for), as one `tool_call` carrying its final status, title, kind, content (blocks and
+//!    diffs), locations, raw input and raw output — once per call: a call whose result was
+//!    journaled twice is replayed once, with its last result, where it first appeared. Terminals
+//!    embedded in its content are left out: a terminal id names a terminal the client created for
+//!    the live turn and was told to release, and a loading client (a new thread, often a new
+//!    process) has no terminal of that id — Zed refuses the whole tool call that names one
+//!    ("Terminal with id … not found"), so replaying it would lose the call, not just its output;
 //! 4. one `usage_update` from the last `ContextMeasured` (with its cost, when it has one);
 //!
 //! then, after the four buckets, the session's latest plan (from the last `PlanUpdated`) as one
@@ -23,7 +27,9 @@
 
 use std::collections::HashMap;
 
-use crate::acp::{ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallStatus, ToolKind, UsageUpdate};
+use crate::acp::{
+    ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolKind, UsageUpdate,
+};
 use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest, ToolResultMessage};
 
 /// The replay of `history`, in the four-bucket order, then the latest plan.
@@ -86,7 +92,8 @@ fn chunk(variant: fn(ContentChunk) -> SessionUpdate, content: ContentBlock) -> S
     variant(ContentChunk::new(content))
 }
 
-/// A finished call as it stood at its end: the result's fields over the request's.
+/// A finished call as it stood at its end: the result's fields over the request's, without its
+/// embedded terminals (see the module doc).
 fn completed_tool_call(result: &ToolResultMessage, call: Option<&ToolCallRequest>) -> ToolCall {
     let id = result.call_id.as_str();
     let title = result.changes.title.clone().or_else(|| call.map(|c| c.name.clone())).unwrap_or_else(|| id.to_owned());
@@ -95,7 +102,7 @@ fn completed_tool_call(result: &ToolResultMessage, call: Option<&ToolCallRequest
     let mut tool = ToolCall::new(id.to_owned(), title)
         .kind(kind)
         .status(if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
-        .content(result.output.clone())
+        .content(result.output.iter().filter(|c| !matches!(c, ToolCallContent::Terminal(_))).cloned().collect())
         .locations(locations)
         .raw_output(result.changes.raw_output.clone());
     let raw_input = result.changes.raw_input.clone().or_else(|| call.map(|c| c.input.clone()));

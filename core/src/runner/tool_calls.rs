@@ -1,7 +1,8 @@
 //! The turn's tool calls: announcing one (`tool_call`) with any of its fields — kind, title,
 //! status, content (content blocks, diffs, terminals), locations, raw input and output — and
 //! changing any subset of them (`tool_call_update`); a change to `completed` or `failed` finishes
-//! the call, which is then journaled as it ended and replayed so by `session/load`.
+//! the call, which is then journaled as it ended and replayed so by `session/load` (less its
+//! terminals, which only the live turn's client has; see `agent/replay.rs`).
 //!
 //! Two forms of the same calls: plain data ([`Turn::start_tool`] with a [`ToolCallSpec`],
 //! [`Turn::update_tool`] with ACP's [`ToolCallUpdateFields`]) for code that builds values, and

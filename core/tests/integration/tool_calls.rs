@@ -1,7 +1,8 @@
 //! Tool calls, complete: a runner turn announces a call with every field (kind, title, status,
 //! content of every kind — text and other blocks, `diff`, `terminal` — locations, raw input and
 //! output), changes any subset of them, and finishes it; the journal keeps it as it ended;
-//! `session/load` replays each finished call once, with its content; no tool-call update ever
+//! `session/load` replays each finished call once, with its content but its terminals (the live
+//! turn's, which a loading client does not have); no tool-call update ever
 //! follows the prompt's response; and journals written before the full vocabulary still replay.
 
 use crate::common;
@@ -211,6 +212,12 @@ async fn load_replays_each_finished_tool_call_once_with_its_content() {
         assert_eq!(results[0].changes.raw_output, Some(json!({"ok": true})), "{name}");
         assert_eq!(results[0].output.len(), 3, "{name}");
 
+        // The terminal the call embedded was the live turn's; the replay leaves it out, and
+        // keeps the rest of the content (the journal above still holds all three items).
+        let mut edited = edited_tool_call(&id);
+        edited["content"].as_array_mut().expect("content").retain(|c| c["type"] != "terminal");
+        assert_eq!(edited["content"].as_array().map(Vec::len), Some(2));
+
         // Twice, on two connections: the same replay, one `tool_call` per finished call.
         for round in 0..2 {
             let mut client = client_of(&runner).await;
@@ -224,7 +231,7 @@ async fn load_replays_each_finished_tool_call_once_with_its_content() {
             assert_eq!(
                 replayed,
                 [
-                    edited_tool_call(&id),
+                    edited.clone(),
                     json!({"sessionUpdate": "tool_call", "toolCallId": long, "title": "long", "kind": "fetch",
                            "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "fetched"}}]}),
                     json!({"sessionUpdate": "tool_call", "toolCallId": read, "title": "Read", "kind": "read",
