@@ -211,6 +211,11 @@ def _assert_replay(run: Run, mark: int, sid: str) -> None:
     messages = run.texts("agent_message_chunk", mark, sid)
     assert messages[1:] == ["ls: done", "two words"], messages
     assert ups[7]["status"] == "completed", ups[7]
+    # Each message's chunks under one `messageId` of its own: the three
+    # user messages, the first reply's thought and text together, then the other two replies.
+    ids = [u.get("messageId") for u in ups[:7]]
+    assert all(isinstance(i, str) and i for i in ids), ids
+    assert ids[3] == ids[4] and len({*ids[:4], *ids[5:]}) == 6, ids
 
 
 @scenario()

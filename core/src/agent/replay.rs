@@ -6,6 +6,12 @@
 //! 1. every user message (from `TurnStarted`), as `user_message_chunk`s;
 //! 2. every assistant message (from `StepDone`'s AI messages): thoughts as `agent_thought_chunk`,
 //!    text as `agent_message_chunk`;
+//!
+//!    each message's chunks carry one `messageId` of their own — the user message's the id of its
+//!    `TurnStarted` event, the n-th message of a step `<StepDone's event id>/<n>` — so that a
+//!    client sees where one message ends and the next begins: without ids, the bucket's
+//!    consecutive chunks read as one message (Zed joins every replayed user message into one).
+//!    The ids are opaque to clients, unique in the session and the same at every load;
 //! 3. every completed tool call (from `StepDone`'s tool results, with the call the AI message
 //!    asked for), as one `tool_call` carrying its final status, title, kind, content (blocks and
 //!    diffs), locations, raw input and raw output — once per call: a call whose result was
@@ -28,7 +34,8 @@
 use std::collections::HashMap;
 
 use crate::acp::{
-    ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolKind, UsageUpdate,
+    ContentBlock, ContentChunk, MessageId, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolKind,
+    UsageUpdate,
 };
 use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest, ToolResultMessage};
 
@@ -45,17 +52,20 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     for event in durable {
         match &event.kind {
             EventKind::TurnStarted { message } => {
-                users.extend(message.content.iter().cloned().map(|c| chunk(SessionUpdate::UserMessageChunk, c)));
+                let id = MessageId::new(event.header.id.as_str());
+                users.extend(message.content.iter().cloned().map(|c| chunk(SessionUpdate::UserMessageChunk, c, &id)));
             }
             EventKind::StepDone { messages } => {
-                for message in messages {
+                for (n, message) in messages.iter().enumerate() {
                     match message {
                         Message::Ai(ai) => {
+                            let id = MessageId::new(format!("{}/{n}", event.header.id));
                             assistants.extend(
-                                ai.thoughts.iter().cloned().map(|c| chunk(SessionUpdate::AgentThoughtChunk, c)),
+                                ai.thoughts.iter().cloned().map(|c| chunk(SessionUpdate::AgentThoughtChunk, c, &id)),
                             );
-                            assistants
-                                .extend(ai.content.iter().cloned().map(|c| chunk(SessionUpdate::AgentMessageChunk, c)));
+                            assistants.extend(
+                                ai.content.iter().cloned().map(|c| chunk(SessionUpdate::AgentMessageChunk, c, &id)),
+                            );
                             for call in &ai.tool_calls {
                                 requested.insert(call.call_id.clone(), call.clone());
                             }
@@ -88,8 +98,9 @@ pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     out
 }
 
-fn chunk(variant: fn(ContentChunk) -> SessionUpdate, content: ContentBlock) -> SessionUpdate {
-    variant(ContentChunk::new(content))
+/// One replayed chunk of the message `id`.
+fn chunk(variant: fn(ContentChunk) -> SessionUpdate, content: ContentBlock, id: &MessageId) -> SessionUpdate {
+    variant(ContentChunk::new(content).message_id(id.clone()))
 }
 
 /// A finished call as it stood at its end: the result's fields over the request's, without its

@@ -1,6 +1,7 @@
 //! `session/load`: the conversation is rebuilt from Enduring, Public events only, in four buckets
 //! (user messages, assistant messages, completed tool calls, one usage update), all before the
-//! response and without duplicates; the session is live afterwards.
+//! response and without duplicates, each message's chunks under a `messageId` of their own; the
+//! session is live afterwards.
 
 use crate::common;
 
@@ -174,6 +175,37 @@ async fn load_replays_four_buckets_from_durable_public_events_before_the_respons
             "usage_update:300/1000",
         ]
     );
+    // Each message's chunks carry the message's own id: a user message its `TurnStarted` event's,
+    // the n-th message of a step `<StepDone event id>/<n>` — thought and text of one AI message
+    // alike, so that a client neither joins two messages of a bucket nor splits one.
+    let events = history();
+    let event_id = |i: usize| events[i].header.id.as_str().to_owned();
+    let (started, steps): (Vec<usize>, Vec<usize>) = {
+        let public = |i: &usize| events[*i].is_public() && events[*i].header.class == EventClass::Enduring;
+        let of = |want: fn(&EventKind) -> bool| {
+            (0..events.len()).filter(public).filter(|i| want(&events[*i].kind)).collect()
+        };
+        (of(|k| matches!(k, EventKind::TurnStarted { .. })), of(|k| matches!(k, EventKind::StepDone { .. })))
+    };
+    let ids: Vec<(String, &str)> =
+        before.iter().filter_map(|m| Some((describe(m), m.pointer("/params/update/messageId")?.as_str()?))).collect();
+    let (first, second) = (event_id(started[0]), event_id(started[1]));
+    let (one, continued, two) =
+        (format!("{}/0", event_id(steps[0])), format!("{}/0", event_id(steps[1])), format!("{}/0", event_id(steps[2])));
+    assert_eq!(
+        ids,
+        vec![
+            ("user_message_chunk:first question".to_owned(), first.as_str()),
+            ("user_message_chunk:second question".to_owned(), second.as_str()),
+            ("agent_thought_chunk:thinking one".to_owned(), one.as_str()),
+            ("agent_message_chunk:answer one".to_owned(), one.as_str()),
+            ("agent_message_chunk:answer one, continued".to_owned(), continued.as_str()),
+            ("agent_thought_chunk:thinking two".to_owned(), two.as_str()),
+            ("agent_message_chunk:answer two".to_owned(), two.as_str()),
+        ]
+    );
+    assert_eq!([&first, &second, &one, &continued, &two].iter().collect::<std::collections::HashSet<_>>().len(), 5);
+
     let call = before.iter().find(|m| m.pointer("/params/update/toolCallId") == Some(&json!("call-2"))).unwrap();
     assert_eq!(call["params"]["update"]["kind"], json!("execute"));
     assert_eq!(call["params"]["update"]["rawInput"], json!({"arg": "call-2"}));
