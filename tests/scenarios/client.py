@@ -64,6 +64,15 @@ async def settled(run: Run, p: Peer) -> None:
     raise AssertionError(f"the client left requests of the agent unanswered: {asked - answered}")
 
 
+async def reloaded_tool_calls(run: Run, p: Peer, sid: str, directory: Any) -> List[Dict[str, Any]]:
+    """Closes the session, loads it again and returns the `tool_call`s its replay sent."""
+    await p.close(sid)
+    mark = run.mark()
+    loaded = await p.load(sid, str(directory))
+    assert loaded.ok, loaded.raw
+    return [u for u in run.updates(mark, sid) if u["sessionUpdate"] == "tool_call"]
+
+
 @scenario()
 async def client_read(run: Run) -> None:
     """`read PATH`: `fs/read_text_file` with the path made absolute (relative ones from the
@@ -204,11 +213,8 @@ async def client_run(run: Run) -> None:
     # `session/load` replays both finished calls without their terminals: a terminal belongs to
     # the live turn and was released, and a loading client has no terminal of that id (Zed
     # refuses a whole tool call that names one). Nothing is asked of the client meanwhile.
-    await p.close(sid)
     mark = run.mark()
-    loaded = await p.load(sid, str(directory))
-    assert loaded.ok, loaded.raw
-    replayed = [u for u in run.updates(mark, sid) if u["sessionUpdate"] == "tool_call"]
+    replayed = await reloaded_tool_calls(run, p, sid, directory)
     assert replayed == [
         {"sessionUpdate": "tool_call", "toolCallId": tool["toolCallId"], "title": "run ls -1", "kind": "execute", "status": "completed"},
         {"sessionUpdate": "tool_call", "toolCallId": failed, "title": "run false", "kind": "execute", "status": "failed"},
@@ -339,11 +345,7 @@ async def client_edit(run: Run) -> None:
     ], ups
     assert ups[3]["sessionUpdate"] == "usage_update"
     assert calls(run, mark) == []
-    await p.close(sid)
-    mark = run.mark()
-    loaded = await p.load(sid, str(directory))
-    assert loaded.ok, loaded.raw
-    replayed = [u for u in run.updates(mark, sid) if u["sessionUpdate"] == "tool_call"]
+    replayed = await reloaded_tool_calls(run, p, sid, directory)
     assert replayed == [
         {
             "sessionUpdate": "tool_call",
