@@ -187,17 +187,19 @@ def _function(member: Any) -> Any:
 
 
 def _words(text: str) -> Iterator[str]:
-    """The names in an annotation's text: its identifiers, less those after a dot (attributes) and
-    the constants. Quoted text counts (a forward reference, ``"'Options'"``): a ``Literal``'s
-    values then come too, and are found nowhere, or bound to no harm (the package has none)."""
-    word = ""
-    after_dot = False
-    for char in text + " ":
-        if char.isalnum() or char == "_":
-            word += char
-            continue
-        if word and not word[0].isdigit() and not after_dot and word not in ("None", "True", "False"):
-            yield word
-        if word or not char.isspace():  # `x. y` is the attribute `y` too
-            after_dot = char == "."
-        word = ""
+    """The names in an annotation's text, read by :mod:`ast` (:mod:`asyncio` imports it anyway):
+    its bare names, the first of a dotted one (``asyncio`` in ``asyncio.Future``), none of its
+    constants. Quoted text is read too (a forward reference, ``"'Options'"``): a ``Literal``'s values
+    then come as well, and are found nowhere, or bound to no harm (the package has none). Text that
+    is no expression gives nothing."""
+    import ast
+
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield from _words(node.value)
