@@ -135,8 +135,8 @@ where
     H: Handler + ?Sized,
 {
     let (tx, rx) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
-    let answered = Arc::new(AtomicBool::new(false));
-    let peer = Peer::new(tx, answered.clone());
+    let awaited = Arc::new(AtomicBool::new(false));
+    let peer = Peer::new(tx, awaited.clone());
     on_peer(&peer);
     let trace = options.wire_trace.as_deref().and_then(|path| match WireTrace::create(path) {
         Ok(trace) => Some(Arc::new(trace)),
@@ -145,7 +145,7 @@ where
             None
         }
     });
-    let writer_task = tokio::spawn(write_loop(writer, rx, answered, trace.clone()));
+    let writer_task = tokio::spawn(write_loop(writer, rx, awaited, trace.clone()));
 
     let (notify_tx, notify_rx) = mpsc::channel::<(String, BoxFuture<'static, ()>)>(OUTGOING_QUEUE);
     let notification_task = tokio::spawn(notification_loop(notify_rx));
@@ -328,13 +328,14 @@ const STREAMING_ROUNDS: usize = 3;
 /// Writes the queued lines in order until [`Peer::end_output`]'s mark (or until every sender is
 /// gone), then refuses new lines, writes those already queued, and flushes.
 ///
-/// When the queue runs dry it flushes — at once if a response was queued since the last look
-/// (`answered`, raised by [`Peer::send_response_line`]: that request's output is complete),
-/// otherwise after giving the producers a scheduler round or a few to queue more.
+/// When the queue runs dry it flushes — at once if a line someone waits on was queued since the
+/// last look (`awaited`, raised by [`Peer::send_response_line`] and [`Peer::request`]: a response
+/// completes its request's output, and a request's producer waits for the answer), otherwise
+/// after giving the producers a scheduler round or a few to queue more.
 async fn write_loop<W: AsyncWrite + Unpin>(
     writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
-    answered: Arc<AtomicBool>,
+    awaited: Arc<AtomicBool>,
     trace: Option<Arc<WireTrace>>,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, writer);
@@ -366,11 +367,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
         if !ended && rx.is_empty() {
             // Give producers a chance to queue more before paying for a flush (a write and the
-            // peer's wake-up). A reply or two is flushed after one scheduler round; a stream gets
-            // a few, since its lines pass through more than one task on their way here. A
-            // response ends its request's lines: the peer waits for it, and a round spent
-            // waiting (a poll of the I/O driver, a system call) would gather nothing of its.
-            let rounds = if answered.swap(false, Ordering::AcqRel) {
+            // peer's wake-up). A notification or two is flushed after one scheduler round; a
+            // stream gets a few, since its lines pass through more than one task on their way
+            // here. A response ends its request's lines, and a request of ours is followed by
+            // nothing of its producer's until the peer answers: one side waits for the other,
+            // and a round spent waiting (a poll of the I/O driver, a system call) would gather
+            // nothing more of theirs.
+            let rounds = if awaited.swap(false, Ordering::AcqRel) {
                 0
             } else if unflushed >= STREAMING_LINES {
                 STREAMING_ROUNDS
@@ -439,16 +442,16 @@ mod tests {
         }
     }
 
-    /// Lines are held for a scheduler round so producers can add to the batch, but a response
-    /// (its request's output complete) is flushed as soon as the queue is dry, with what came
-    /// before it.
+    /// Lines are held for a scheduler round so producers can add to the batch, but a line someone
+    /// waits on — a response (its request's output complete), a request of ours (its producer
+    /// waits for the answer) — is flushed as soon as the queue is dry, with what came before it.
     #[tokio::test]
-    async fn a_response_is_flushed_without_waiting_a_round() {
+    async fn an_awaited_line_is_flushed_without_waiting_a_round() {
         let (tx, rx) = mpsc::channel(16);
-        let answered = Arc::new(AtomicBool::new(false));
-        let peer = Peer::new(tx, answered.clone());
+        let awaited = Arc::new(AtomicBool::new(false));
+        let peer = Peer::new(tx, awaited.clone());
         let out = Recorder::default();
-        let writer = tokio::spawn(write_loop(out.clone(), rx, answered, None));
+        let writer = tokio::spawn(write_loop(out.clone(), rx, awaited, None));
 
         peer.send_line(b"{\"n\":1}\n".to_vec()).await.expect("queued");
         tokio::task::yield_now().await;
@@ -460,8 +463,18 @@ mod tests {
         peer.send_line(b"{\"n\":2}\n".to_vec()).await.expect("queued");
         tokio::task::yield_now().await;
         assert_eq!(out.flushed(), b"{\"n\":1}\n{\"r\":1}\n", "the next notification waits again");
+
+        let params = serde_json::json!({});
+        let mut request = Box::pin(peer.request_value("x/y", &params));
+        assert!(futures::poll!(&mut request).is_pending(), "the request is queued, its answer awaited");
+        tokio::task::yield_now().await;
+        let expected =
+            b"{\"n\":1}\n{\"r\":1}\n{\"n\":2}\n{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"x/y\",\"params\":{}}\n";
+        assert_eq!(out.flushed(), expected, "a request goes out in the writer's first look");
+        peer.fail_pending();
+        assert!(matches!(request.await, Err(crate::rpc::RequestError::Closed(_))));
         drop(peer);
         writer.await.expect("writer task").expect("writer");
-        assert_eq!(out.flushed(), b"{\"n\":1}\n{\"r\":1}\n{\"n\":2}\n");
+        assert_eq!(out.flushed(), expected);
     }
 }

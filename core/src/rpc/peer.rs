@@ -58,8 +58,9 @@ pub struct Peer {
 
 struct PeerInner {
     tx: mpsc::Sender<Vec<u8>>,
-    /// Set once a response is queued; the writer takes it (see `write_loop`).
-    answered: Arc<AtomicBool>,
+    /// Set once a line someone waits on is queued — a response, or a request of ours; the writer
+    /// takes it (see `write_loop`).
+    awaited: Arc<AtomicBool>,
     pending: Mutex<HashMap<i64, Waiter>>,
     next_id: AtomicI64,
     incoming_closed: AtomicBool,
@@ -72,12 +73,13 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
-    /// A peer queueing its lines on `tx`, raising `answered` after each response it queues.
-    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>, answered: Arc<AtomicBool>) -> Self {
+    /// A peer queueing its lines on `tx`, raising `awaited` after each response and each request
+    /// of ours it queues.
+    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>, awaited: Arc<AtomicBool>) -> Self {
         Self {
             inner: Arc::new(PeerInner {
                 tx,
-                answered,
+                awaited,
                 pending: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(0),
                 incoming_closed: AtomicBool::new(false),
@@ -119,8 +121,16 @@ impl Peer {
     /// Queues a response line (as [`Peer::send_line`]) and tells the writer a request is
     /// answered: its output is complete, so the writer flushes without waiting for more.
     pub(crate) async fn send_response_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
+        self.send_awaited_line(line).await
+    }
+
+    /// Queues a line that someone now waits on — the peer for our response, or we for the peer's
+    /// answer to our request — and tells the writer so: nothing more is coming from that
+    /// producer until then, and the writer flushes once its queue is dry instead of waiting a
+    /// scheduler round for more.
+    async fn send_awaited_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
         self.send_line(line).await?;
-        self.inner.answered.store(true, Ordering::Release);
+        self.inner.awaited.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -164,7 +174,7 @@ impl Peer {
             pending.insert(number, tx);
         }
         let mut guard = PendingGuard { peer: self, number, answered: false };
-        self.send_line(request_line(&RequestId::Number(number), method, params)).await?;
+        self.send_awaited_line(request_line(&RequestId::Number(number), method, params)).await?;
         // A dropped sender is the connection closing (see `fail_pending`).
         let outcome = rx.await.map_err(|_| RequestError::Closed(ConnectionClosed))?;
         guard.answered = true;
