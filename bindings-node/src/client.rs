@@ -29,6 +29,7 @@ use napi_derive::napi;
 use serde_json::{Value, json};
 
 use crate::error::{Code, Result, js_error, recode};
+use crate::number::u64_arg;
 use crate::settle::{self, Deferred, js};
 
 /// The outcome of one call: its answer, the client's error, or the end of the turn it was
@@ -218,8 +219,7 @@ impl Client {
         let args = args.unwrap_or_default();
         let variables = env_variables(variables)?;
         let cwd = cwd.map(PathBuf::from);
-        let output_byte_limit =
-            output_byte_limit.map(|limit| crate::runner::turn::u64_arg("outputByteLimit", limit)).transpose()?;
+        let output_byte_limit = output_byte_limit.map(|limit| u64_arg("outputByteLimit", limit)).transpose()?;
         let ops = self.ops.clone();
         let to_js = move |env: &Env, terminal: CoreTerminal| js(env, Terminal { terminal: Arc::new(terminal), ops });
         if let Some(turn_ops) = route(self.ops.as_ref()) {

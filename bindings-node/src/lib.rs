@@ -10,6 +10,7 @@
 //!   elicitation.
 //! - [`host`]: JS objects implementing the host interfaces.
 //! - [`hub`]: the `EventHub` a JS live session publishes to.
+//! - [`number`]: JS numbers checked into Rust integers.
 //! - [`pace`]: the core's back-pressure as JS sees it (`null` or a Promise; `ERR_ACP_QUEUE_FULL`).
 //! - [`harness`]: conversion of harness events and gate answers.
 //! - [`agent`]: the `Agent` class, its options, and serving over stdio or caller-supplied streams.
@@ -40,6 +41,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod hub;
+pub mod number;
 pub mod pace;
 pub mod relay;
 pub mod rpc;

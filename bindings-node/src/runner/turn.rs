@@ -40,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 use crate::callback::{BuildArgs, Invoker, JsMethod, SharedObject, serde_convert};
 use crate::client::{Client, capabilities_json};
 use crate::error::{Code, Result, acp_rejection, js_error, recode};
+use crate::number::u64_arg;
 use crate::settle;
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
@@ -156,15 +157,6 @@ fn ended() -> napi::Error<Code> {
 /// The rejection of an answer's Promise whose operation was dropped with its turn.
 fn turn_ended_rejection() -> napi::Error {
     napi::Error::new(napi::Status::GenericFailure, "ERR_ACP_TURN_ENDED: the turn has ended")
-}
-
-pub(crate) fn u64_arg(what: &str, value: f64) -> Result<u64> {
-    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= 9_007_199_254_740_991.0 {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        Ok(value as u64)
-    } else {
-        Err(js_error(Code::InvalidArg, format!("`{what}` must be a non-negative integer")))
-    }
 }
 
 #[napi]

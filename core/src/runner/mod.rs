@@ -39,6 +39,7 @@ mod live;
 pub mod ops;
 pub mod postgres;
 pub mod session;
+mod session_core;
 pub mod sqlite;
 pub mod store;
 pub mod tool_calls;

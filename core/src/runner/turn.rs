@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::session::RunnerSession;
+use super::session_core::SessionCore;
 use super::tool_state::ToolCalls;
 use crate::acp::{ContentBlock, Cost, McpServer, Meta, Plan, SessionId};
 use crate::client::{Capabilities, Client};
@@ -23,7 +23,6 @@ use crate::harness::{
     LoopId, Message, Prompt, SlashCommand, TokenChannel, ToolCallId, ToolCallRequest, ToolResultMessage, TurnId,
     Visibility,
 };
-use crate::host::LiveSession;
 
 /// How a permission request was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +122,7 @@ impl Step {
 /// ```
 #[allow(clippy::struct_field_names, reason = "`turn_id` names the harness id, as on events")]
 pub struct Turn {
-    pub(crate) session: Arc<RunnerSession>,
+    pub(crate) session: Arc<SessionCore>,
     pub(crate) command: CommandId,
     pub(crate) loop_id: LoopId,
     pub(crate) turn_id: TurnId,
@@ -138,13 +137,13 @@ pub struct Turn {
 
 impl std::fmt::Debug for Turn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Turn").field("session", &self.session.id()).field("turn", &self.turn_id).finish_non_exhaustive()
+        f.debug_struct("Turn").field("session", &self.session.id).field("turn", &self.turn_id).finish_non_exhaustive()
     }
 }
 
 impl Turn {
     pub(crate) fn new(
-        session: Arc<RunnerSession>,
+        session: Arc<SessionCore>,
         command: CommandId,
         turn_id: TurnId,
         prompt: Prompt,
@@ -167,7 +166,7 @@ impl Turn {
 
     /// The session this turn runs in.
     pub fn session_id(&self) -> SessionId {
-        self.session.id()
+        self.session.id.clone()
     }
 
     /// The session's working directory.
