@@ -14,6 +14,7 @@ the transcript (and fails the scenario's own checks) instead of hanging.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import shutil
 import signal
@@ -26,11 +27,14 @@ from acp.exceptions import RequestError
 
 WORK_ROOT = Path("/tmp") / f"acp-conformance-{os.getpid()}"
 """Where scenarios keep the files their agents read and write: the same path for every agent of a
-run (the transcripts compare paths), a different one for every run."""
+run (the transcripts compare paths), a different one for every run, removed when the run's process
+exits."""
 
 
 def work_dir(name: str) -> Path:
     """A fresh, empty directory ``name`` under :data:`WORK_ROOT` (absolute and canonical)."""
+    if not WORK_ROOT.exists():
+        atexit.register(shutil.rmtree, WORK_ROOT, ignore_errors=True)
     directory = WORK_ROOT / name
     if directory.exists():
         shutil.rmtree(directory)
