@@ -279,7 +279,7 @@ async fn dispatch<H: Handler + ?Sized>(
             in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
             response_line(&id, &outcome)
         };
-        let _ = peer.send_response_line(line).await;
+        let _ = peer.send_awaited_line(line).await;
         // Only now may whatever the handler kept (e.g. its in-flight marker) go.
         drop(std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner)));
     };
@@ -329,9 +329,9 @@ const STREAMING_ROUNDS: usize = 3;
 /// gone), then refuses new lines, writes those already queued, and flushes.
 ///
 /// When the queue runs dry it flushes — at once if a line someone waits on was queued since the
-/// last look (`awaited`, raised by [`Peer::send_response_line`] and [`Peer::request`]: a response
-/// completes its request's output, and a request's producer waits for the answer), otherwise
-/// after giving the producers a scheduler round or a few to queue more.
+/// last look (`awaited`, raised by [`Peer::send_awaited_line`]: a response completes its
+/// request's output, and a request's producer waits for the answer), otherwise after giving the
+/// producers a scheduler round or a few to queue more.
 async fn write_loop<W: AsyncWrite + Unpin>(
     writer: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
@@ -456,7 +456,7 @@ mod tests {
         peer.send_line(b"{\"n\":1}\n".to_vec()).await.expect("queued");
         tokio::task::yield_now().await;
         assert!(out.flushed().is_empty(), "a notification waits a round for company");
-        peer.send_response_line(b"{\"r\":1}\n".to_vec()).await.expect("queued");
+        peer.send_awaited_line(b"{\"r\":1}\n".to_vec()).await.expect("queued");
         tokio::task::yield_now().await;
         assert_eq!(out.flushed(), b"{\"n\":1}\n{\"r\":1}\n", "the response goes out in the writer's first look");
 

@@ -115,20 +115,14 @@ impl Peer {
         id: &RequestId,
         outcome: &Result<Answer, Error>,
     ) -> Result<(), ConnectionClosed> {
-        self.send_response_line(response_line(id, outcome)).await
+        self.send_awaited_line(response_line(id, outcome)).await
     }
 
-    /// Queues a response line (as [`Peer::send_line`]) and tells the writer a request is
-    /// answered: its output is complete, so the writer flushes without waiting for more.
-    pub(crate) async fn send_response_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
-        self.send_awaited_line(line).await
-    }
-
-    /// Queues a line that someone now waits on — the peer for our response, or we for the peer's
-    /// answer to our request — and tells the writer so: nothing more is coming from that
-    /// producer until then, and the writer flushes once its queue is dry instead of waiting a
-    /// scheduler round for more.
-    async fn send_awaited_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
+    /// Queues a line (as [`Peer::send_line`]) that someone now waits on — the peer for our
+    /// response (its request's output is complete), or we for the peer's answer to our request —
+    /// and tells the writer so: nothing more is coming from that producer until then, and the
+    /// writer flushes once its queue is dry instead of waiting a scheduler round for more.
+    pub(crate) async fn send_awaited_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
         self.send_line(line).await?;
         self.inner.awaited.store(true, Ordering::Release);
         Ok(())
