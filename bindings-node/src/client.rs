@@ -23,6 +23,7 @@ use acp_facade::client::{
     Capabilities, Client as CoreClient, ClientError, ElicitationAnswer, Terminal as CoreTerminal,
 };
 use acp_facade::runner::ops::{Reply, TerminalCall, TerminalRequest, TurnEnded, TurnOp, TurnOps};
+use futures::future::BoxFuture;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, JsValue, sys};
 use napi_derive::napi;
@@ -79,6 +80,24 @@ fn queued<'env, T: Send + 'static, V>(
     // An answer's Promise is the pace: the caller awaits it anyway.
     let _ = settle::pushing(|| ops.push(op(reply))).map_err(|e| crate::pace::refused(e, turn_ended))?;
     Ok(promise)
+}
+
+/// The turn's queue for a file call that must wait behind calls queued before it; `None`: begin
+/// it on this thread ([`started`]) — the handle has no turn, the turn is over, or every call queued
+/// before was applied ([`TurnOps::is_idle`]).
+fn queue_for(ops: Option<&TurnOps>) -> Option<&TurnOps> {
+    route(ops).filter(|ops| !ops.is_idle())
+}
+
+/// A Promise of one call begun on this thread (its request written from here on a quiet
+/// connection, see `Client::start_read_text_file`): the checks' refusal rejects it, the answer
+/// settles it.
+fn started<'env, T: Send + 'static, V>(
+    env: &'env Env,
+    call: std::result::Result<BoxFuture<'static, std::result::Result<T, ClientError>>, ClientError>,
+    to_js: impl FnOnce(&Env, T) -> napi::Result<sys::napi_value> + Send + 'static,
+) -> Result<PromiseRaw<'env, V>> {
+    direct(env, async move { call?.await }, to_js)
 }
 
 /// A Promise of one call made at once.
@@ -177,12 +196,11 @@ impl Client {
     ) -> Result<PromiseRaw<'env, String>> {
         let path = PathBuf::from(path);
         let to_js = |env: &Env, content: String| js(env, content);
-        if let Some(ops) = route(self.ops.as_ref()) {
+        if let Some(ops) = queue_for(self.ops.as_ref()) {
             let request = Box::new((path, line, limit));
             queued(env, ops, |reply| TurnOp::ReadTextFile { request, reply }, to_js)
         } else {
-            let client = self.client.clone();
-            direct(env, async move { client.read_text_file(path, line, limit).await }, to_js)
+            started(env, self.client.start_read_text_file(path, line, limit), to_js)
         }
     }
 
@@ -192,12 +210,11 @@ impl Client {
     pub fn write_text_file<'env>(&self, env: &'env Env, path: String, content: String) -> Result<PromiseRaw<'env, ()>> {
         let path = PathBuf::from(path);
         let to_js = |env: &Env, (): ()| js(env, ());
-        if let Some(ops) = route(self.ops.as_ref()) {
+        if let Some(ops) = queue_for(self.ops.as_ref()) {
             let request = Box::new((path, content));
             queued(env, ops, |reply| TurnOp::WriteTextFile { request, reply }, to_js)
         } else {
-            let client = self.client.clone();
-            direct(env, async move { client.write_text_file(path, content).await }, to_js)
+            started(env, self.client.start_write_text_file(path, content), to_js)
         }
     }
 

@@ -146,6 +146,27 @@ describe('the client handle of a runner turn', () => {
     assert.equal(client.files.get('/work/new.txt'), 'fresh')
   })
 
+  test('each file call goes out after the updates of what the turn did before it, queued or begun at once', async () => {
+    // A call made while the turn's earlier calls wait in its queue goes through the queue; one made
+    // once they are applied begins on the JS thread (and waits only for their updates to go out).
+    const rounds = 12
+    const { conn } = await oneTurn(async (turn) => {
+      for (let i = 0; i < rounds; i++) {
+        turn.text(`t${i} `)
+        if (i % 2) await new Promise((resolve) => setImmediate(resolve))
+        await turn.client.readTextFile('/work/notes.txt', 1, 1)
+      }
+    })
+    const reads = []
+    conn.transcript.forEach((m, at) => m.method === 'fs/read_text_file' && reads.push(at))
+    assert.equal(reads.length, rounds)
+    for (let i = 0; i < rounds; i++) {
+      const chunk = conn.transcript.findIndex((m) => m.params?.update?.content?.text === `t${i} `)
+      assert.ok(chunk >= 0 && chunk < reads[i], `the update of t${i} precedes read ${i}`)
+      assert.ok(i === 0 || reads[i - 1] < chunk, `read ${i - 1} precedes the update of t${i}`)
+    }
+  })
+
   test('many calls in flight: each Promise settles with its own answer, failures with their own error', async () => {
     // Answers arrive together and are settled in batches on the JS thread (bindings-node/src/settle.rs).
     let seen

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use acp_facade::acp::{ElicitationId, ElicitationSchema, EnvVariable, TerminalExitStatus, TerminalOutputResponse};
 use acp_facade::client::{Capabilities, Client, ClientError, ElicitationAnswer, Terminal, UrlElicitation};
 use acp_facade::runner::ops::{Reply, TerminalCall, TerminalRequest, TurnEnded, TurnOp, TurnOps};
+use futures::future::BoxFuture;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -68,6 +69,23 @@ fn queue<T: Send + 'static>(
 ) -> PyResult<()> {
     let reply = Reply::new(move |outcome| settle(future, outcome, to_py));
     crate::pace::should_wait(ops.push(op(reply)), OVER).map(|_| ())
+}
+
+/// The turn's queue for a file call that must wait behind calls queued before it; `None`: begin
+/// it on this thread ([`started`]) — the handle has no turn, the turn is over, or every call queued
+/// before was applied ([`TurnOps::is_idle`]).
+fn queue_for(ops: Option<&TurnOps>) -> Option<&TurnOps> {
+    route(ops).filter(|ops| !ops.is_idle())
+}
+
+/// One call begun on this thread (its request written from here on a quiet connection, see
+/// `Client::start_read_text_file`); the checks' refusal or the answer completes `future`.
+fn started<T: Send + 'static>(
+    future: u64,
+    to_py: impl ToPy<T>,
+    call: Result<BoxFuture<'static, Result<T, ClientError>>, ClientError>,
+) -> PyResult<()> {
+    direct(future, to_py, async move { call?.await })
 }
 
 /// Runs one call at once, on the binding's runtime; its outcome completes `future`.
@@ -162,21 +180,19 @@ impl PyClient {
     #[pyo3(signature = (path, line, limit, future))]
     fn read_text_file(&self, path: String, line: Option<u32>, limit: Option<u32>, future: u64) -> PyResult<()> {
         let path = PathBuf::from(path);
-        if let Some(ops) = route(self.ops.as_ref()) {
+        if let Some(ops) = queue_for(self.ops.as_ref()) {
             queue(ops, future, string(), |reply| TurnOp::ReadTextFile { request: Box::new((path, line, limit)), reply })
         } else {
-            let client = self.client.clone();
-            direct(future, string(), async move { client.read_text_file(path, line, limit).await })
+            started(future, string(), self.client.start_read_text_file(path, line, limit))
         }
     }
 
     fn write_text_file(&self, path: String, content: String, future: u64) -> PyResult<()> {
         let path = PathBuf::from(path);
-        if let Some(ops) = route(self.ops.as_ref()) {
+        if let Some(ops) = queue_for(self.ops.as_ref()) {
             queue(ops, future, none(), |reply| TurnOp::WriteTextFile { request: Box::new((path, content)), reply })
         } else {
-            let client = self.client.clone();
-            direct(future, none(), async move { client.write_text_file(path, content).await })
+            started(future, none(), self.client.start_write_text_file(path, content))
         }
     }
 

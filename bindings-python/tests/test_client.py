@@ -180,6 +180,35 @@ def test_a_turn_s_text_and_reads_reach_the_client_in_call_order() -> None:
     assert editor.chunks() == [f"t{i} " for i in range(200)] + ["last"]
 
 
+def test_a_read_begun_once_the_turn_s_queue_is_applied_still_follows_its_updates() -> None:
+    # A read made while the turn's earlier calls wait in its queue goes through the queue; one
+    # made once they are applied begins on the loop's thread, and waits only for their updates.
+    seen_at_read: List[int] = []
+
+    class Counting(Editor):
+        async def read_text_file(self, session_id: str, path: str, line: Optional[int] = None, limit: Optional[int] = None, **kwargs: Any) -> Any:
+            seen_at_read.append(len(self.chunks()))
+            return await super().read_text_file(session_id, path, line, limit, **kwargs)
+
+    async def body(turn: Turn) -> None:
+        for i in range(12):
+            await turn.text(f"t{i} ")
+            if i % 2:
+                await asyncio.sleep(0.001)
+            await turn.client.read_text_file("/work/notes.txt")
+
+    async def go() -> Editor:
+        editor = Counting()
+        async with connect(Runner(MemoryStore(), Body(body)).agent(), editor, capabilities=capabilities()) as conn:
+            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
+        return editor
+
+    editor = run(go)
+    assert seen_at_read == list(range(1, 13))
+    assert editor.chunks() == [f"t{i} " for i in range(12)]
+
+
 def test_each_failure_is_the_error_of_its_kind_and_refused_calls_send_nothing() -> None:
     errors: Dict[str, BaseException] = {}
 

@@ -105,16 +105,31 @@ impl Agent {
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let options =
-            ConnectionOptions { max_message_size: self.inner.options.max_message_size, ..ConnectionOptions::default() };
-        let inner = self.inner.clone();
-        rpc::serve(reader, writer, self.inner.clone(), options, |peer| inner.set_peer(peer)).await
+        self.serve_with(reader, writer, None).await
     }
 
     /// Serves over the process's stdin and stdout.
     pub async fn serve_stdio(&self) -> std::io::Result<()> {
         let (stdin, stdout) = rpc::stdio::transport()?;
-        self.serve(stdin, stdout).await
+        let direct = stdout.direct();
+        self.serve_with(stdin, stdout, direct).await
+    }
+
+    async fn serve_with<R, W>(
+        &self,
+        reader: R,
+        writer: W,
+        direct: Option<Arc<dyn rpc::outlet::WholeLineWrite>>,
+    ) -> std::io::Result<()>
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let options =
+            ConnectionOptions { max_message_size: self.inner.options.max_message_size, ..ConnectionOptions::default() };
+        let inner = self.inner.clone();
+        rpc::connection::serve_with(reader, writer, direct, self.inner.clone(), options, |peer| inner.set_peer(peer))
+            .await
     }
 
     /// How many sessions are live.

@@ -13,6 +13,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -146,6 +147,11 @@ impl Client {
         }
     }
 
+    /// Whether the facade has forwarded what the host published so far: a call may go out now.
+    fn in_order_now(&self) -> bool {
+        self.order.as_ref().is_none_or(|published| self.link.forwarding.caught_up(published()))
+    }
+
     /// Whether calls through this handle are cancelled now (its scope, or the session's prompt in
     /// flight, was cancelled; the session closed; the client went away).
     pub fn is_cancelled(&self) -> bool {
@@ -197,29 +203,59 @@ impl Client {
 
     /// The call path of the module doc, for a request whose params are built once the session id
     /// is known. Capability and argument checks are the caller's, before this.
-    pub(crate) async fn call<P: Serialize, R: DeserializeOwned>(
+    pub(crate) async fn call<P: Serialize + Send + 'static, R: DeserializeOwned + Send + 'static>(
         &self,
         method: &'static str,
         params: impl FnOnce(&SessionId) -> P,
     ) -> Result<R, ClientError> {
+        self.begin_call(method, params, |answer: R| answer)?.await
+    }
+
+    /// [`Client::call`], begun on the calling thread: the call is checked, and sent at once when
+    /// it is in order (see [`Client::in_order_with`]) — else once it is, as the returned future
+    /// runs. The future awaits the answer and returns what `extract` takes from it; dropping it
+    /// abandons the call.
+    pub(crate) fn begin_call<P, R, T>(
+        &self,
+        method: &'static str,
+        params: impl FnOnce(&SessionId) -> P,
+        extract: fn(R) -> T,
+    ) -> Result<BoxFuture<'static, Result<T, ClientError>>, ClientError>
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+        T: Send + 'static,
+    {
         let (peer, session) = self.ready(method)?;
         let params = params(session);
-        let scope = self.effective_scope();
-        let answer = async {
-            self.in_order().await;
-            peer.request_params(method, &params).await
-        };
-        let outcome = tokio::select! {
-            biased;
-            () = self.cancelled(scope.as_deref()) => None,
-            outcome = answer => Some(outcome),
-        };
-        // The request, when abandoned above, is cancelled (`$/cancel_request`) as it is dropped.
-        match outcome {
-            Some(Ok(value)) => decode(method, value),
-            Some(Err(RequestError::Rejected(error))) => Err(ClientError::Rejected { method, error }),
-            Some(Err(RequestError::Closed(_))) | None => Err(self.cancelled_call(method, scope.as_deref()).await),
-        }
+        let peer = peer.clone();
+        let sent = if self.in_order_now() { Some(peer.begin_request(method, &params)) } else { None };
+        let client = self.clone();
+        Ok(Box::pin(async move {
+            let scope = client.effective_scope();
+            let answer = async {
+                // Moved in: the future holds the params, not a reference to them.
+                let params = params;
+                let request = if let Some(request) = sent {
+                    request?
+                } else {
+                    client.in_order().await;
+                    peer.begin_request(method, &params)?
+                };
+                request.answer().await
+            };
+            let outcome = tokio::select! {
+                biased;
+                () = client.cancelled(scope.as_deref()) => None,
+                outcome = answer => Some(outcome),
+            };
+            // The request, when abandoned above, is cancelled (`$/cancel_request`) as it is dropped.
+            match outcome {
+                Some(Ok(value)) => decode(method, value).map(extract),
+                Some(Err(RequestError::Rejected(error))) => Err(ClientError::Rejected { method, error }),
+                Some(Err(RequestError::Closed(_))) | None => Err(client.cancelled_call(method, scope.as_deref()).await),
+            }
+        }))
     }
 
     /// A call was cancelled: its scope is over, so its terminals are killed and released now,

@@ -154,7 +154,8 @@ impl Forwarding {
         self.moved.notify_waiters();
     }
 
-    fn caught_up(&self, published: u64) -> bool {
+    /// Whether every event numbered below `published` is forwarded, or nothing forwards.
+    pub(crate) fn caught_up(&self, published: u64) -> bool {
         !self.active.load(std::sync::atomic::Ordering::Acquire)
             || self.next.load(std::sync::atomic::Ordering::Acquire) >= published
     }

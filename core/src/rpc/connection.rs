@@ -35,6 +35,7 @@ use tracing::Instrument;
 
 use super::framing::{Frame, LineReader};
 use super::message::{Answer, Incoming, IncomingNotification, IncomingRequest, Params, classify, response_line};
+use super::outlet::{Locked, Outlet, WholeLineWrite};
 use super::peer::{OUTGOING_QUEUE, Peer};
 use super::trace::{Direction, WireTrace};
 use crate::acp::RequestId;
@@ -134,10 +135,27 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     H: Handler + ?Sized,
 {
+    serve_with(reader, writer, None, handler, options, on_peer).await
+}
+
+/// [`serve`], where `direct` (when given) is `writer`'s transport taking whole lines from any
+/// thread: a request of ours on a quiet connection is then written by its producer (see
+/// [`super::outlet`]).
+pub(crate) async fn serve_with<R, W, H>(
+    reader: R,
+    writer: W,
+    direct: Option<Arc<dyn WholeLineWrite>>,
+    handler: Arc<H>,
+    options: ConnectionOptions,
+    on_peer: impl FnOnce(&Peer),
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+    H: Handler + ?Sized,
+{
     let (tx, rx) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
     let awaited = Arc::new(AtomicBool::new(false));
-    let peer = Peer::new(tx, awaited.clone());
-    on_peer(&peer);
     let trace = options.wire_trace.as_deref().and_then(|path| match WireTrace::create(path) {
         Ok(trace) => Some(Arc::new(trace)),
         Err(e) => {
@@ -145,7 +163,10 @@ where
             None
         }
     });
-    let writer_task = tokio::spawn(write_loop(writer, rx, awaited, trace.clone()));
+    let outlet = Arc::new(Outlet::new(direct, trace.clone()));
+    let peer = Peer::new(tx, awaited.clone(), outlet.clone());
+    on_peer(&peer);
+    let writer_task = tokio::spawn(write_loop(Locked::new(writer, outlet.clone()), rx, awaited, outlet));
 
     let (notify_tx, notify_rx) = mpsc::channel::<(String, BoxFuture<'static, ()>)>(OUTGOING_QUEUE);
     let notification_task = tokio::spawn(notification_loop(notify_rx));
@@ -334,9 +355,22 @@ const STREAMING_ROUNDS: usize = 3;
 /// producers a scheduler round or a few to queue more.
 async fn write_loop<W: AsyncWrite + Unpin>(
     writer: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
+    rx: mpsc::Receiver<Vec<u8>>,
     awaited: Arc<AtomicBool>,
-    trace: Option<Arc<WireTrace>>,
+    outlet: Arc<Outlet>,
+) -> std::io::Result<()> {
+    let written = write_lines(writer, rx, &awaited, &outlet).await;
+    outlet.close();
+    written
+}
+
+/// [`write_loop`]'s loop; every line it flushes is uncounted from the outlet (see
+/// [`super::outlet`]), the end mark excepted.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    awaited: &AtomicBool,
+    outlet: &Outlet,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, writer);
     let mut batch = Vec::with_capacity(64);
@@ -356,7 +390,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 ended = true;
                 continue;
             }
-            if let Some(trace) = &trace {
+            if let Some(trace) = outlet.trace() {
                 trace.record(Direction::Out, &line);
             }
             if let Err(e) = out.write_all(&line).await {
@@ -388,11 +422,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             }
             if rx.is_empty() {
                 out.flush().await?;
+                outlet.written(unflushed);
                 unflushed = 0;
             }
         }
     }
     out.flush().await?;
+    outlet.written(unflushed);
     if let Err(e) = out.shutdown().await {
         // Stdout cannot always be shut down; what matters is that it was flushed.
         tracing::debug!(error = %e, "shutting the writer down failed");
@@ -449,9 +485,10 @@ mod tests {
     async fn an_awaited_line_is_flushed_without_waiting_a_round() {
         let (tx, rx) = mpsc::channel(16);
         let awaited = Arc::new(AtomicBool::new(false));
-        let peer = Peer::new(tx, awaited.clone());
+        let outlet = Arc::new(Outlet::new(None, None));
+        let peer = Peer::new(tx, awaited.clone(), outlet.clone());
         let out = Recorder::default();
-        let writer = tokio::spawn(write_loop(out.clone(), rx, awaited, None));
+        let writer = tokio::spawn(write_loop(out.clone(), rx, awaited, outlet));
 
         peer.send_line(b"{\"n\":1}\n".to_vec()).await.expect("queued");
         tokio::task::yield_now().await;
@@ -476,5 +513,207 @@ mod tests {
         drop(peer);
         writer.await.expect("writer task").expect("writer");
         assert_eq!(out.flushed(), expected);
+    }
+
+    /// A connection whose transport is a real pipe taking direct writes, as stdio is when an
+    /// editor starts the agent: the peer, the pipe's reading end and the writer task.
+    async fn pipe_connection() -> (Peer, tokio::net::unix::pipe::Receiver, tokio::task::JoinHandle<std::io::Result<()>>)
+    {
+        let (sender, receiver) = tokio::net::unix::pipe::pipe().expect("pipe");
+        // The reactor learns that the new pipe is writable (as it has long known of stdout's once
+        // the agent has answered `initialize`).
+        sender.writable().await.expect("writable");
+        let pipe = Arc::new(super::super::stdio::StdoutPipe::new(sender));
+        let (tx, rx) = mpsc::channel(OUTGOING_QUEUE);
+        let awaited = Arc::new(AtomicBool::new(false));
+        let direct: Arc<dyn WholeLineWrite> = pipe.clone();
+        let outlet = Arc::new(Outlet::new(Some(direct), None));
+        let peer = Peer::new(tx, awaited.clone(), outlet.clone());
+        let writer = tokio::spawn(write_loop(Locked::new(PipeWriter(pipe), outlet.clone()), rx, awaited, outlet));
+        (peer, receiver, writer)
+    }
+
+    /// The writer's end of [`pipe_connection`]'s pipe, as `StdioWriter::Pipe` holds it.
+    struct PipeWriter(Arc<super::super::stdio::StdoutPipe>);
+
+    impl AsyncWrite for PipeWriter {
+        fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+            Pin::new(&mut &*self.0).poll_write(cx, buf)
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut &*self.0).poll_flush(cx)
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut &*self.0).poll_shutdown(cx)
+        }
+    }
+
+    /// Whatever the pipe holds now, without waiting (read past the reactor, which would only
+    /// learn of the bytes at its next turn).
+    fn drain(receiver: &std::fs::File) -> String {
+        use std::io::Read as _;
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        loop {
+            match (&*receiver).read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("reading the pipe: {e}"),
+            }
+        }
+        String::from_utf8(got).expect("utf-8")
+    }
+
+    /// The pipe's reading end as a plain (non-blocking) file.
+    fn blocking_end(receiver: tokio::net::unix::pipe::Receiver) -> std::fs::File {
+        std::fs::File::from(receiver.into_nonblocking_fd().expect("fd"))
+    }
+
+    fn request(id: i64, method: &str) -> String {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\",\"params\":{{}}}}\n")
+    }
+
+    /// On a quiet connection a request of ours is in the pipe when `begin_request` returns: its
+    /// producer wrote it, the writer task never ran.
+    #[tokio::test]
+    async fn a_request_on_a_quiet_connection_is_written_by_its_producer() {
+        let (peer, receiver, writer) = pipe_connection().await;
+        let receiver = blocking_end(receiver);
+        let pending = peer.begin_request("fs/read_text_file", &serde_json::json!({})).expect("sent");
+        assert_eq!(drain(&receiver), request(0, "fs/read_text_file"));
+        drop(pending);
+        peer.end_output().await;
+        writer.await.expect("writer task").expect("writer");
+    }
+
+    /// A line queued before a request is written before it: the request does not skip the queue
+    /// while anything in it is unwritten.
+    #[tokio::test]
+    async fn a_request_never_overtakes_a_line_queued_before_it() {
+        let (peer, receiver, writer) = pipe_connection().await;
+        let receiver = blocking_end(receiver);
+        peer.try_send_line(b"{\"n\":1}\n".to_vec()).expect("queued");
+        let pending = peer.begin_request("fs/read_text_file", &serde_json::json!({})).expect("sent");
+        assert_eq!(drain(&receiver), "", "nothing skipped the queue");
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(drain(&receiver), format!("{{\"n\":1}}\n{}", request(0, "fs/read_text_file")));
+        // The queue is written: the connection is quiet again, and the next request goes at once.
+        peer.complete(&RequestId::Number(0), Ok(Params::from(Value::Null)));
+        assert!(pending.answer().await.is_ok());
+        let next = peer.begin_request("fs/write_text_file", &serde_json::json!({})).expect("sent");
+        assert_eq!(drain(&receiver), request(1, "fs/write_text_file"));
+        drop(next);
+        peer.end_output().await;
+        writer.await.expect("writer task").expect("writer");
+    }
+
+    /// With a request of ours awaiting its answer the next one joins the writer's batch (many
+    /// calls in flight cost one `write`, not one each); so does a line a pipe cannot take whole.
+    #[tokio::test]
+    async fn requests_in_flight_and_long_lines_go_through_the_writer() {
+        let (peer, receiver, writer) = pipe_connection().await;
+        let receiver = blocking_end(receiver);
+        let first = peer.begin_request("a/first", &serde_json::json!({})).expect("sent");
+        let second = peer.begin_request("a/second", &serde_json::json!({})).expect("sent");
+        assert_eq!(drain(&receiver), request(0, "a/first"), "the second waits for the writer");
+        tokio::task::yield_now().await;
+        assert_eq!(drain(&receiver), request(1, "a/second"));
+        drop((first, second));
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        let cancels = drain(&receiver);
+        assert_eq!(cancels.lines().filter(|l| l.contains("$/cancel_request")).count(), 2, "{cancels}");
+
+        let long = "x".repeat(libc::PIPE_BUF);
+        let pending = peer.begin_request("a/long", &serde_json::json!({ "text": long })).expect("sent");
+        assert_eq!(drain(&receiver), "", "more than PIPE_BUF bytes might be cut: the writer writes it");
+        tokio::task::yield_now().await;
+        assert!(drain(&receiver).contains(&long));
+        drop(pending);
+        peer.end_output().await;
+        writer.await.expect("writer task").expect("writer");
+    }
+
+    /// Once the writer ends, nothing is written directly any more, and a peer handle that
+    /// outlives the connection does not keep the transport open: the client sees the end.
+    #[tokio::test]
+    async fn the_transport_closes_with_the_writer_whatever_handles_live_on() {
+        let (peer, receiver, writer) = pipe_connection().await;
+        peer.end_output().await;
+        writer.await.expect("writer task").expect("writer");
+        assert!(peer.begin_request("a/late", &serde_json::json!({})).is_err(), "the connection is closed");
+        let mut buf = [0u8; 16];
+        receiver.readable().await.expect("readable");
+        assert_eq!(receiver.try_read(&mut buf).expect("end of file"), 0, "the write end is closed");
+        drop(peer);
+    }
+
+    /// Producers on many threads — notifications queued, requests written directly whenever the
+    /// connection is quiet — while the client reads: every line arrives whole, and each
+    /// producer's lines arrive in the order it sent them.
+    #[test]
+    fn direct_writes_and_the_writer_never_interleave_or_reorder() {
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 300;
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
+        let (peer, receiver, writer) = runtime.block_on(pipe_connection());
+        let reader = runtime.spawn(async move {
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 65536];
+            loop {
+                receiver.readable().await.expect("readable");
+                match receiver.try_read(&mut buf) {
+                    Ok(0) => break got,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => panic!("reading: {e}"),
+                }
+            }
+        });
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS {
+                let peer = peer.clone();
+                scope.spawn(move || {
+                    for round in 0..ROUNDS {
+                        // Every few rounds a line larger than the pipe: the writer writes it in
+                        // parts, which no direct write may land between.
+                        let pad = if round % 8 == 0 { "p".repeat(96 * 1024) } else { String::new() };
+                        let notification = format!("{{\"t\":{thread},\"r\":{round},\"k\":\"n\",\"pad\":\"{pad}\"}}\n");
+                        futures::executor::block_on(peer.send_line(notification.into_bytes())).expect("queued");
+                        let params = serde_json::json!({ "t": thread, "r": round, "k": "q" });
+                        let request = peer.begin_request("x/y", &params).expect("sent");
+                        // Answered at once, as by a quick client: the connection turns quiet again.
+                        peer.complete(&RequestId::Number(request.number()), Ok(Params::from(Value::Null)));
+                        futures::executor::block_on(request.answer()).expect("answered");
+                    }
+                });
+            }
+        });
+        runtime.block_on(async {
+            peer.end_output().await;
+            writer.await.expect("writer task").expect("writer");
+        });
+        drop(peer);
+        let got = runtime.block_on(reader).expect("reader");
+        let text = String::from_utf8(got).expect("utf-8");
+        let mut next = [(0usize, 'n'); THREADS];
+        let mut lines = 0;
+        for line in text.lines() {
+            let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("a cut line {line:?}: {e}"));
+            let fields = value.get("params").unwrap_or(&value);
+            let thread = usize::try_from(fields["t"].as_u64().expect("t")).expect("thread");
+            let round = usize::try_from(fields["r"].as_u64().expect("r")).expect("round");
+            let kind = fields["k"].as_str().expect("k").chars().next().expect("kind");
+            assert_eq!((round, kind), next[thread], "thread {thread}'s lines out of order");
+            next[thread] = if kind == 'n' { (round, 'q') } else { (round + 1, 'n') };
+            lines += 1;
+        }
+        assert_eq!(lines, THREADS * ROUNDS * 2);
     }
 }

@@ -8,6 +8,7 @@
 pub mod connection;
 pub mod framing;
 pub mod message;
+pub(crate) mod outlet;
 pub mod peer;
 pub mod stdio;
 mod strict;

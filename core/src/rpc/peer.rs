@@ -5,6 +5,11 @@
 //! per-session updates keep their emission order and a slow reader on the other end slows the
 //! producers down instead of growing a queue (memory stays bounded).
 //!
+//! One exception to the queue: a request of ours made while the connection is quiet — no line
+//! unwritten, no other request of ours awaiting its answer — is written by its producer itself
+//! when the transport allows it (the connection's outlet, `rpc/outlet.rs`): the client gets it
+//! without a hand-over to the writer's thread, and there was nothing to batch it with.
+//!
 //! Our own requests wait in one pending table keyed by the id we allocated. When the peer's
 //! incoming side ends, `Peer::fail_pending` fails every waiter with "connection closed" instead
 //! of leaving it hanging. A waiter dropped before its answer arrives (its caller was cancelled)
@@ -20,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::message::{Answer, Params, notification_line, request_line, response_line};
+use super::outlet::Outlet;
 use crate::acp::RequestId;
 use crate::error::{Error, ErrorExt};
 
@@ -61,6 +67,8 @@ struct PeerInner {
     /// Set once a line someone waits on is queued — a response, or a request of ours; the writer
     /// takes it (see `write_loop`).
     awaited: Arc<AtomicBool>,
+    /// Where the writer's lines go; counts what is queued (see `rpc/outlet.rs`).
+    outlet: Arc<Outlet>,
     pending: Mutex<HashMap<i64, Waiter>>,
     next_id: AtomicI64,
     incoming_closed: AtomicBool,
@@ -73,13 +81,14 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
-    /// A peer queueing its lines on `tx`, raising `awaited` after each response and each request
-    /// of ours it queues.
-    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>, awaited: Arc<AtomicBool>) -> Self {
+    /// A peer queueing its lines on `tx` for the writer of `outlet`, raising `awaited` after each
+    /// response and each request of ours it queues.
+    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>, awaited: Arc<AtomicBool>, outlet: Arc<Outlet>) -> Self {
         Self {
             inner: Arc::new(PeerInner {
                 tx,
                 awaited,
+                outlet,
                 pending: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(0),
                 incoming_closed: AtomicBool::new(false),
@@ -91,11 +100,16 @@ impl Peer {
     pub(crate) async fn send_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
         // Room is almost always there: taking it directly is much cheaper than the waiting send.
         // (Waiting senders get freed room first, so this never overtakes one.)
-        match self.inner.tx.try_send(line) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(line)) => self.inner.tx.send(line).await.map_err(|_| ConnectionClosed),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(ConnectionClosed),
-        }
+        let line = match self.try_send_line(line) {
+            Ok(()) => return Ok(()),
+            Err(None) => return Err(ConnectionClosed),
+            Err(Some(line)) => line,
+        };
+        // Counted while it waits: a direct write must not overtake it (see `super::outlet`).
+        let counted = Counted::new(&self.inner.outlet);
+        self.inner.tx.send(line).await.map_err(|_| ConnectionClosed)?;
+        counted.keep();
+        Ok(())
     }
 
     /// Tells the writer that everything is answered: it writes what is queued, refuses more and
@@ -158,21 +172,46 @@ impl Peer {
     /// the line took the fast path of [`classify`](super::message::classify), so that a typed
     /// decoding parses it once.
     pub(crate) async fn request_params<P: Serialize>(&self, method: &str, params: &P) -> Result<Params, RequestError> {
+        self.begin_request(method, params)?.answer().await
+    }
+
+    /// Sends a request now, on the calling thread, and returns the request to await its answer
+    /// with. On a quiet connection — nothing queued for the writer unwritten, no other request
+    /// of ours awaiting its answer — the line is written to the transport at once when the
+    /// transport allows it (see `rpc/outlet.rs`); otherwise it is queued, or, when the queue is
+    /// full, kept for [`OutgoingRequest::answer`] to queue with back-pressure.
+    pub(crate) fn begin_request<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<OutgoingRequest, ConnectionClosed> {
         let number = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        {
+        let quiet = {
             let mut pending = self.lock_pending();
             if self.inner.incoming_closed.load(Ordering::Acquire) {
-                return Err(ConnectionClosed.into());
+                return Err(ConnectionClosed);
             }
+            let quiet = pending.is_empty();
             pending.insert(number, tx);
-        }
-        let mut guard = PendingGuard { peer: self, number, answered: false };
-        self.send_awaited_line(request_line(&RequestId::Number(number), method, params)).await?;
-        // A dropped sender is the connection closing (see `fail_pending`).
-        let outcome = rx.await.map_err(|_| RequestError::Closed(ConnectionClosed))?;
-        guard.answered = true;
-        outcome.map_err(RequestError::Rejected)
+            quiet
+        };
+        let mut guard = PendingGuard { peer: self.clone(), number, sent: false, answered: false };
+        let line = request_line(&RequestId::Number(number), method, params);
+        let unsent = if quiet && self.inner.outlet.write_now(&line) {
+            None
+        } else {
+            match self.try_send_line(line) {
+                Ok(()) => {
+                    self.inner.awaited.store(true, Ordering::Release);
+                    None
+                }
+                Err(Some(line)) => Some(line),
+                Err(None) => return Err(ConnectionClosed),
+            }
+        };
+        guard.sent = unsent.is_none();
+        Ok(OutgoingRequest { guard, unsent, rx })
     }
 
     /// A request line with a fresh id whose answer nobody will await: when it comes it is dropped
@@ -186,8 +225,13 @@ impl Peer {
 
     /// Queues one pre-serialised line without waiting; a full queue hands it back.
     pub(crate) fn try_send_line(&self, line: Vec<u8>) -> Result<(), Option<Vec<u8>>> {
+        // Counted before the writer can see it (see `super::outlet`).
+        let counted = Counted::new(&self.inner.outlet);
         match self.inner.tx.try_send(line) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                counted.keep();
+                Ok(())
+            }
             Err(mpsc::error::TrySendError::Full(line)) => Err(Some(line)),
             Err(mpsc::error::TrySendError::Closed(_)) => Err(None),
         }
@@ -234,21 +278,80 @@ impl Peer {
     }
 }
 
-/// Removes an abandoned waiter and tells the peer we no longer need the answer.
-struct PendingGuard<'a> {
-    peer: &'a Peer,
+/// A request of ours on its way ([`Peer::begin_request`]). Dropping it before its answer arrives
+/// sends `$/cancel_request` for it.
+#[must_use = "dropping the request abandons it"]
+pub(crate) struct OutgoingRequest {
+    guard: PendingGuard,
+    /// The line, when the writer's queue was full: queued by [`OutgoingRequest::answer`].
+    unsent: Option<Vec<u8>>,
+    rx: oneshot::Receiver<Result<Params, Error>>,
+}
+
+impl OutgoingRequest {
+    /// The request's id.
+    #[cfg(test)]
+    pub(crate) fn number(&self) -> i64 {
+        self.guard.number
+    }
+
+    /// Waits for the answer (queueing the line first if it is not queued yet).
+    pub(crate) async fn answer(mut self) -> Result<Params, RequestError> {
+        if let Some(line) = self.unsent.take() {
+            self.guard.peer.send_awaited_line(line).await?;
+            self.guard.sent = true;
+        }
+        // A dropped sender is the connection closing (see `fail_pending`).
+        let outcome = (&mut self.rx).await.map_err(|_| RequestError::Closed(ConnectionClosed))?;
+        self.guard.answered = true;
+        outcome.map_err(RequestError::Rejected)
+    }
+}
+
+/// Removes an abandoned waiter and tells the peer, when it was sent the request, that we no
+/// longer need the answer.
+struct PendingGuard {
+    peer: Peer,
     number: i64,
+    sent: bool,
     answered: bool,
 }
 
-impl Drop for PendingGuard<'_> {
+impl Drop for PendingGuard {
     fn drop(&mut self) {
-        if self.answered || self.peer.lock_pending().remove(&self.number).is_none() {
+        if self.answered || self.peer.lock_pending().remove(&self.number).is_none() || !self.sent {
             return;
         }
         let line = notification_line("$/cancel_request", &serde_json::json!({ "requestId": self.number }));
         // Best effort and never blocking in a destructor: a full queue means the peer is not
         // reading, and the cancellation is advisory.
-        let _ = self.peer.inner.tx.try_send(line);
+        let _ = self.peer.try_send_line(line);
+    }
+}
+
+/// A line counted as queued for the writer ([`Outlet::queueing`]) until [`Counted::keep`]:
+/// uncounted again when it could not be queued after all (a refusal, or a waiting send dropped).
+struct Counted<'a> {
+    outlet: &'a Outlet,
+    kept: bool,
+}
+
+impl<'a> Counted<'a> {
+    fn new(outlet: &'a Outlet) -> Self {
+        outlet.queueing();
+        Self { outlet, kept: false }
+    }
+
+    /// The line is queued: the writer uncounts it once flushed.
+    fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.outlet.written(1);
+        }
     }
 }

@@ -1,7 +1,9 @@
-//! The stdio transport: the process's stdin, and stdout written by one dedicated thread.
+//! The stdio transport: the process's stdin and stdout.
 //!
 //! Architecture invariant: this is the only module that touches stdout, and it only hands it to
-//! the connection's writer task (through [`ThreadStdout`]), the single writer of protocol messages.
+//! the connection's writer task ([`StdioWriter`]), the single writer of protocol messages — and,
+//! for a pipe, to the connection's outlet (`rpc/outlet.rs`), through which a whole line may be
+//! written under the writer's lock when nothing of the writer's is pending.
 //!
 //! **Stdout guard.** [`transport`] keeps the real stdout for the protocol on a duplicate file
 //! descriptor and points the process's standard output (fd 1) at stderr. A stray `println!`,
@@ -9,7 +11,9 @@
 //! the protocol stream.
 //!
 //! Pipes (the normal case: an editor starts the agent with piped stdio) are registered with the
-//! runtime's reactor and need no thread. Otherwise, why threads: tokio's own `Stdin` and `Stdout`
+//! runtime's reactor and need no thread; a pipe also takes a line of at most `PIPE_BUF` bytes
+//! whole or not at all, so a producer may write one directly (the connection's outlet,
+//! `rpc/outlet.rs`). Otherwise, why threads: tokio's own `Stdin` and `Stdout`
 //! perform every read and write on the blocking pool, a thread handoff per operation. [`ThreadStdin`] is one thread reading stdin in large chunks into
 //! a bounded channel. [`ThreadStdout`] queues the writer's (already batched) buffers on a bounded channel
 //! to one thread that owns stdout; a flush returns once its bytes are queued, and shutdown waits
@@ -18,11 +22,14 @@
 
 use std::io::{Read, Write};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
+
+use super::outlet::WholeLineWrite;
 
 /// Buffers in flight between the writer task and the stdout thread.
 const STDOUT_QUEUE: usize = 16;
@@ -37,7 +44,7 @@ pub fn transport() -> std::io::Result<(StdioReader, StdioWriter)> {
     use std::os::fd::AsFd;
     let protocol = guard_stdout()?;
     let writer = match tokio::net::unix::pipe::Sender::from_file(protocol.try_clone()?) {
-        Ok(pipe) => StdioWriter::Pipe(pipe),
+        Ok(pipe) => StdioWriter::Pipe(Arc::new(StdoutPipe::new(pipe))),
         Err(_) => StdioWriter::Thread(ThreadStdout::spawn(protocol)?),
     };
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
@@ -61,9 +68,68 @@ pub enum StdioReader {
 #[derive(Debug)]
 pub enum StdioWriter {
     /// Stdout is a pipe, written through the reactor.
-    Pipe(tokio::net::unix::pipe::Sender),
+    Pipe(Arc<StdoutPipe>),
     /// Stdout is something else, written by a thread.
     Thread(ThreadStdout),
+}
+
+impl StdioWriter {
+    /// The transport for direct writes of whole lines (a pipe), shared with this writer.
+    pub(crate) fn direct(&self) -> Option<Arc<dyn WholeLineWrite>> {
+        match self {
+            Self::Pipe(pipe) => Some(pipe.clone()),
+            Self::Thread(_) => None,
+        }
+    }
+}
+
+/// Stdout as a pipe registered with the reactor, written by the connection's writer and, a
+/// whole line at a time, by a producer writing directly (see `rpc/outlet.rs`).
+#[derive(Debug)]
+pub struct StdoutPipe(tokio::net::unix::pipe::Sender);
+
+impl StdoutPipe {
+    /// Stdout's pipe, registered with the runtime's reactor.
+    pub(crate) fn new(pipe: tokio::net::unix::pipe::Sender) -> Self {
+        Self(pipe)
+    }
+}
+
+impl WholeLineWrite for StdoutPipe {
+    fn write_whole(&self, line: &[u8]) -> std::io::Result<bool> {
+        // POSIX: a write of at most PIPE_BUF bytes to a non-blocking pipe writes all of them, or
+        // none (EAGAIN); a longer one may be cut anywhere.
+        if line.len() > libc::PIPE_BUF {
+            return Ok(false);
+        }
+        match self.0.try_write(line) {
+            Ok(n) if n == line.len() => Ok(true),
+            Ok(n) => Err(std::io::Error::other(format!("a pipe took {n} of {} bytes of an atomic write", line.len()))),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl AsyncWrite for &StdoutPipe {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        loop {
+            std::task::ready!(self.0.poll_write_ready(cx))?;
+            match self.0.try_write(buf) {
+                // Readiness was cleared: the next poll waits for the pipe to drain.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                written => return Poll::Ready(written),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
 }
 
 impl AsyncRead for StdioReader {
@@ -78,21 +144,21 @@ impl AsyncRead for StdioReader {
 impl AsyncWrite for StdioWriter {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
         match self.get_mut() {
-            Self::Pipe(pipe) => Pin::new(pipe).poll_write(cx, buf),
+            Self::Pipe(pipe) => Pin::new(&mut &**pipe).poll_write(cx, buf),
             Self::Thread(thread) => Pin::new(thread).poll_write(cx, buf),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
-            Self::Pipe(pipe) => Pin::new(pipe).poll_flush(cx),
+            Self::Pipe(pipe) => Pin::new(&mut &**pipe).poll_flush(cx),
             Self::Thread(thread) => Pin::new(thread).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
-            Self::Pipe(pipe) => Pin::new(pipe).poll_shutdown(cx),
+            Self::Pipe(pipe) => Pin::new(&mut &**pipe).poll_shutdown(cx),
             Self::Thread(thread) => Pin::new(thread).poll_shutdown(cx),
         }
     }

@@ -32,6 +32,9 @@
 //! The turn's calls to the client ([`Turn::client`]: files, terminals, elicitation) are operations
 //! too, so that each goes out after the updates of everything the binding's caller did before it
 //! (the handle waits for them, see [`Client::in_order_with`](crate::client::Client::in_order_with)).
+//! A binding may skip the queue for a file call when it is idle ([`TurnOps::is_idle`]): the call
+//! is then begun on the caller's thread, which writes the request itself on a quiet connection
+//! instead of waking the core's worker for it.
 //! Their arm only starts the call, on a task of its own, and moves on: the answer comes back
 //! through the operation's [`Reply`] whenever the client sends it, so a turn may have any number
 //! of calls in flight while it streams. A call is cancelled with the turn, like every call of the
@@ -528,6 +531,15 @@ impl TurnOps {
     /// How many operations are queued and not yet applied.
     pub fn queued(&self) -> usize {
         self.backlog.depth()
+    }
+
+    /// Whether every operation pushed so far has been applied. A call to the client made now on
+    /// [`Turn::client`], begun from the caller's thread
+    /// ([`Client::start_read_text_file`](crate::client::Client::start_read_text_file)), then
+    /// keeps the order of the caller's calls without going through the queue: nothing it must
+    /// follow is still in it, and the handle itself waits for the updates of what was applied.
+    pub fn is_idle(&self) -> bool {
+        self.backlog.depth() == 0
     }
 
     /// Whether the queue takes no more operations: the turn is over.
