@@ -82,11 +82,12 @@ fn queued<'env, T: Send + 'static, V>(
     Ok(promise)
 }
 
-/// The turn's queue for a file call that must wait behind calls queued before it; `None`: begin
-/// it on this thread ([`started`]) — the handle has no turn, the turn is over, or every call queued
-/// before was applied ([`TurnOps::is_idle`]).
-fn queue_for(ops: Option<&TurnOps>) -> Option<&TurnOps> {
-    route(ops).filter(|ops| !ops.is_idle())
+/// The turn's queue for a file call, unless it is better begun on this thread ([`started`]): the
+/// handle has no turn, or the turn is over, or every call queued before was applied
+/// ([`TurnOps::is_idle`]) and the connection is quiet ([`CoreClient::is_connection_quiet`]: this
+/// thread writes the request itself; with requests in flight the worker batches it with them).
+fn queue_for<'a>(ops: Option<&'a TurnOps>, client: &CoreClient) -> Option<&'a TurnOps> {
+    route(ops).filter(|ops| !ops.is_idle() || !client.is_connection_quiet())
 }
 
 /// A Promise of one call begun on this thread (its request written from here on a quiet
@@ -196,7 +197,7 @@ impl Client {
     ) -> Result<PromiseRaw<'env, String>> {
         let path = PathBuf::from(path);
         let to_js = |env: &Env, content: String| js(env, content);
-        if let Some(ops) = queue_for(self.ops.as_ref()) {
+        if let Some(ops) = queue_for(self.ops.as_ref(), &self.client) {
             let request = Box::new((path, line, limit));
             queued(env, ops, |reply| TurnOp::ReadTextFile { request, reply }, to_js)
         } else {
@@ -210,7 +211,7 @@ impl Client {
     pub fn write_text_file<'env>(&self, env: &'env Env, path: String, content: String) -> Result<PromiseRaw<'env, ()>> {
         let path = PathBuf::from(path);
         let to_js = |env: &Env, (): ()| js(env, ());
-        if let Some(ops) = queue_for(self.ops.as_ref()) {
+        if let Some(ops) = queue_for(self.ops.as_ref(), &self.client) {
             let request = Box::new((path, content));
             queued(env, ops, |reply| TurnOp::WriteTextFile { request, reply }, to_js)
         } else {

@@ -71,11 +71,12 @@ fn queue<T: Send + 'static>(
     crate::pace::should_wait(ops.push(op(reply)), OVER).map(|_| ())
 }
 
-/// The turn's queue for a file call that must wait behind calls queued before it; `None`: begin
-/// it on this thread ([`started`]) — the handle has no turn, the turn is over, or every call queued
-/// before was applied ([`TurnOps::is_idle`]).
-fn queue_for(ops: Option<&TurnOps>) -> Option<&TurnOps> {
-    route(ops).filter(|ops| !ops.is_idle())
+/// The turn's queue for a file call, unless it is better begun on this thread ([`started`]): the
+/// handle has no turn, or the turn is over, or every call queued before was applied
+/// ([`TurnOps::is_idle`]) and the connection is quiet ([`Client::is_connection_quiet`]: this
+/// thread writes the request itself; with requests in flight the worker batches it with them).
+fn queue_for<'a>(ops: Option<&'a TurnOps>, client: &Client) -> Option<&'a TurnOps> {
+    route(ops).filter(|ops| !ops.is_idle() || !client.is_connection_quiet())
 }
 
 /// One call begun on this thread (its request written from here on a quiet connection, see
@@ -180,7 +181,7 @@ impl PyClient {
     #[pyo3(signature = (path, line, limit, future))]
     fn read_text_file(&self, path: String, line: Option<u32>, limit: Option<u32>, future: u64) -> PyResult<()> {
         let path = PathBuf::from(path);
-        if let Some(ops) = queue_for(self.ops.as_ref()) {
+        if let Some(ops) = queue_for(self.ops.as_ref(), &self.client) {
             queue(ops, future, string(), |reply| TurnOp::ReadTextFile { request: Box::new((path, line, limit)), reply })
         } else {
             started(future, string(), self.client.start_read_text_file(path, line, limit))
@@ -189,7 +190,7 @@ impl PyClient {
 
     fn write_text_file(&self, path: String, content: String, future: u64) -> PyResult<()> {
         let path = PathBuf::from(path);
-        if let Some(ops) = queue_for(self.ops.as_ref()) {
+        if let Some(ops) = queue_for(self.ops.as_ref(), &self.client) {
             queue(ops, future, none(), |reply| TurnOp::WriteTextFile { request: Box::new((path, content)), reply })
         } else {
             started(future, none(), self.client.start_write_text_file(path, content))

@@ -152,6 +152,15 @@ impl Client {
         self.order.as_ref().is_none_or(|published| self.link.forwarding.caught_up(published()))
     }
 
+    /// Whether the connection is quiet: no request of the agent's awaits the client's answer. A
+    /// call begun now from the caller's thread ([`Client::start_read_text_file`]) is then written
+    /// by that thread; with requests in flight it is queued for the core's writer with them, and a
+    /// binding leaves such calls to the core's worker instead of doing their work on the host's
+    /// thread.
+    pub fn is_connection_quiet(&self) -> bool {
+        self.link.peer.as_ref().is_some_and(|peer| peer.pending_requests() == 0)
+    }
+
     /// Whether calls through this handle are cancelled now (its scope, or the session's prompt in
     /// flight, was cancelled; the session closed; the client went away).
     pub fn is_cancelled(&self) -> bool {
