@@ -150,10 +150,9 @@ def test_files_through_the_client() -> None:
     assert editor.files["/work/new.txt"] == "fresh"
 
 
-def test_a_turn_s_text_and_reads_reach_the_client_in_call_order() -> None:
-    # Many operations queued by one step of host code, reads among them, and the text queued
-    # just before `run_turn` returns: each read goes out after the chunks queued before it, and
-    # every chunk reaches the client, in call order.
+def chunks_seen_at_each_read(body: Callable[[Turn], Awaitable[None]]) -> Tuple[List[int], Editor]:
+    """Runs one prompt whose turn runs `body`; how many chunks the client had when each read came,
+    and the client."""
     seen_at_read: List[int] = []
 
     class Counting(Editor):
@@ -161,6 +160,21 @@ def test_a_turn_s_text_and_reads_reach_the_client_in_call_order() -> None:
             seen_at_read.append(len(self.chunks()))
             return await super().read_text_file(session_id, path, line, limit, **kwargs)
 
+    async def go() -> Editor:
+        editor = Counting()
+        async with connect(Runner(MemoryStore(), Body(body)).agent(), editor, capabilities=capabilities()) as conn:
+            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
+        return editor
+
+    editor = run(go)
+    return seen_at_read, editor
+
+
+def test_a_turn_s_text_and_reads_reach_the_client_in_call_order() -> None:
+    # Many operations queued by one step of host code, reads among them, and the text queued
+    # just before `run_turn` returns: each read goes out after the chunks queued before it, and
+    # every chunk reaches the client, in call order.
     async def body(turn: Turn) -> None:
         for i in range(200):
             await turn.text(f"t{i} ")
@@ -168,14 +182,7 @@ def test_a_turn_s_text_and_reads_reach_the_client_in_call_order() -> None:
                 assert await turn.client.read_text_file("/work/notes.txt") == FILES["/work/notes.txt"]
         await turn.text("last")
 
-    async def go() -> Editor:
-        editor = Counting()
-        async with connect(Runner(MemoryStore(), Body(body)).agent(), editor, capabilities=capabilities()) as conn:
-            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
-            await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
-        return editor
-
-    editor = run(go)
+    seen_at_read, editor = chunks_seen_at_each_read(body)
     assert seen_at_read == [70, 140]
     assert editor.chunks() == [f"t{i} " for i in range(200)] + ["last"]
 
@@ -183,13 +190,6 @@ def test_a_turn_s_text_and_reads_reach_the_client_in_call_order() -> None:
 def test_a_read_begun_once_the_turn_s_queue_is_applied_still_follows_its_updates() -> None:
     # A read made while the turn's earlier calls wait in its queue goes through the queue; one
     # made once they are applied begins on the loop's thread, and waits only for their updates.
-    seen_at_read: List[int] = []
-
-    class Counting(Editor):
-        async def read_text_file(self, session_id: str, path: str, line: Optional[int] = None, limit: Optional[int] = None, **kwargs: Any) -> Any:
-            seen_at_read.append(len(self.chunks()))
-            return await super().read_text_file(session_id, path, line, limit, **kwargs)
-
     async def body(turn: Turn) -> None:
         for i in range(12):
             await turn.text(f"t{i} ")
@@ -197,14 +197,7 @@ def test_a_read_begun_once_the_turn_s_queue_is_applied_still_follows_its_updates
                 await asyncio.sleep(0.001)
             await turn.client.read_text_file("/work/notes.txt")
 
-    async def go() -> Editor:
-        editor = Counting()
-        async with connect(Runner(MemoryStore(), Body(body)).agent(), editor, capabilities=capabilities()) as conn:
-            sid = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
-            await conn.prompt(session_id=sid, prompt=[{"type": "text", "text": "go"}])  # type: ignore[list-item]
-        return editor
-
-    editor = run(go)
+    seen_at_read, editor = chunks_seen_at_each_read(body)
     assert seen_at_read == list(range(1, 13))
     assert editor.chunks() == [f"t{i} " for i in range(12)]
 
