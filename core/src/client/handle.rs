@@ -239,9 +239,11 @@ impl Client {
         let params = params(session);
         let peer = peer.clone();
         let sent = if self.in_order_now() { Some(peer.begin_request(method, &params)) } else { None };
+        // The scope the call belongs to is the one of when it began (a session handle's call
+        // belongs to the prompt then in flight).
+        let scope = self.effective_scope();
         let client = self.clone();
         Ok(Box::pin(async move {
-            let scope = client.effective_scope();
             let answer = async {
                 // Moved in: the future holds the params, not a reference to them.
                 let params = params;

@@ -32,14 +32,16 @@
 //! The turn's calls to the client ([`Turn::client`]: files, terminals, elicitation) are operations
 //! too, so that each goes out after the updates of everything the binding's caller did before it
 //! (the handle waits for them, see [`Client::in_order_with`](crate::client::Client::in_order_with)).
-//! A binding may skip the queue for a file call when it is idle ([`TurnOps::is_idle`]): the call
-//! is then begun on the caller's thread, which writes the request itself on a quiet connection
-//! instead of waking the core's worker for it.
 //! Their arm only starts the call, on a task of its own, and moves on: the answer comes back
 //! through the operation's [`Reply`] whenever the client sends it, so a turn may have any number
 //! of calls in flight while it streams. A call is cancelled with the turn, like every call of the
 //! turn's handle; one still in flight when the turn ends without being cancelled is answered as it
 //! would have been.
+//!
+//! A binding may skip the queue for a file call when the queue is idle ([`TurnOps::is_idle`]) and
+//! the connection quiet ([`Client::is_connection_quiet`](crate::client::Client::is_connection_quiet)):
+//! the call is then begun on the caller's thread, which writes the request itself instead of
+//! waking the core's worker for it.
 //!
 //! ## Operations that can fail
 //!
