@@ -82,12 +82,10 @@ fn queued<'env, T: Send + 'static, V>(
     Ok(promise)
 }
 
-/// The turn's queue for a file call, unless it is better begun on this thread ([`started`]): the
-/// handle has no turn, or the turn is over, or every call queued before was applied
-/// ([`TurnOps::is_idle`]) and the connection is quiet ([`CoreClient::is_connection_quiet`]: this
-/// thread writes the request itself; with requests in flight the worker batches it with them).
+/// The turn's queue for a file call, unless it is begun on this thread ([`started`]): the handle
+/// has no turn, the turn is over, or the core says so ([`TurnOps::queues_file_call`]).
 fn queue_for<'a>(ops: Option<&'a TurnOps>, client: &CoreClient) -> Option<&'a TurnOps> {
-    route(ops).filter(|ops| !ops.is_idle() || !client.is_connection_quiet())
+    route(ops).filter(|ops| ops.queues_file_call(client))
 }
 
 /// A Promise of one call begun on this thread (its request written from here on a quiet

@@ -71,12 +71,10 @@ fn queue<T: Send + 'static>(
     crate::pace::should_wait(ops.push(op(reply)), OVER).map(|_| ())
 }
 
-/// The turn's queue for a file call, unless it is better begun on this thread ([`started`]): the
-/// handle has no turn, or the turn is over, or every call queued before was applied
-/// ([`TurnOps::is_idle`]) and the connection is quiet ([`Client::is_connection_quiet`]: this
-/// thread writes the request itself; with requests in flight the worker batches it with them).
+/// The turn's queue for a file call, unless it is begun on this thread ([`started`]): the handle
+/// has no turn, the turn is over, or the core says so ([`TurnOps::queues_file_call`]).
 fn queue_for<'a>(ops: Option<&'a TurnOps>, client: &Client) -> Option<&'a TurnOps> {
-    route(ops).filter(|ops| !ops.is_idle() || !client.is_connection_quiet())
+    route(ops).filter(|ops| ops.queues_file_call(client))
 }
 
 /// One call begun on this thread (its request written from here on a quiet connection, see

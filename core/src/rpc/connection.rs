@@ -649,7 +649,9 @@ mod tests {
         writer.await.expect("writer task").expect("writer");
         assert!(peer.begin_request("a/late", &serde_json::json!({})).is_err(), "the connection is closed");
         let mut buf = [0u8; 16];
-        receiver.readable().await.expect("readable");
+        // Readable at once when the write end is closed; a pipe kept open never is.
+        let ready = tokio::time::timeout(std::time::Duration::from_secs(5), receiver.readable()).await;
+        ready.expect("the write end is closed").expect("readable");
         assert_eq!(receiver.try_read(&mut buf).expect("end of file"), 0, "the write end is closed");
         drop(peer);
     }

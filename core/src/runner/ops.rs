@@ -38,10 +38,9 @@
 //! turn's handle; one still in flight when the turn ends without being cancelled is answered as it
 //! would have been.
 //!
-//! A binding may skip the queue for a file call when the queue is idle ([`TurnOps::is_idle`]) and
-//! the connection quiet ([`Client::is_connection_quiet`](crate::client::Client::is_connection_quiet)):
-//! the call is then begun on the caller's thread, which writes the request itself instead of
-//! waking the core's worker for it.
+//! A binding may skip the queue for a file call ([`TurnOps::queues_file_call`]): when the queue
+//! is applied and the connection quiet, the call is begun on the caller's thread, which writes
+//! the request itself instead of waking the core's worker for it.
 //!
 //! ## Operations that can fail
 //!
@@ -63,7 +62,7 @@ use crate::acp::{
     AvailableCommand, ContentBlock, Cost, ElicitationId, ElicitationSchema, EnvVariable, Meta, PermissionOption, Plan,
     SessionConfigOption, TerminalExitStatus, TerminalOutputResponse, ToolCallStatus, ToolCallUpdateFields, ToolKind,
 };
-use crate::client::{ClientError, ElicitationAnswer, Terminal, UrlElicitation};
+use crate::client::{Client, ClientError, ElicitationAnswer, Terminal, UrlElicitation};
 use crate::error::Error;
 use crate::harness::{ApprovalAction, ToolCallId};
 use crate::pace::{Backlog, Pace, Refused};
@@ -535,13 +534,16 @@ impl TurnOps {
         self.backlog.depth()
     }
 
-    /// Whether every operation pushed so far has been applied. A call to the client made now on
-    /// [`Turn::client`], begun from the caller's thread
-    /// ([`Client::start_read_text_file`](crate::client::Client::start_read_text_file)), then
-    /// keeps the order of the caller's calls without going through the queue: nothing it must
-    /// follow is still in it, and the handle itself waits for the updates of what was applied.
-    pub fn is_idle(&self) -> bool {
-        self.backlog.depth() == 0
+    /// Whether a file call on the turn's handle `client` goes through this queue, rather than
+    /// being begun on the caller's thread
+    /// ([`Client::start_read_text_file`](crate::client::Client::start_read_text_file)). Begun
+    /// there only when every operation pushed so far has been applied — then it keeps the order
+    /// of the caller's calls without the queue: nothing it must follow is still in it, and the
+    /// handle itself waits for the updates of what was applied — and the connection is quiet
+    /// ([`Client::is_connection_quiet`]): the caller's thread then writes the request itself;
+    /// with requests in flight the core's worker batches it with them.
+    pub fn queues_file_call(&self, client: &Client) -> bool {
+        self.backlog.depth() != 0 || !client.is_connection_quiet()
     }
 
     /// Whether the queue takes no more operations: the turn is over.
