@@ -88,10 +88,15 @@ fn read_loop(command: &str, config: &Config, parallel: u64) -> Duration {
         let message: serde_json::Value = serde_json::from_slice(&p.line).expect("a JSON-RPC message");
         match message.get("method").and_then(serde_json::Value::as_str) {
             Some("fs/read_text_file") => {
+                // One `write` per answer, as a client writes a message. (`writeln!` of a `Value`
+                // on the unbuffered pipe wrote each token by itself: ~32 system calls per answer,
+                // each of which could wake the agent for a fragment of a line.)
                 let answer =
                     serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": {"content": "hello\n"}});
+                let mut bytes = serde_json::to_vec(&answer).expect("JSON");
+                bytes.push(b'\n');
                 let stdin = p.stdin.as_mut().expect("stdin open");
-                writeln!(stdin, "{answer}").expect("write");
+                stdin.write_all(&bytes).expect("write");
                 stdin.flush().expect("flush");
                 served += 1;
             }

@@ -168,10 +168,14 @@ impl Proc {
         Self { child, stdin: Some(stdin), stdout, line: Vec::with_capacity(512), _watchdog: watchdog }
     }
 
+    /// Writes `line` and its newline in one `write`, as a client does: written in two, the
+    /// agent could wake for half a message.
     fn send(&mut self, line: &str) {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
         let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).expect("write");
-        stdin.write_all(b"\n").expect("write");
+        stdin.write_all(&bytes).expect("write");
         stdin.flush().expect("flush");
     }
 
