@@ -567,6 +567,12 @@ mod tests {
         String::from_utf8(got).expect("utf-8")
     }
 
+    /// Ends the connection's output and waits for its writer, which must end cleanly.
+    async fn finish(peer: &Peer, writer: tokio::task::JoinHandle<std::io::Result<()>>) {
+        peer.end_output().await;
+        writer.await.expect("writer task").expect("writer");
+    }
+
     /// The pipe's reading end as a plain (non-blocking) file.
     fn blocking_end(receiver: tokio::net::unix::pipe::Receiver) -> std::fs::File {
         std::fs::File::from(receiver.into_nonblocking_fd().expect("fd"))
@@ -585,8 +591,7 @@ mod tests {
         let pending = peer.begin_request("fs/read_text_file", &serde_json::json!({})).expect("sent");
         assert_eq!(drain(&receiver), request(0, "fs/read_text_file"));
         drop(pending);
-        peer.end_output().await;
-        writer.await.expect("writer task").expect("writer");
+        finish(&peer, writer).await;
     }
 
     /// A line queued before a request is written before it: the request does not skip the queue
@@ -608,8 +613,7 @@ mod tests {
         let next = peer.begin_request("fs/write_text_file", &serde_json::json!({})).expect("sent");
         assert_eq!(drain(&receiver), request(1, "fs/write_text_file"));
         drop(next);
-        peer.end_output().await;
-        writer.await.expect("writer task").expect("writer");
+        finish(&peer, writer).await;
     }
 
     /// With a request of ours awaiting its answer the next one joins the writer's batch (many
@@ -636,8 +640,7 @@ mod tests {
         tokio::task::yield_now().await;
         assert!(drain(&receiver).contains(&long));
         drop(pending);
-        peer.end_output().await;
-        writer.await.expect("writer task").expect("writer");
+        finish(&peer, writer).await;
     }
 
     /// Once the writer ends, nothing is written directly any more, and a peer handle that
@@ -645,8 +648,7 @@ mod tests {
     #[tokio::test]
     async fn the_transport_closes_with_the_writer_whatever_handles_live_on() {
         let (peer, receiver, writer) = pipe_connection().await;
-        peer.end_output().await;
-        writer.await.expect("writer task").expect("writer");
+        finish(&peer, writer).await;
         assert!(peer.begin_request("a/late", &serde_json::json!({})).is_err(), "the connection is closed");
         let mut buf = [0u8; 16];
         // Readable at once when the write end is closed; a pipe kept open never is.
@@ -697,10 +699,7 @@ mod tests {
                 });
             }
         });
-        runtime.block_on(async {
-            peer.end_output().await;
-            writer.await.expect("writer task").expect("writer");
-        });
+        runtime.block_on(finish(&peer, writer));
         drop(peer);
         let got = runtime.block_on(reader).expect("reader");
         let text = String::from_utf8(got).expect("utf-8");
