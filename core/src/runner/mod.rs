@@ -33,6 +33,7 @@
 //! # }
 //! ```
 
+mod entry;
 pub mod gates;
 mod journal;
 mod live;

@@ -11,7 +11,8 @@
 //! - **Durable writes.** File databases run in WAL mode with `synchronous=FULL`: once a write has
 //!   returned `Ok`, it survives a process crash and a power loss.
 //! - **Journal order.** The journal is a table of entries, one per append: the events of that
-//!   append, in order, as one JSON array, and the session's update time as of that entry. Each
+//!   append, in order, as one JSON array (`super::entry`: the compact form since version 5), and
+//!   the session's update time as of that entry. Each
 //!   session owns a range of the journal's keys (the rowid): its number (`sessions.num`, from 1)
 //!   times 2³², plus the entry's number in the session, from 0. An append takes the key after its
 //!   session's newest in the statement that inserts the entry (under the write lock), so a
@@ -42,6 +43,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 
 use async_trait::async_trait;
 
+use super::entry;
 use super::store::{SessionRecord, Store, StoreError};
 use crate::acp::SessionId;
 use crate::harness::Event;
@@ -60,7 +62,7 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 ///
 /// To change the schema, append a step (`v1_to_v2`, …). Never edit a step that has shipped: a
 /// database that already ran it would not run it again.
-const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3, v3_to_v4];
+const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5];
 
 /// The schema version this code reads and writes.
 const SCHEMA_VERSION: usize = MIGRATIONS.len();
@@ -190,6 +192,14 @@ fn v3_to_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     )
 }
 
+/// Version 5: journal entries are written in the compact form (`super::entry`). The tables do not
+/// change and older entries stay readable; the version tells older code, which reads only the full
+/// form, to leave the file alone.
+#[allow(clippy::unnecessary_wraps, reason = "every migration has this signature")]
+fn v4_to_v5(_tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    Ok(())
+}
+
 /// A [`Store`] in an `SQLite` database: a file shared safely between connections and processes,
 /// or a private in-memory database.
 ///
@@ -295,12 +305,12 @@ impl Drop for OpenTransaction<'_> {
 /// A buffer kept for the next entry up to this capacity; a larger one is freed after its entry.
 const ENTRY_BUFFER_KEPT: usize = 64 * 1024;
 
-/// Encodes one journal entry into `buffer` (emptied first): the events as a JSON array, in
-/// order, as UTF-8 text (`serde_json` writes nothing else), bound as text without checking it again.
+/// Encodes one journal entry into `buffer` (emptied first): the events in order, in the compact
+/// form (`super::entry`), as UTF-8 text (`serde_json` writes nothing else), bound as text without
+/// checking it again.
 fn encode_events(buffer: &mut Vec<u8>, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
     buffer.clear();
-    serde_json::to_writer(&mut *buffer, events)
-        .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
+    entry::encode(buffer, id, events).map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
 }
 
 /// The SQL condition "key `$seq` lies in the key range of the session numbered `$num`" (see the
@@ -620,7 +630,7 @@ impl Store for SqliteStore {
         let mut events = Vec::new();
         for row in rows {
             let (seq, entry) = row.map_err(|e| sql_error(&what, &e))?;
-            let entry: Vec<Event> = serde_json::from_str(&entry)
+            let entry = entry::decode(id, &entry)
                 .map_err(|e| StoreError::new(format!("session {id}: journal entry {seq} is unreadable: {e}")))?;
             events.extend(entry);
         }
@@ -830,7 +840,7 @@ mod tests {
 
     #[test]
     fn migrations_are_registered_in_order() {
-        assert_eq!(SCHEMA_VERSION, 4);
+        assert_eq!(SCHEMA_VERSION, 5);
         let store = SqliteStore::open(MEMORY).expect("open");
         let conn = store.lock();
         assert_eq!(schema_version(&conn).expect("version"), SCHEMA_VERSION);
@@ -1011,6 +1021,51 @@ mod tests {
         assert!(seqs("d").is_empty());
         assert_eq!(seqs("a"), [5, 6, 9, 10, 7, 8, 11, 12]);
         assert_eq!(seqs("b"), [1, 2, 3, 4]);
+    }
+
+    /// A version-4 database, whose entries hold every event in the full form, opens as version 5
+    /// with nothing rewritten: the old entries read back whole, new ones are written in the
+    /// compact form, and a session's events come back in order across both.
+    #[test]
+    fn version_4_entries_are_read_beside_compact_ones() {
+        let dir = TempDir::new();
+        let mut old = event(1, 0);
+        old.header.id = EventId::new("a#1");
+        old.header.coordinates.turn_id = Some(crate::harness::TurnId::new("t1"));
+        let full = serde_json::to_string(&[old.clone(), event(2, 0)]).expect("encode");
+        {
+            let mut conn = Connection::open(dir.db()).expect("raw open");
+            let tx = conn.transaction().expect("begin");
+            for step in &MIGRATIONS[..4] {
+                step(&tx).expect("step to version 4");
+            }
+            tx.pragma_update(None, "user_version", 4).expect("set version");
+            let r = record("a");
+            tx.execute(
+                "INSERT INTO sessions (num, id, cwd, created_at, updated_at) VALUES (1, 'a', ?1, ?2, ?3)",
+                params![r.cwd.to_str(), r.created_at, r.updated_at],
+            )
+            .expect("session");
+            tx.execute("INSERT INTO journal (seq, updated_at, events) VALUES (1 << 32, NULL, ?1)", [&full])
+                .expect("entry");
+            tx.commit().expect("commit");
+        }
+        let store = SqliteStore::open(dir.db()).expect("migrating open");
+        assert_eq!(schema_version(&store.lock()).expect("version"), SCHEMA_VERSION);
+        let mut new = event(3, 0);
+        new.header.id = EventId::new("a#3");
+        store.append_events(&sid("a"), &[new.clone()]).wait().expect("append");
+        assert_eq!(store.events(&sid("a")).wait().expect("events"), [old, event(2, 0), new]);
+        let entries: Vec<String> = store
+            .lock()
+            .prepare("SELECT events FROM journal ORDER BY seq")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("entries");
+        assert_eq!(entries[0], full, "an old entry is left as it was");
+        assert_eq!(entries[1], r#"[{"seq":3,"kind":{"type":"context_measured","used":3,"size":0}}]"#);
     }
 
     /// A session's entries stay within its range of keys: an append to a full range is refused,

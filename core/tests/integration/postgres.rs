@@ -114,7 +114,7 @@ async fn the_schema_is_versioned_and_a_newer_one_is_refused_untouched() {
     let raw = raw_client(&url).await;
     let version: String =
         raw.query_one("SELECT value FROM acp_meta WHERE key = 'schema_version'", &[]).await.expect("version").get(0);
-    assert_eq!(version, "1");
+    assert_eq!(version, "2");
     let mut tables: Vec<String> = raw
         .query("SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1", &[])
         .await
@@ -163,6 +163,26 @@ async fn unreadable_rows_are_errors_not_panics() {
     // The store still works, and deleting the session clears it.
     store.delete_session(&sid("a")).await.expect("delete");
     assert!(store.list_sessions().await.expect("list").is_empty());
+}
+
+/// Entries written before the compact form (schema version 1: every event with its full
+/// header) are read as they are, in order with those written since.
+#[tokio::test]
+async fn entries_in_the_full_form_are_still_read() {
+    let Some(url) = postgres_url().await else { return };
+    let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    store.create_session(&record("a")).await.expect("create");
+    let full = serde_json::to_string(&[event(1, 0), event(2, 0)]).expect("encode");
+    assert!(full.contains("\"header\""), "{full}");
+    let raw = raw_client(&url).await;
+    raw.execute("INSERT INTO acp_journal (session_id, first_seq, events) VALUES ('a', 1, $1)", &[&full])
+        .await
+        .expect("an entry of version 1");
+    store.append_event(&sid("a"), &event(3, 0)).await.expect("append");
+    assert_eq!(store.events(&sid("a")).await.expect("events"), vec![event(1, 0), event(2, 0), event(3, 0)]);
+    let written: String =
+        raw.query_one("SELECT events FROM acp_journal WHERE first_seq = 3", &[]).await.expect("the new entry").get(0);
+    assert!(written.starts_with(r#"[{"seq":3,"id":"ev-0-3","kind":"#), "compact: {written}");
 }
 
 #[tokio::test]

@@ -99,6 +99,35 @@ async fn records_and_events_round_trip() {
     }
 }
 
+/// Every header reads back as it was written, whether it holds the runner's usual values (which
+/// the compact entry leaves out: the id `<session>#<seq>`, enduring, public) or not.
+#[tokio::test]
+async fn headers_round_trip_whatever_they_hold() {
+    use acp_facade::harness::{CommandId, LoopId, TurnId};
+    let runner_style = |seq: u64| {
+        let mut e = event(seq, 0);
+        e.header.id = EventId::new(format!("a#{seq}"));
+        e.header.coordinates = Coordinates { loop_id: Some(LoopId::new("main")), turn_id: Some(TurnId::new("t1")) };
+        e
+    };
+    let mut started = runner_style(0);
+    started.header.cause.command_id = Some(CommandId::new("a/c1"));
+    let mut odd = runner_style(1);
+    odd.header.id = EventId::new("a#01");
+    odd.header.class = EventClass::Ephemeral;
+    odd.header.visibility = Visibility::Internal;
+    odd.header.coordinates.turn_id = None;
+    let events = vec![started, odd, runner_style(2), event(3, 7)];
+    for db in Database::all().await {
+        let name = db.name();
+        let store = db.open().await;
+        store.create_session(&record("a")).await.expect("create");
+        store.append_events(&sid("a"), &events[..2]).await.expect("append");
+        store.append_events(&sid("a"), &events[2..]).await.expect("append");
+        assert_eq!(store.events(&sid("a")).await.expect("events"), events, "{name}");
+    }
+}
+
 #[tokio::test]
 async fn a_duplicate_session_is_refused() {
     for db in Database::all().await {

@@ -191,10 +191,10 @@ fn first_seq(id: &SessionId, events: &[Event]) -> Result<i64, StoreError> {
     i64::try_from(seq).map_err(|_| StoreError::new(format!("session {id}: seq {seq} is too large to store")))
 }
 
-/// The events of one append as a JSON array.
+/// The events of one append as a JSON array, in the compact form (`crate::runner::entry`).
 fn encode_events(id: &SessionId, events: &[Event]) -> Result<String, StoreError> {
-    let mut entry = Vec::with_capacity(256 * events.len());
-    serde_json::to_writer(&mut entry, events)
+    let mut entry = Vec::with_capacity(128 * events.len());
+    crate::runner::entry::encode(&mut entry, id, events)
         .map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))?;
     String::from_utf8(entry).map_err(|e| StoreError::new(format!("encoding an event of session {id}: {e}")))
 }
@@ -424,7 +424,7 @@ impl Store for PostgresStore {
         for row in rows {
             let n: i64 = row.get(0);
             let entry: &str = row.get(1);
-            let entry: Vec<Event> = serde_json::from_str(entry)
+            let entry = crate::runner::entry::decode(id, entry)
                 .map_err(|e| StoreError::new(format!("session {id}: journal entry {n} is unreadable: {e}")))?;
             events.extend(entry);
         }

@@ -21,7 +21,7 @@ use crate::runner::store::StoreError;
 ///
 /// To change the schema, append a step. Never edit a step that has shipped: a database that
 /// already ran it would not run it again.
-pub(crate) const MIGRATIONS: &[&str] = &[V0_TO_V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V0_TO_V1, V1_TO_V2];
 
 /// The schema version this code reads and writes.
 #[allow(clippy::cast_possible_wrap, reason = "a handful of migrations")]
@@ -65,6 +65,13 @@ CREATE TABLE acp_journal (
     PRIMARY KEY (session_id, n),
     UNIQUE (session_id, first_seq)
 );
+";
+
+/// Version 2: journal entries are written in the compact form (`crate::runner::entry`). The
+/// tables do not change and older entries stay readable; the version tells older code, which
+/// reads only the full form, to leave the database alone.
+const V1_TO_V2: &str = "
+COMMENT ON COLUMN acp_journal.events IS 'the events of one append, in order, as a JSON array (compact form since schema version 2)';
 ";
 
 /// Whether `acp_meta` exists in the schema tables are created in. Read from `pg_class` with the
