@@ -104,6 +104,7 @@ def _unadvertised(m: Dict[str, Any], capabilities: Any) -> Optional[str]:
 def _check_process(entries: List[Entry], complete: bool) -> List[str]:
     problems: List[str] = []
     capabilities: Any = {}
+    initialized = False
     asked: Dict[str, int] = {}
     answered: Dict[str, int] = {}
     # In-flight client requests: id -> (method, session id, index of the request).
@@ -115,7 +116,16 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
         if e.dir == "in" and isinstance(m, dict) and "method" in m and m.get("id") is not None:
             # Not a valid request, but its id can be echoed in the error that answers it.
             mentioned.add(json.dumps(m["id"]))
-        if e.dir == "in" and _is_request(m) and m["method"] == "initialize":
+        if (
+            e.dir == "in"
+            and _is_request(m)
+            and m["method"] == "initialize"
+            and not initialized
+            and isinstance((m.get("params") or {}).get("protocolVersion"), int)
+        ):
+            # The first (well-formed) initialize declares the connection's capabilities; a repeat
+            # changes nothing.
+            initialized = True
             capabilities = (m.get("params") or {}).get("clientCapabilities") or {}
         if e.dir == "out" and isinstance(m, dict) and "method" in m:
             missing = _unadvertised(m, capabilities)

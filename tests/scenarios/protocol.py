@@ -1,6 +1,7 @@
 """The JSON-RPC layer over raw pipes (no SDK): malformed input never kills the connection and is
 classified precisely (DESIGN.md "Wire types and the connection"), session ids are validated before
-they are looked up, initialize comes first.
+they are looked up, initialize may come late or twice (the spec asks clients to send it once,
+first; agents serve those that do not, as the official SDKs' do).
 
 Not covered here: a line over the size limit. None of the demo agents can be configured with a
 smaller limit than the default (16 MiB or more), so the case lives in the core's tests.
@@ -149,20 +150,28 @@ async def bad_params(run: Run) -> None:
 
 @scenario()
 async def before_initialize(run: Run) -> None:
-    """Requests before initialize are -32600 (notifications ignored); after it, they work."""
+    """Requests before initialize are served as for a client without capabilities, with their
+    usual errors; a session made then still works after initialize, which may be sent again and
+    is answered the same way each time."""
     p = await _raw_agent(run, initialize=False)
-    for method, params in (
-        ("session/new", {"cwd": CWD, "mcpServers": []}),
-        ("session/list", {}),
-        ("session/prompt", {"sessionId": "sess_00000000000000000", "prompt": []}),
-        ("authenticate", {"methodId": "x"}),
-    ):
-        reply = await p.raw_request(method, params)
-        assert _code(reply) == -32600, (method, reply)
-    await p.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "sess_00000000000000000"}})
+    made = await p.raw_request("session/new", {"cwd": CWD, "mcpServers": []})
+    sid = made["result"]["sessionId"]
+    listed = await p.raw_request("session/list", {})
+    assert [s["sessionId"] for s in listed["result"]["sessions"]] == [sid], listed
+    unknown = await p.raw_request(
+        "session/prompt", {"sessionId": "sess_00000000000000000", "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    assert _code(unknown) == -32002, unknown
+    assert _code(await p.raw_request("authenticate", {"methodId": "x"})) == -32602
+    await p.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})
     # An unknown method before initialize: answered the same way by every agent (compared).
     await p.raw_request("session/nope", {})
-    assert "result" in await p.raw_request("initialize", INIT)
+    first = await p.raw_request("initialize", INIT)
+    assert first["result"]["protocolVersion"] == 1, first
+    again = await p.raw_request("initialize", {**INIT, "clientCapabilities": {"terminal": True}})
+    assert again["result"] == first["result"], (first, again)
+    reply = await p.raw_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "stream 1"}]})
+    assert reply["result"]["stopReason"] == "end_turn", reply
     assert "result" in await p.raw_request("session/new", {"cwd": CWD, "mcpServers": []})
 
 

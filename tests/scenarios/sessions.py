@@ -33,8 +33,8 @@ async def initialize(run: Run) -> None:
     p = await run.start(initialize=False)
     init = (await p.initialize(7)).result
     assert init["protocolVersion"] == 1, init
-    # Initialized once is enough; a second initialize is answered the same way by every agent.
-    await p.request("initialize", {"protocolVersion": 1})
+    # A second initialize is answered as the first was.
+    assert (await p.request("initialize", {"protocolVersion": 1})).result == init
     # No auth methods: authenticate with an unknown method id fails.
     reply = await p.request("authenticate", {"methodId": "password"})
     assert not reply.ok, reply.raw

@@ -9,7 +9,6 @@
 //! - An unregistered `_` request is `-32601`, an unregistered `_` notification is ignored, like
 //!   any unknown method.
 //! - Extension methods are not gated by authentication: they belong to the host, which decides.
-//!   They are served once the connection is initialized (before: `-32600`, as every method).
 //! - A request handler's error is answered with its code and message, a panic with `-32603`; a
 //!   notification handler runs on the notification worker, one at a time, in arrival order, and a
 //!   panic there is logged.

@@ -19,6 +19,12 @@
 //!   [`resume`], [`list`], [`delete`]; and this file: `initialize`, `authenticate`, `logout`,
 //!   dispatch.
 //!
+//! `initialize` is answered whenever it comes, as often as it comes, and requests before it are
+//! served: the spec asks clients to initialize once, first, and the official SDKs' agents do not
+//! enforce it (nor do clients and conformance kits that skip it or send it twice expect them
+//! to). A connection's client capabilities are those its first `initialize` declared — none
+//! before it; a repeated `initialize` is answered as the first was and changes nothing.
+//!
 //! Invariants: every request gets exactly one response; while the host requires authentication
 //! every session method answers `-32000` before touching anything; a session id is validated and
 //! resolved before any host call; only `Public` events reach the client; no update of a turn is
@@ -149,10 +155,11 @@ impl AgentInner {
             Ok(r) => r,
             Err(e) => return ready(Err(e)),
         };
-        if this.initialized.swap(true, Ordering::AcqRel) {
-            return ready(Err(Error::invalid_request_msg("the connection is already initialized")));
+        // The first `initialize` declares the client's capabilities for the connection; a repeat is
+        // answered the same way and changes nothing (see the module doc).
+        if this.client_capabilities.set(request.client_capabilities.clone()).is_err() {
+            tracing::debug!("`initialize` again: answered, the first one's client capabilities kept");
         }
-        let _ = this.client_capabilities.set(request.client_capabilities.clone());
         // Echo the client's version when we speak it; otherwise answer the newest we speak.
         let version = if request.protocol_version == ProtocolVersion::V1 {
             request.protocol_version
@@ -241,11 +248,6 @@ impl AgentInner {
     fn dispatch(this: &Arc<Self>, method: &str, params: Params, cx: RequestContext) -> Reply {
         if method == method::INITIALIZE {
             return Self::initialize(this, params.into_value());
-        }
-        if !this.initialized.load(Ordering::Acquire) {
-            return ready(Err(Error::invalid_request_msg(format!(
-                "`{method}` before `initialize`: the connection must be initialized first"
-            ))));
         }
         let Some(route) = this.route(method) else {
             return ready(Err(Error::method_not_found_msg(method)));
@@ -346,10 +348,6 @@ impl Handler for AgentInner {
     fn notification(self: Arc<Self>, notification: IncomingNotification) -> BoxFuture<'static, ()> {
         // Applied right here, on the reader: a `session/cancel` takes effect before the next line
         // is read, so it can only ever hit the prompt that was in flight when it was sent.
-        if !self.initialized.load(Ordering::Acquire) {
-            tracing::warn!(method = notification.method, "notification before `initialize`; ignored");
-            return Box::pin(async {});
-        }
         match notification.method.as_str() {
             method::SESSION_CANCEL => prompt::cancel(&self, notification.params),
             other => {

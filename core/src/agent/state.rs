@@ -20,10 +20,9 @@ use crate::rpc::Peer;
 pub(crate) struct AgentInner {
     pub(crate) options: Options,
     pub(crate) registry: Registry,
-    /// Set by the first `initialize`.
-    pub(crate) initialized: AtomicBool,
     /// Set by a successful `authenticate`, cleared by `logout`.
     pub(crate) authenticated: AtomicBool,
+    /// Declared by the first `initialize`; none before it.
     pub(crate) client_capabilities: OnceLock<ClientCapabilities>,
     peer: OnceLock<Peer>,
     pub(crate) cursor_key: CursorKey,
@@ -36,7 +35,6 @@ impl AgentInner {
         Self {
             options,
             registry,
-            initialized: AtomicBool::new(false),
             authenticated: AtomicBool::new(false),
             client_capabilities: OnceLock::new(),
             peer: OnceLock::new(),

@@ -170,3 +170,32 @@ async fn a_client_that_hangs_up_during_a_read_cancels_it() {
     assert_eq!(stop(response), "cancelled", "{rest:?}");
     assert_eq!(probe.last(), Err(ClientError::Cancelled { method: "fs/read_text_file" }));
 }
+
+/// A connection's client capabilities are those of its first `initialize`: none before it (the
+/// session made then reads nothing), the first one's after it, whatever a repeat declares.
+#[tokio::test]
+async fn the_first_initialize_declares_the_clients_capabilities() {
+    let (runner, probe) = client_runner();
+    let mut client = TestClient::start_agent(runner.agent(runner.options()));
+    let early = client.new_session().await;
+    let (response, before) = prompt(&mut client, &early, "read /a").await;
+    assert!(response.get("error").is_some(), "{response}");
+    assert!(calls(&before).is_empty(), "{before:?}");
+    assert_eq!(
+        probe.last(),
+        Err(ClientError::Unsupported { method: "fs/read_text_file", capability: "fs.readTextFile" })
+    );
+
+    let first = client.initialize_with(all_capabilities()).await;
+    // A repeat declaring nothing is answered as the first was; the test client still holds the
+    // agent to the first one's capabilities.
+    let again = client.call_ok("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}})).await;
+    assert_eq!(again, first);
+    let sid = client.new_session().await;
+    let id = client.prompt(&sid, "read /work/a.txt").await;
+    let request = next_request(&mut client, "fs/read_text_file").await;
+    client.respond(&request["id"], json!({"content": "yes"})).await;
+    let (response, _) = client.response_with_preceding(&id).await;
+    assert_eq!(stop(&response), "end_turn");
+    assert_eq!(probe.last(), Ok(format!("{:?}", "yes")));
+}
