@@ -689,6 +689,12 @@ fn goals(
 }
 
 #[allow(clippy::too_many_lines, reason = "one report, top to bottom")]
+/// The indices `0..len` starting at `run % len` and wrapping around: the order of the `run`th run.
+fn rotated(len: usize, run: usize) -> impl Iterator<Item = usize> {
+    let start = if len == 0 { 0 } else { run % len };
+    (start..len).chain(0..start)
+}
+
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("stores") {
         stores::main(std::env::args().skip(2));
@@ -720,11 +726,17 @@ fn main() {
             raw_stream.push(t);
         }
         raw_echo.extend(attempt("raw echo", || run_raw_echo(&config)));
-        for (i, (name, command)) in config.agents.iter().enumerate() {
+        // Each run starts one agent further down the list, so that every agent is measured at
+        // every position: what ran just before an agent moves its figures across CPUs (three
+        // copies of one binary: the first after the raw writer 41 µs per echo turn, the others
+        // 26–37), and a fixed order would give that to the same row every time.
+        for i in rotated(config.agents.len(), run) {
+            let (name, command) = &config.agents[i];
             eprintln!("  {name}");
             results[i].extend(attempt(name, || run_agent(command, &config)));
         }
-        for (i, (name, command)) in config.callbacks.iter().enumerate() {
+        for i in rotated(config.callbacks.len(), run) {
+            let (name, command) = &config.callbacks[i];
             eprintln!("  {name} (callbacks)");
             callbacks[i].extend(attempt(name, || run_callback(command, &config)));
         }
@@ -889,5 +901,17 @@ fn main() {
             _ => format!("{doc}\n{begin}\n{table}{end}\n"),
         };
         std::fs::write(path, updated).expect("write the markdown report");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rotated;
+
+    #[test]
+    fn every_run_starts_one_further_and_visits_each_index_once() {
+        let orders: Vec<Vec<usize>> = (0..4).map(|run| rotated(3, run).collect()).collect();
+        assert_eq!(orders, [vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1], vec![0, 1, 2]]);
+        assert_eq!(rotated(0, 5).count(), 0);
     }
 }
