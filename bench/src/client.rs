@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
-use crate::{Proc, attempt, loadavg, machine, median, named, session_id};
+use crate::{Proc, attempt, loadavg, machine, median, named, rotated, session_id};
 
 struct Config {
     runs: usize,
@@ -135,7 +135,9 @@ pub fn main(args: impl Iterator<Item = String>) {
     let mut results: Vec<[Vec<Duration>; 2]> = config.agents.iter().map(|_| [Vec::new(), Vec::new()]).collect();
     for run in 0..config.runs {
         eprintln!("client run {}/{} (load {})", run + 1, config.runs, loadavg());
-        for (i, (name, command)) in config.agents.iter().enumerate() {
+        // Rotated from run to run, as the main benchmark's agents (see `crate::rotated`).
+        for i in rotated(config.agents.len(), run) {
+            let (name, command) = &config.agents[i];
             for (level, parallel) in levels.iter().enumerate() {
                 let what = format!("{name}: readloop, {parallel} in flight");
                 if let Some(time) = attempt(&what, || read_loop(command, &config, *parallel)) {

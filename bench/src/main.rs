@@ -688,13 +688,13 @@ fn goals(
     out
 }
 
-#[allow(clippy::too_many_lines, reason = "one report, top to bottom")]
 /// The indices `0..len` starting at `run % len` and wrapping around: the order of the `run`th run.
 fn rotated(len: usize, run: usize) -> impl Iterator<Item = usize> {
     let start = if len == 0 { 0 } else { run % len };
     (start..len).chain(0..start)
 }
 
+#[allow(clippy::too_many_lines, reason = "one report, top to bottom")]
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("stores") {
         stores::main(std::env::args().skip(2));
