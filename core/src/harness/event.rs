@@ -249,6 +249,24 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+#[cfg(test)]
+impl Event {
+    /// An enduring, public event numbered `seq` with no cause and no coordinates (for tests).
+    pub(crate) fn plain(id: &str, seq: u64, kind: EventKind) -> Self {
+        Self {
+            header: EventHeader {
+                id: EventId::new(id),
+                seq,
+                class: EventClass::Enduring,
+                visibility: Visibility::Public,
+                cause: Cause::default(),
+                coordinates: Coordinates::default(),
+            },
+            kind,
+        }
+    }
+}
+
 impl Event {
     /// Whether the event may reach a client.
     pub fn is_public(&self) -> bool {

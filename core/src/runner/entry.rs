@@ -129,17 +129,7 @@ mod tests {
     }
 
     fn event(id: &str, seq: u64) -> Event {
-        Event {
-            header: EventHeader {
-                id: EventId::new(id),
-                seq,
-                class: EventClass::Enduring,
-                visibility: Visibility::Public,
-                cause: Cause::default(),
-                coordinates: Coordinates::default(),
-            },
-            kind: EventKind::ContextMeasured { used: seq, size: 10, cost: None },
-        }
+        Event::plain(id, seq, EventKind::ContextMeasured { used: seq, size: 10, cost: None })
     }
 
     fn round_trip(events: &[Event]) -> (String, Vec<Event>) {

@@ -472,22 +472,11 @@ impl RuntimeConfig for RunnerSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Cause, Coordinates, EventHeader, EventId};
 
     #[test]
     fn a_reopened_session_numbers_past_every_journaled_seq_and_id() {
         let sid = SessionId::new("s");
-        let journaled = |id: &str, seq: u64, kind: EventKind| Event {
-            header: EventHeader {
-                id: EventId::new(id),
-                seq,
-                class: EventClass::Enduring,
-                visibility: Visibility::Public,
-                cause: Cause::default(),
-                coordinates: Coordinates::default(),
-            },
-            kind,
-        };
+        let journaled = Event::plain;
         let started = || EventKind::TurnStarted { message: UserMessage { content: Vec::new() } };
         assert_eq!((History::of(&sid, &[], false).next_event, History::of(&sid, &[], false).turns), (0, 0));
         // Ids ahead of seqs (turned-away token deltas used up ids 3 and 4), and ids not ours.

@@ -667,7 +667,7 @@ mod tests {
     }
 
     impl<F: Future> Wait for F {}
-    use crate::harness::{Cause, Coordinates, EventClass, EventHeader, EventId, EventKind, Visibility};
+    use crate::harness::{EventId, EventKind};
 
     /// A unique directory under the system temp dir, removed on drop.
     struct TempDir(PathBuf);
@@ -709,17 +709,11 @@ mod tests {
     }
 
     fn event(seq: u64, writer: u64) -> Event {
-        Event {
-            header: EventHeader {
-                id: EventId::new(format!("ev-{writer}-{seq}")),
-                seq,
-                class: EventClass::Enduring,
-                visibility: Visibility::Public,
-                cause: Cause::default(),
-                coordinates: Coordinates::default(),
-            },
-            kind: EventKind::ContextMeasured { used: seq, size: writer, cost: None },
-        }
+        Event::plain(
+            &format!("ev-{writer}-{seq}"),
+            seq,
+            EventKind::ContextMeasured { used: seq, size: writer, cost: None },
+        )
     }
 
     fn sid(id: &str) -> SessionId {
