@@ -11,8 +11,9 @@
 //! (`session/set_config_option`, `session/set_mode`) and [`SessionHistory`] (`session/load` of a
 //! session already live on the connection).
 //!
-//! What the facade guarantees to every host method: session ids are validated and resolved against the live registry before any host call; [`Setup`] is
-//! validated (absolute, canonical `cwd`) before it reaches the host; a host method's error is
+//! What the facade guarantees to every host method: session ids are validated and resolved
+//! against the live registry before any host call; [`Setup`] is validated (absolute, canonical
+//! `cwd`) before it reaches the host; a host method's error is
 //! answered to the client with its code and message, and a panic fails only that one request
 //! (`-32603`), never the connection.
 //!

@@ -25,6 +25,7 @@
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
+use super::session_core::{event_id, is_event_id};
 use crate::acp::SessionId;
 use crate::harness::{
     Cause, CommandId, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, LoopId, TurnId, Visibility,
@@ -33,7 +34,7 @@ use crate::harness::{
 /// Appends the entry of `events`, in the compact form, to `out`.
 pub(crate) fn encode(out: &mut Vec<u8>, session: &SessionId, events: &[Event]) -> serde_json::Result<()> {
     let mut serializer = serde_json::Serializer::new(out);
-    serializer.collect_seq(events.iter().map(|event| Compact { session: &session.0, event }))
+    serializer.collect_seq(events.iter().map(|event| Compact { session, event }))
 }
 
 /// The events of an entry of `session`, in either form.
@@ -44,7 +45,7 @@ pub(crate) fn decode(session: &SessionId, entry: &str) -> serde_json::Result<Vec
 
 /// One event in the compact form (see the module doc).
 struct Compact<'a> {
-    session: &'a str,
+    session: &'a SessionId,
     event: &'a Event,
 }
 
@@ -53,7 +54,7 @@ impl Serialize for Compact<'_> {
         let header = &self.event.header;
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("seq", &header.seq)?;
-        if !is_derived_id(header.id.as_str(), self.session, header.seq) {
+        if !is_event_id(header.id.as_str(), self.session, header.seq) {
             map.serialize_entry("id", &header.id)?;
         }
         if header.class != EventClass::Enduring {
@@ -74,16 +75,6 @@ impl Serialize for Compact<'_> {
         map.serialize_entry("kind", &self.event.kind)?;
         map.end()
     }
-}
-
-/// Whether `id` is `<session>#<seq>`, the id the runner gives the event numbered `seq`, digit for
-/// digit (no sign, no leading zero).
-fn is_derived_id(id: &str, session: &str, seq: u64) -> bool {
-    id.strip_prefix(session).and_then(|rest| rest.strip_prefix('#')).is_some_and(|digits| {
-        digits.bytes().all(|b| b.is_ascii_digit())
-            && (digits == "0" || !digits.starts_with('0'))
-            && digits.parse::<u64>() == Ok(seq)
-    })
 }
 
 /// An event as read from an entry: the full form's `header`, or the compact form's fields.
@@ -108,7 +99,7 @@ impl Stored {
         }
         let seq = self.seq.ok_or_else(|| serde::de::Error::missing_field("seq"))?;
         let header = EventHeader {
-            id: self.id.unwrap_or_else(|| super::session_core::event_id(session, seq)),
+            id: self.id.unwrap_or_else(|| event_id(session, seq)),
             seq,
             class: self.class.unwrap_or(EventClass::Enduring),
             visibility: self.visibility.unwrap_or(Visibility::Public),

@@ -326,7 +326,20 @@ impl SessionCore {
 
 /// `<session>#<n>`: an event's id (built once per streamed token; see [`numbered`]).
 pub(crate) fn event_id(session: &SessionId, n: u64) -> EventId {
-    EventId::new(numbered(&session.0, "#", n))
+    EventId::new(numbered(&session.0, EVENT_ID_SEPARATOR, n))
+}
+
+/// Between the session and the number in an event's id.
+const EVENT_ID_SEPARATOR: &str = "#";
+
+/// Whether `id` is what [`event_id`] builds for `session` and `n`, digit for digit (no sign, no
+/// leading zero), checked without building it.
+pub(crate) fn is_event_id(id: &str, session: &SessionId, n: u64) -> bool {
+    id.strip_prefix(&*session.0).and_then(|rest| rest.strip_prefix(EVENT_ID_SEPARATOR)).is_some_and(|digits| {
+        digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits == "0" || !digits.starts_with('0'))
+            && digits.parse::<u64>() == Ok(n)
+    })
 }
 
 /// `<prefix><separator><n>`, built without the formatting machinery (this runs for every event

@@ -12,8 +12,7 @@
 //!   returned `Ok`, it survives a process crash and a power loss.
 //! - **Journal order.** The journal is a table of entries, one per append: the events of that
 //!   append, in order, as one JSON array (`super::entry`: the compact form since version 5), and
-//!   the session's update time as of that entry. Each
-//!   session owns a range of the journal's keys (the rowid): its number (`sessions.num`, from 1)
+//!   the session's update time as of that entry. Each session owns a range of the journal's keys (the rowid): its number (`sessions.num`, from 1)
 //!   times 2³², plus the entry's number in the session, from 0. An append takes the key after its
 //!   session's newest in the statement that inserts the entry (under the write lock), so a
 //!   session's events are read back in the order they were appended, as one range of the table.
@@ -716,6 +715,14 @@ mod tests {
         )
     }
 
+    /// Builds the schema of `version` in `tx` by its migrations, as a file of that version holds.
+    fn at_version(tx: &Transaction<'_>, version: usize) {
+        for step in &MIGRATIONS[..version] {
+            step(tx).unwrap_or_else(|e| panic!("step to version {version}: {e}"));
+        }
+        tx.pragma_update(None, "user_version", i64::try_from(version).expect("small")).expect("set version");
+    }
+
     fn sid(id: &str) -> SessionId {
         SessionId::new(id)
     }
@@ -856,8 +863,7 @@ mod tests {
         {
             let mut conn = Connection::open(dir.db()).expect("raw open");
             let tx = conn.transaction().expect("begin");
-            v0_to_v1(&tx).expect("version 1");
-            tx.pragma_update(None, "user_version", 1).expect("set version");
+            at_version(&tx, 1);
             for id in ["a", "b"] {
                 let r = record(id);
                 let additional = serde_json::to_string(&r.additional_directories).expect("encode");
@@ -894,9 +900,7 @@ mod tests {
         {
             let mut conn = Connection::open(dir.db()).expect("raw open");
             let tx = conn.transaction().expect("begin");
-            v0_to_v1(&tx).expect("version 1");
-            v1_to_v2(&tx).expect("version 2");
-            tx.pragma_update(None, "user_version", 2).expect("set version");
+            at_version(&tx, 2);
             for id in ["a", "b"] {
                 let r = record(id);
                 tx.execute(
@@ -941,10 +945,7 @@ mod tests {
         {
             let mut conn = Connection::open(dir.db()).expect("raw open");
             let tx = conn.transaction().expect("begin");
-            for step in &MIGRATIONS[..3] {
-                step(&tx).expect("step to version 3");
-            }
-            tx.pragma_update(None, "user_version", 3).expect("set version");
+            at_version(&tx, 3);
             for (id, title) in [("b", Some("B")), ("a", None), ("c", None)] {
                 let r = record(id);
                 tx.execute(
@@ -1030,10 +1031,7 @@ mod tests {
         {
             let mut conn = Connection::open(dir.db()).expect("raw open");
             let tx = conn.transaction().expect("begin");
-            for step in &MIGRATIONS[..4] {
-                step(&tx).expect("step to version 4");
-            }
-            tx.pragma_update(None, "user_version", 4).expect("set version");
+            at_version(&tx, 4);
             let r = record("a");
             tx.execute(
                 "INSERT INTO sessions (num, id, cwd, created_at, updated_at) VALUES (1, 'a', ?1, ?2, ?3)",
