@@ -155,20 +155,38 @@ impl EventHub {
         Numbered { hub: self, _order: seq, event }
     }
 
+    /// Like [`EventHub::number`] but never waits: hands the event back, unnumbered, while another
+    /// publish is in progress.
+    #[allow(clippy::result_large_err, reason = "`Ok` holds the event as well: boxing `Err` saves no room")]
+    pub(crate) fn try_number(&self, mut event: Event) -> Result<Numbered<'_>, Event> {
+        let Ok(mut seq) = self.order.try_lock() else { return Err(event) };
+        event.header.seq = *seq;
+        *seq += 1;
+        self.next_seq.store(*seq, Ordering::Release);
+        Ok(Numbered { hub: self, _order: seq, event })
+    }
+
     /// Like [`EventHub::publish`] but never waits: fails with [`HubFull`], delivering to nobody,
     /// when another publish is in progress or any subscriber's queue is full.
-    pub fn try_publish(&self, mut event: Event) -> Result<(), HubFull> {
+    pub fn try_publish(&self, event: Event) -> Result<(), HubFull> {
         let Ok(mut seq) = self.order.try_lock() else {
             return Err(HubFull(Box::new(event)));
         };
         let subscribers = self.snapshot();
-        // Only publishers (serialised by `order`) fill queues, so room seen now stays.
-        if subscribers.iter().any(|tx| !tx.is_closed() && tx.capacity() == 0) {
+        if !has_room(&subscribers) {
             return Err(HubFull(Box::new(event)));
         }
+        let mut event = event;
         event.header.seq = *seq;
         *seq += 1;
         self.next_seq.store(*seq, Ordering::Release);
+        self.send_all(&subscribers, event);
+        Ok(())
+    }
+
+    /// Sends a numbered event to every subscriber without waiting (the caller holds the publish
+    /// order and has seen room in every live queue).
+    fn send_all(&self, subscribers: &[mpsc::Sender<Event>], event: Event) {
         let mut saw_closed = false;
         if let Some((last, others)) = subscribers.split_last() {
             for tx in others {
@@ -179,8 +197,13 @@ impl EventHub {
         if saw_closed {
             self.forget_closed();
         }
-        Ok(())
     }
+}
+
+/// Whether every live subscriber's queue has room for one more event. Only publishers, serialised
+/// by the publish order, fill queues: room seen while holding it stays.
+fn has_room(subscribers: &[mpsc::Sender<Event>]) -> bool {
+    subscribers.iter().all(|tx| tx.is_closed() || tx.capacity() > 0)
 }
 
 /// A numbered event not yet delivered; holds the hub's publish order (see [`EventHub::number`]).
@@ -204,6 +227,18 @@ impl Numbered<'_> {
     /// Delivers the event to every subscriber, waiting for room, and releases the publish order.
     pub(crate) async fn deliver(self) {
         self.hub.deliver_all(self.event).await;
+    }
+
+    /// Like [`Numbered::deliver`] but never waits: when a subscriber's queue is full it delivers
+    /// to nobody and hands the numbered event back (still holding the publish order).
+    #[allow(clippy::result_large_err, reason = "returned straight to the caller, who delivers it at once")]
+    pub(crate) fn try_deliver(self) -> Result<(), Self> {
+        let subscribers = self.hub.snapshot();
+        if !has_room(&subscribers) {
+            return Err(self);
+        }
+        self.hub.send_all(&subscribers, self.event);
+        Ok(())
     }
 }
 
@@ -314,6 +349,27 @@ mod tests {
             [sub.next().await, sub.next().await, sub.next().await].into_iter().map(|e| e.unwrap().header.seq).collect();
         assert_eq!(seqs, [7, 8, 9]);
         assert_eq!(seen, [9], "the hook sees the event numbered");
+    }
+
+    #[tokio::test]
+    async fn numbering_and_delivering_without_waiting_keep_the_publish_order() {
+        let hub = Arc::new(EventHub::new(1));
+        let mut sub = hub.subscribe();
+        let first = hub.try_number(event(0)).expect("the order is free");
+        assert!(hub.try_number(event(9)).is_err(), "the first event holds the order");
+        assert!(first.try_deliver().is_ok(), "the queue has room");
+        let second = hub.try_number(event(1)).expect("delivered: the order is free again");
+        let second = second.try_deliver().expect_err("the queue is full: nothing delivered");
+        assert!(hub.try_number(event(9)).is_err(), "handed back, it still holds the order");
+        let third = tokio::spawn({
+            let hub = hub.clone();
+            async move { hub.publish(event(2)).await }
+        });
+        assert_eq!(used(&sub.next().await.unwrap()), 0);
+        second.deliver().await;
+        let rest = [sub.next().await.unwrap(), sub.next().await.unwrap()];
+        assert_eq!(rest.iter().map(|e| (used(e), e.header.seq)).collect::<Vec<_>>(), [(1, 1), (2, 2)]);
+        third.await.unwrap();
     }
 
     #[tokio::test]

@@ -32,7 +32,7 @@ use crate::harness::{
     TurnId, Visibility,
 };
 use crate::host::SessionControl;
-use crate::hub::EventHub;
+use crate::hub::{EventHub, HubFull};
 
 /// The turn a session runs now: how to cancel it, and what fires once it has ended.
 struct Running {
@@ -219,9 +219,14 @@ impl SessionCore {
         at: Option<(&LoopId, &TurnId)>,
         kind: EventKind,
     ) {
+        // Each wait below is boxed and taken only when the hub is busy or a queue full, or to
+        // write the journal: this future is part of every turn's, once per call of the turn API,
+        // and a large future is a large allocation per turn.
         let event = self.build_event(class, visibility, command, at, kind);
         if class != EventClass::Enduring {
-            self.hub.publish(event).await;
+            if let Err(HubFull(event)) = self.hub.try_publish(event) {
+                Box::pin(self.hub.publish(*event)).await;
+            }
             return;
         }
         let flush = matches!(
@@ -234,17 +239,18 @@ impl SessionCore {
                 | EventKind::CompactWaiterRejected { .. }
         );
         // Journaled once the hub has numbered it: the journal keeps the live `seq`s, in order.
-        let mut numbered = self.hub.number(event).await;
+        let mut numbered = match self.hub.try_number(event) {
+            Ok(numbered) => numbered,
+            Err(event) => Box::pin(self.hub.number(event)).await,
+        };
         self.journal.gather(numbered.event());
         if flush
-            && let Err(e) = self
-                .journal
-                .write_then(|last, e| {
-                    if let Some(kind) = unrecorded(&last.kind, e) {
-                        last.kind = kind;
-                    }
-                })
-                .await
+            && let Err(e) = Box::pin(self.journal.write_then(|last, e| {
+                if let Some(kind) = unrecorded(&last.kind, e) {
+                    last.kind = kind;
+                }
+            }))
+            .await
         {
             tracing::error!(session = %self.id, error = %e, "could not journal events");
             if let EventKind::GateOpened { .. } = numbered.event().kind {
@@ -258,7 +264,9 @@ impl SessionCore {
                 numbered.set_kind(kind);
             }
         }
-        numbered.deliver().await;
+        if let Err(numbered) = numbered.try_deliver() {
+            Box::pin(numbered.deliver()).await;
+        }
     }
 
     /// Publishes an Ephemeral public event without waiting; on a full queue the event's payload

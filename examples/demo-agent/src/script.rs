@@ -208,36 +208,37 @@ impl TurnRunner for Script {
             return Ok(StopReason::EndTurn);
         }
         let (verb, rest) = text.split_once(char::is_whitespace).map_or((text.as_str(), ""), |(v, r)| (v, r.trim()));
-        // `None`: the turn was cancelled.
+        // `None`: the turn was cancelled. The verbs' turns are boxed: a future is as large as its
+        // largest branch, and the echo, the common turn, need not carry theirs.
         let stop = match verb {
-            "stream" => stream(turn, rest).await,
+            "stream" => Box::pin(stream(turn, rest)).await,
             "think" => {
                 turn.thought(rest).await;
                 turn.text("done thinking").await;
                 Some(StopReason::EndTurn)
             }
-            "tool" => tool(turn, rest).await,
-            "sleep" => sleep(turn, rest).await,
-            "ask" => ask(turn, rest).await,
-            "read" => client::read(turn, rest).await,
-            "write" => client::write(turn, rest).await,
-            "run" => client::run(turn, &text, rest).await,
-            "open" => client::open(turn, rest).await,
-            "readloop" => client::read_loop(turn, rest).await,
+            "tool" => Box::pin(tool(turn, rest)).await,
+            "sleep" => Box::pin(sleep(turn, rest)).await,
+            "ask" => Box::pin(ask(turn, rest)).await,
+            "read" => Box::pin(client::read(turn, rest)).await,
+            "write" => Box::pin(client::write(turn, rest)).await,
+            "run" => Box::pin(client::run(turn, &text, rest)).await,
+            "open" => Box::pin(client::open(turn, rest)).await,
+            "readloop" => Box::pin(client::read_loop(turn, rest)).await,
             "edit" => {
-                client::edit(turn, rest).await;
+                Box::pin(client::edit(turn, rest)).await;
                 Some(StopReason::EndTurn)
             }
             "fail" => return Err(acp_facade::Error::internal_msg("the demo turn failed, as asked")),
             "plan" => {
-                let planned = plan_steps(turn, rest.parse().unwrap_or(0)).await;
+                let planned = Box::pin(plan_steps(turn, rest.parse().unwrap_or(0))).await;
                 if planned {
                     turn.text("planned").await;
                 }
                 planned.then_some(StopReason::EndTurn)
             }
             "switch" => {
-                let line = if turn.set_mode(rest).await.is_ok() { "mode:" } else { "unknown mode" };
+                let line = if Box::pin(turn.set_mode(rest)).await.is_ok() { "mode:" } else { "unknown mode" };
                 turn.text(format!("{line} {rest}")).await;
                 Some(StopReason::EndTurn)
             }
