@@ -13,9 +13,8 @@
 //!
 //! What the facade guarantees to every host method: session ids are validated and resolved
 //! against the live registry before any host call; [`Setup`] is validated (absolute, canonical
-//! `cwd`) before it reaches the host; a host method's error is
-//! answered to the client with its code and message, and a panic fails only that one request
-//! (`-32603`), never the connection.
+//! `cwd`) before it reaches the host; a host method's error is answered to the client with its
+//! code and message, and a panic fails only that one request (`-32603`), never the connection.
 //!
 //! What the facade asks of every host method: be cancel-safe. When the client cancels a request
 //! with `$/cancel_request` while its host call is still pending, the call's future is dropped

@@ -116,9 +116,7 @@ impl EventHub {
             Ok(seq) => seq,
             Err(_) => self.order.lock().await,
         };
-        event.header.seq = *seq;
-        *seq += 1;
-        self.next_seq.store(*seq, Ordering::Release);
+        self.stamp(&mut seq, &mut event);
         self.deliver_all(event).await;
         drop(seq);
     }
@@ -143,16 +141,16 @@ impl EventHub {
     /// (or dropped): the runner journals the numbered event, and may still change it, before
     /// anyone receives it. What happens between numbering and delivery is therefore in publish
     /// order too. Dropping a [`Numbered`] delivers nothing; its `seq` stays used.
-    pub(crate) async fn number(&self, mut event: Event) -> Numbered<'_> {
+    pub(crate) async fn number(&self, event: Event) -> Numbered<'_> {
         // Uncontended (the usual case): no lock future to build.
-        let mut seq = match self.order.try_lock() {
-            Ok(seq) => seq,
-            Err(_) => self.order.lock().await,
-        };
-        event.header.seq = *seq;
-        *seq += 1;
-        self.next_seq.store(*seq, Ordering::Release);
-        Numbered { hub: self, _order: seq, event }
+        match self.try_number(event) {
+            Ok(numbered) => numbered,
+            Err(mut event) => {
+                let mut seq = self.order.lock().await;
+                self.stamp(&mut seq, &mut event);
+                Numbered { hub: self, _order: seq, event }
+            }
+        }
     }
 
     /// Like [`EventHub::number`] but never waits: hands the event back, unnumbered, while another
@@ -160,15 +158,13 @@ impl EventHub {
     #[allow(clippy::result_large_err, reason = "`Ok` holds the event as well: boxing `Err` saves no room")]
     pub(crate) fn try_number(&self, mut event: Event) -> Result<Numbered<'_>, Event> {
         let Ok(mut seq) = self.order.try_lock() else { return Err(event) };
-        event.header.seq = *seq;
-        *seq += 1;
-        self.next_seq.store(*seq, Ordering::Release);
+        self.stamp(&mut seq, &mut event);
         Ok(Numbered { hub: self, _order: seq, event })
     }
 
     /// Like [`EventHub::publish`] but never waits: fails with [`HubFull`], delivering to nobody,
     /// when another publish is in progress or any subscriber's queue is full.
-    pub fn try_publish(&self, event: Event) -> Result<(), HubFull> {
+    pub fn try_publish(&self, mut event: Event) -> Result<(), HubFull> {
         let Ok(mut seq) = self.order.try_lock() else {
             return Err(HubFull(Box::new(event)));
         };
@@ -176,12 +172,16 @@ impl EventHub {
         if !has_room(&subscribers) {
             return Err(HubFull(Box::new(event)));
         }
-        let mut event = event;
+        self.stamp(&mut seq, &mut event);
+        self.send_all(&subscribers, event);
+        Ok(())
+    }
+
+    /// Gives `event` the next `seq`, `seq` being the publish order's count (held by the caller).
+    fn stamp(&self, seq: &mut u64, event: &mut Event) {
         event.header.seq = *seq;
         *seq += 1;
         self.next_seq.store(*seq, Ordering::Release);
-        self.send_all(&subscribers, event);
-        Ok(())
     }
 
     /// Sends a numbered event to every subscriber without waiting (the caller holds the publish

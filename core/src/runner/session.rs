@@ -50,7 +50,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::RunnerInner;
 use super::live::retrying;
-use super::session_core::{Opening, SessionCore, numbered};
+use super::session_core::{Opening, SessionCore, event_id_digits, numbered};
 use super::store::StoreErrorKind;
 use super::turn::Turn;
 use crate::acp::{
@@ -89,9 +89,7 @@ impl History {
     /// ids are numbered as events are built, `seq`s as they are delivered, and an event that a
     /// full queue turned away (`try_text`) used up an id but no `seq`.
     pub(crate) fn of(id: &SessionId, journal: &[Event], has_title: bool) -> Self {
-        let id_number = |e: &Event| -> Option<u64> {
-            e.header.id.as_str().strip_prefix(id.0.as_ref())?.strip_prefix('#')?.parse().ok()
-        };
+        let id_number = |e: &Event| -> Option<u64> { event_id_digits(e.header.id.as_str(), id)?.parse().ok() };
         Self {
             turns: u64::try_from(journal.iter().filter(|e| matches!(e.kind, EventKind::TurnStarted { .. })).count())
                 .unwrap_or(u64::MAX),

@@ -343,11 +343,16 @@ const EVENT_ID_SEPARATOR: &str = "#";
 /// Whether `id` is what [`event_id`] builds for `session` and `n`, digit for digit (no sign, no
 /// leading zero), checked without building it.
 pub(crate) fn is_event_id(id: &str, session: &SessionId, n: u64) -> bool {
-    id.strip_prefix(&*session.0).and_then(|rest| rest.strip_prefix(EVENT_ID_SEPARATOR)).is_some_and(|digits| {
+    event_id_digits(id, session).is_some_and(|digits| {
         digits.bytes().all(|b| b.is_ascii_digit())
             && (digits == "0" || !digits.starts_with('0'))
             && digits.parse::<u64>() == Ok(n)
     })
+}
+
+/// What follows `<session>#` in `id`, when `id` starts so: the digits of an id [`event_id`] built.
+pub(crate) fn event_id_digits<'a>(id: &'a str, session: &SessionId) -> Option<&'a str> {
+    id.strip_prefix(&*session.0)?.strip_prefix(EVENT_ID_SEPARATOR)
 }
 
 /// `<prefix><separator><n>`, built without the formatting machinery (this runs for every event

@@ -12,8 +12,9 @@
 //!   returned `Ok`, it survives a process crash and a power loss.
 //! - **Journal order.** The journal is a table of entries, one per append: the events of that
 //!   append, in order, as one JSON array (`super::entry`: the compact form since version 5), and
-//!   the session's update time as of that entry. Each session owns a range of the journal's keys (the rowid): its number (`sessions.num`, from 1)
-//!   times 2³², plus the entry's number in the session, from 0. An append takes the key after its
+//!   the session's update time as of that entry. Each session owns a range of the journal's keys
+//!   (the rowid): its number (`sessions.num`, from 1) times 2³², plus the entry's number in the
+//!   session, from 0. An append takes the key after its
 //!   session's newest in the statement that inserts the entry (under the write lock), so a
 //!   session's events are read back in the order they were appended, as one range of the table.
 //!   A session holds at most 2³² entries; an append beyond that is refused.
