@@ -133,11 +133,10 @@ fn run_store(config: &Config, store: &str, server_pid_file: Option<&str>) -> Sto
 
     let server_before = server_cpu(server_pid_file);
     let echo = measure_echo(&mut p, &session, config.echo_turns);
-    // Both echo passes ran 2 × echo_turns turns; the server's share per turn across both.
+    // The server's share per turn across every echo pass.
+    let turns = u32::try_from(config.echo_turns).unwrap_or(u32::MAX).saturating_mul(echo.passes());
     let server = match (server_before, server_cpu(server_pid_file)) {
-        (Some(before), Some(after)) => {
-            Some(after.since(before) / u32::try_from(config.echo_turns * 2).unwrap_or(u32::MAX))
-        }
+        (Some(before), Some(after)) => Some(after.since(before) / turns.max(1)),
         _ => None,
     };
     drop(p);
