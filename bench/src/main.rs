@@ -436,9 +436,9 @@ fn pinned<T>(pid: u32, agent: usize, driver: usize, measure: impl FnOnce() -> T)
 ///   run and from program to program. A program that waits in a blocking `read` of its stdin
 ///   (the raw writer) is often woken onto the client's own CPU and hands every turn over there,
 ///   as on one CPU; one that waits in `epoll` (a tokio agent, a Node agent) stays on its own, and
-///   each turn wakes an idle processor twice. So the free figures compare placements as much as
-///   programs: the raw writer's moves between its one-CPU cost and its two-CPU cost from one run
-///   to the next (see docs/BENCHMARKS.md).
+///   each turn wakes an idle processor on each side. So the free figures compare placements as
+///   much as programs: the raw writer's moves between its one-CPU and its two-CPU figure from one
+///   run to the next (see docs/BENCHMARKS.md).
 /// - **Two CPUs**: the agent pinned to CPU 1, the client to CPU 0: every turn pays for waking the
 ///   other side's processor, the hypervisor's work on a virtual machine, for every program alike.
 /// - **One CPU**: both pinned to CPU 0, where they hand each turn over without waking another
