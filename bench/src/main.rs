@@ -435,7 +435,7 @@ fn pinned<T>(pid: u32, agent: usize, driver: usize, measure: impl FnOnce() -> T)
 /// - **Free**: both may run on any CPU, and the scheduler places them — differently from run to
 ///   run and from program to program. The raw writer (a blocking `read` of its stdin) often runs
 ///   where the client runs and costs its one-CPU figure, and in other runs its two-CPU figure;
-///   the agents (waiting in `epoll`) stay at or above their two-CPU figures. So the free figures
+///   the agents (waiting in `epoll`) stay near or above their two-CPU figures. So the free figures
 ///   compare placements as much as programs (see docs/BENCHMARKS.md).
 /// - **Two CPUs**: the agent pinned to CPU 1, the client to CPU 0: every turn pays for waking the
 ///   other side's processor, the hypervisor's work on a virtual machine, for every program alike.
@@ -814,7 +814,7 @@ fn main() {
     }
     let _ = writeln!(
         table,
-        "\n### Streaming, echo, startup, memory\n\n`stream {chunks}` over real pipes, median of {} runs; ratios are against the raw serde_json writer measured in the same run. Echo: the agent's CPU per `hello world` turn over {} turns in three placements (`taskset`): *free*, the client and the agent on any CPU, placed by the scheduler; *two CPUs*, the agent pinned to one CPU and the client to the other, so that every turn wakes the other side's processor (on a virtual machine the hypervisor's work, the same for every program); *one CPU*, both pinned to one, where they hand each turn over without waking another processor and what is left is the agent's own work. The raw writer's row is the floor (its `--echo` mode: parse each request, write that turn's lines, nothing else). Free placement differs by program and by run: the raw writer's free figure moves between its one-CPU and its two-CPU figure from run to run (it waits in a blocking `read`, and the scheduler often runs it where the client runs), while the agents' free figures stay at or above their two-CPU ones. Stalled client: RSS growth while the client reads nothing of a second `stream {chunks}` (stall ends when the agent stops using CPU, at most {} s).\n",
+        "\n### Streaming, echo, startup, memory\n\n`stream {chunks}` over real pipes, median of {} runs; ratios are against the raw serde_json writer measured in the same run. Echo: the agent's CPU per `hello world` turn over {} turns in three placements (`taskset`): *free*, the client and the agent on any CPU, placed by the scheduler; *two CPUs*, the agent pinned to one CPU and the client to the other, so that every turn wakes the other side's processor (on a virtual machine the hypervisor's work, the same for every program); *one CPU*, both pinned to one, where they hand each turn over without waking another processor and what is left is the agent's own work. The raw writer's row is the floor (its `--echo` mode: parse each request, write that turn's lines, nothing else). Free placement differs by program and by run: the raw writer's free figure moves between its one-CPU and its two-CPU figure from run to run (it waits in a blocking `read`, and the scheduler often runs it where the client runs), while the agents' free figures are near or above their two-CPU ones. Stalled client: RSS growth while the client reads nothing of a second `stream {chunks}` (stall ends when the agent stops using CPU, at most {} s).\n",
         config.runs,
         config.echo_turns,
         config.stall_max.as_secs(),
