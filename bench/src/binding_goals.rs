@@ -1,16 +1,16 @@
 //! The goals of issue 11 for the Python and Node bindings, checked against rows of the same run:
 //! each demo's agent CPU per echo turn (placed freely, on two CPUs and on one CPU) at most its
-//! official SDK's, each binding's host-callback round trips (one at a time and in flight) at least
-//! its SDK's, and the demos' start-up to the `initialize` response under a fixed bound (the bare
+//! official SDK's, each binding's host-callback round trips (one at a time in the same three
+//! placements, and in flight) at least its SDK's, and the demos' start-up to the `initialize` response under a fixed bound (the bare
 //! interpreters' floors shown beside it). Rows are found by the names `scripts/bench` gives them.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::AgentSummary;
+use crate::{AgentSummary, CallbackSummary};
 
-/// Median sequential and concurrent durations of one callback host's requests, by row name.
-pub(crate) type CallbackMedians = [(String, Option<(Duration, Duration)>)];
+/// Each callback host's medians, by row name.
+pub(crate) type CallbackMedians = [(String, Option<CallbackSummary>)];
 
 /// The start-up bounds of issue 11.
 const PYTHON_DEMO_STARTUP: Duration = Duration::from_millis(40);
@@ -62,9 +62,15 @@ pub(crate) fn table(
     for (lang, ours, sdk, sdk_label) in
         [("Python", "python host", "python sdk", "Python SDK"), ("Node", "node host", "ts sdk", "TS SDK")]
     {
-        let (Some((seq, con)), Some((sdk_seq, sdk_con))) = (host(ours), host(sdk)) else { continue };
+        let (Some(ours), Some(theirs)) = (host(ours), host(sdk)) else { continue };
         // Same request count on both sides: the rate ratio is the inverse duration ratio.
-        for (what, a, b) in [("one at a time", seq, sdk_seq), ("in flight", con, sdk_con)] {
+        for (what, a, b) in [
+            ("one at a time, placed freely", Some(ours.sequential), Some(theirs.sequential)),
+            ("one at a time, on two CPUs", ours.sequential_two_cpus, theirs.sequential_two_cpus),
+            ("one at a time, on one CPU", ours.sequential_one_cpu, theirs.sequential_one_cpu),
+            ("in flight", Some(ours.concurrent), Some(theirs.concurrent)),
+        ] {
+            let (Some(a), Some(b)) = (a, b) else { continue };
             let x = b.as_secs_f64() / a.as_secs_f64();
             let _ = writeln!(
                 out,

@@ -14,8 +14,8 @@
 //!   most `--stall-max-ms`).
 //!
 //! For every callback host (`--callback NAME=COMMAND`) it measures host-method round trips/s:
-//! `session/new` requests answered by the host's `new_session`, first one at a time, then with 64
-//! in flight (`--concurrency`). For every start-up floor (`--floor NAME=COMMAND`: a bare
+//! `session/new` requests answered by the host's `new_session`, first one at a time (placed
+//! freely, on two CPUs and on one CPU, as the echo), then with 64 in flight (`--concurrency`). For every start-up floor (`--floor NAME=COMMAND`: a bare
 //! interpreter answering `initialize` with a canned line) it measures only the start-up.
 //!
 //! Usage: [`USAGE`] (`acp-facade-bench --help` prints it).
@@ -497,12 +497,57 @@ fn run_raw(config: &Config) -> (Duration, Duration) {
     (startup, stream)
 }
 
+/// One run of a callback host: `--callback-requests` round trips one at a time in each of the
+/// three placements of [`Echo`], then as many with `--concurrency` in flight, placed freely.
+///
+/// One at a time, a round trip is a chain of wake-ups (client → agent → client, and in a binding
+/// also between the core's worker and the host's thread), so where the scheduler puts the two
+/// processes decides the figure as much as the agent's work does: a single-threaded agent that
+/// lands on the client's CPU wakes nobody. Pinned, every host pays the same: on two CPUs one
+/// cross-CPU wake-up each way, on one CPU none. In flight, the requests overlap and the placement
+/// matters less; that pass is measured free only.
+#[derive(Clone, Copy)]
 struct CallbackRun {
     sequential: Duration,
+    sequential_two_cpus: Option<Duration>,
+    sequential_one_cpu: Option<Duration>,
     concurrent: Duration,
 }
 
-/// Host-method round trips: `session/new` one at a time, then `concurrency` in flight.
+/// The medians of one callback host's runs, each placement over the runs that measured it.
+#[derive(Clone, Copy)]
+pub(crate) struct CallbackSummary {
+    pub(crate) sequential: Duration,
+    pub(crate) sequential_two_cpus: Option<Duration>,
+    pub(crate) sequential_one_cpu: Option<Duration>,
+    pub(crate) concurrent: Duration,
+}
+
+impl CallbackSummary {
+    /// `None` when no run succeeded.
+    fn of(runs: &[CallbackRun]) -> Option<Self> {
+        Some(Self {
+            sequential: median(runs.iter().map(|r| r.sequential).collect())?,
+            sequential_two_cpus: median(runs.iter().filter_map(|r| r.sequential_two_cpus).collect()),
+            sequential_one_cpu: median(runs.iter().filter_map(|r| r.sequential_one_cpu).collect()),
+            concurrent: median(runs.iter().map(|r| r.concurrent).collect())?,
+        })
+    }
+}
+
+/// `n` `session/new` requests, each sent when the previous one was answered; their duration.
+fn one_at_a_time(p: &mut Proc, id: &mut u64, n: u64) -> Duration {
+    let started = Instant::now();
+    for _ in 0..n {
+        *id += 1;
+        p.send(&session_new(*id));
+        p.ok_response();
+    }
+    started.elapsed()
+}
+
+/// Host-method round trips: `session/new` one at a time (in three placements), then
+/// `concurrency` in flight (see [`CallbackRun`]).
 fn run_callback(command: &str, config: &Config) -> CallbackRun {
     let mut p = Proc::spawn(command, config.timeout);
     p.send(INITIALIZE);
@@ -510,18 +555,11 @@ fn run_callback(command: &str, config: &Config) -> CallbackRun {
     let n = config.callback_requests;
     let mut id = 100;
     // Warm up (imports, JIT, allocator).
-    for _ in 0..(n / 10).max(1) {
-        id += 1;
-        p.send(&session_new(id));
-        p.ok_response();
-    }
-    let started = Instant::now();
-    for _ in 0..n {
-        id += 1;
-        p.send(&session_new(id));
-        p.ok_response();
-    }
-    let sequential = started.elapsed();
+    one_at_a_time(&mut p, &mut id, (n / 10).max(1));
+    let sequential = one_at_a_time(&mut p, &mut id, n);
+    let pid = p.pid();
+    let sequential_two_cpus = pinned(pid, 1, 0, || one_at_a_time(&mut p, &mut id, n));
+    let sequential_one_cpu = pinned(pid, 0, 0, || one_at_a_time(&mut p, &mut id, n));
 
     let started = Instant::now();
     let (mut sent, mut answered) = (0, 0);
@@ -542,7 +580,7 @@ fn run_callback(command: &str, config: &Config) -> CallbackRun {
         answered += 1;
     }
     let concurrent = started.elapsed();
-    CallbackRun { sequential, concurrent }
+    CallbackRun { sequential, sequential_two_cpus, sequential_one_cpu, concurrent }
 }
 
 /// Runs one measurement; a panic (the agent failed) is reported and yields `None`.
@@ -890,41 +928,40 @@ fn main() {
         }
     }
 
-    let mut callback_medians = Vec::new();
+    let mut callback_summaries = Vec::new();
     if !config.callbacks.is_empty() {
         let n = config.callback_requests;
         let _ = writeln!(
             table,
-            "\n### Host-method callback round trips\n\n`session/new` → the host's `new_session` → response, {n} requests one at a time, then {n} with {} in flight; median of {} runs (after a warm-up of {}).\n",
+            "\n### Host-method callback round trips\n\n`session/new` → the host's `new_session` → response, {n} requests one at a time — placed freely, on two CPUs (the host on CPU 1, the client on CPU 0) and on one CPU (both on CPU 0) — then {n} with {} in flight, placed freely; median of {} runs (after a warm-up of {}). One at a time, the placement decides as much as the host does: a single-threaded host that the scheduler puts on the client's CPU wakes no other processor.\n",
             config.concurrency,
             config.runs,
             (n / 10).max(1),
         );
         let _ = writeln!(
             table,
-            "| host | sequential round trips/s | µs per round trip | {c}-concurrent round trips/s | × sequential |\n|---|---:|---:|---:|---:|",
+            "| host | one at a time, placed freely (round trips/s) | µs per round trip | on two CPUs | on one CPU | {c} in flight | × one at a time, freely |\n|---|---:|---:|---:|---:|---:|---:|",
             c = config.concurrency
         );
         for ((name, _), runs) in config.callbacks.iter().zip(&callbacks) {
-            let seq = median(runs.iter().map(|r| r.sequential).collect());
-            let con = median(runs.iter().map(|r| r.concurrent).collect());
-            callback_medians.push((name.clone(), seq.zip(con)));
-            match (seq, con) {
-                (Some(seq), Some(con)) => {
-                    let per_s = |d: Duration| n as f64 / d.as_secs_f64();
-                    let _ = writeln!(
-                        table,
-                        "| {name} | {:.0} | {:.1} | {:.0} | {:.2} |",
-                        per_s(seq),
-                        seq.as_secs_f64() * 1e6 / n as f64,
-                        per_s(con),
-                        per_s(con) / per_s(seq),
-                    );
-                }
-                _ => {
-                    let _ = writeln!(table, "| {name} | failed | | | |");
-                }
-            }
+            let summary = CallbackSummary::of(runs);
+            callback_summaries.push((name.clone(), summary));
+            let Some(summary) = summary else {
+                let _ = writeln!(table, "| {name} | failed | | | | | |");
+                continue;
+            };
+            let per_s = |d: Duration| n as f64 / d.as_secs_f64();
+            let rate = |d: Option<Duration>| d.map_or_else(|| "–".to_owned(), |d| format!("{:.0}", per_s(d)));
+            let _ = writeln!(
+                table,
+                "| {name} | {:.0} | {:.1} | {} | {} | {:.0} | {:.2} |",
+                per_s(summary.sequential),
+                summary.sequential.as_secs_f64() * 1e6 / n as f64,
+                rate(summary.sequential_two_cpus),
+                rate(summary.sequential_one_cpu),
+                per_s(summary.concurrent),
+                per_s(summary.concurrent) / per_s(summary.sequential),
+            );
         }
     }
 
@@ -932,7 +969,7 @@ fn main() {
     if goal_table.lines().count() > 2 {
         let _ = write!(table, "\n### Goals (issues 5, 8 and 11)\n\n{goal_table}");
     }
-    let binding_table = binding_goals::table(&summaries, &callback_medians, &floor_medians);
+    let binding_table = binding_goals::table(&summaries, &callback_summaries, &floor_medians);
     if binding_table.lines().count() > 2 {
         let _ =
             write!(table, "\n### Goals (issue 11: the Python and Node bindings against their SDKs)\n\n{binding_table}");
