@@ -4,8 +4,11 @@
 //! The driver is the client: it advertises `fs.readTextFile`, opens a session and prompts
 //! `readloop N PATH P` (docs/DEMO.md: N reads of PATH, at most P in flight), answering every
 //! `fs/read_text_file` at once with a short content, until the prompt's response. The time from
-//! the prompt to its response gives round trips/s, first with one read in flight, then with
-//! `--concurrency` (64). Medians over `--runs` repetitions, agents interleaved within each. Each
+//! the prompt to its response gives round trips/s, first with one read in flight — placed freely,
+//! on two CPUs and on one CPU, as the echo of the main benchmark (see `crate::Echo`): one at a
+//! time, where the scheduler puts the client and the agent decides as much as the agent does —
+//! then with `--concurrency` (64), placed freely. Medians over `--runs` repetitions, agents
+//! interleaved within each. Each
 //! demo is compared with the agent on the official SDK of its language (`--pair DEMO=SDK`), whose
 //! fixture implements the same `readloop` on the SDK's own client calls.
 //!
@@ -18,7 +21,7 @@ use std::fmt::Write as _;
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
-use crate::{Proc, attempt, loadavg, machine, median, named, rotated, session_id};
+use crate::{Proc, attempt, loadavg, machine, median, named, pinned, rotated, session_id};
 
 struct Config {
     runs: usize,
@@ -66,13 +69,51 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 /// The path the agents read (the driver answers every read itself; nothing is on disk).
 const PATH: &str = "/bench/file.txt";
 
-/// One `readloop`: the time from the prompt to its response, `reads` reads `parallel` at a time.
-fn read_loop(command: &str, config: &Config, parallel: u64) -> Duration {
+/// Where the driver (the client) and the agent run during a `readloop`.
+#[derive(Clone, Copy)]
+enum Placement {
+    /// Wherever the scheduler puts them.
+    Free,
+    /// The agent (every thread) on CPU 1, the driver on CPU 0.
+    TwoCpus,
+    /// Both on CPU 0.
+    OneCpu,
+}
+
+impl Placement {
+    /// How a column names the placement (nothing when free).
+    fn suffix(self) -> &'static str {
+        match self {
+            Placement::Free => "",
+            Placement::TwoCpus => ", two CPUs",
+            Placement::OneCpu => ", one CPU",
+        }
+    }
+}
+
+/// What is measured, in order: one read in flight in each placement, then `--concurrency`
+/// placed freely. Each is a column of the report.
+const LEVELS: usize = 4;
+
+/// One `readloop` in `placement`: the time from the prompt to its response, `reads` reads
+/// `parallel` at a time; `None` when the machine has too few CPUs for the placement.
+fn read_loop(command: &str, config: &Config, parallel: u64, placement: Placement) -> Option<Duration> {
     let mut p = Proc::spawn(command, config.timeout);
     p.send(INITIALIZE);
     p.ok_response();
     p.send(r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#);
     let session = session_id(&p.ok_response());
+    let pid = p.pid();
+    // Pinned after start-up, as the echo: the turn's reads run wholly in the placement.
+    match placement {
+        Placement::Free => Some(prompt_read_loop(&mut p, &session, config, parallel)),
+        Placement::TwoCpus => pinned(pid, 1, 0, || prompt_read_loop(&mut p, &session, config, parallel)),
+        Placement::OneCpu => pinned(pid, 0, 0, || prompt_read_loop(&mut p, &session, config, parallel)),
+    }
+}
+
+/// Prompts `readloop` in `session` and serves its reads until the prompt's response; the time.
+fn prompt_read_loop(p: &mut Proc, session: &str, config: &Config, parallel: u64) -> Duration {
     let text = format!("readloop {} {PATH} {parallel}", config.reads);
     let prompt = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
@@ -130,56 +171,60 @@ fn cell(rate: Option<f64>) -> String {
 pub fn main(args: impl Iterator<Item = String>) {
     let config = parse(args);
     let load_before = loadavg();
-    let levels = [1, config.concurrency];
+    let levels: [(u64, Placement); LEVELS] =
+        [(1, Placement::Free), (1, Placement::TwoCpus), (1, Placement::OneCpu), (config.concurrency, Placement::Free)];
+    let names = levels.map(|(parallel, placement)| format!("{parallel} in flight{}", placement.suffix()));
     // results[agent][level]: one time per run.
-    let mut results: Vec<[Vec<Duration>; 2]> = config.agents.iter().map(|_| [Vec::new(), Vec::new()]).collect();
+    let mut results: Vec<[Vec<Duration>; LEVELS]> =
+        config.agents.iter().map(|_| std::array::from_fn(|_| Vec::new())).collect();
     for run in 0..config.runs {
         eprintln!("client run {}/{} (load {})", run + 1, config.runs, loadavg());
         // Rotated from run to run, as the main benchmark's agents (see `crate::rotated`).
         for i in rotated(config.agents.len(), run) {
             let (name, command) = &config.agents[i];
-            for (level, parallel) in levels.iter().enumerate() {
-                let what = format!("{name}: readloop, {parallel} in flight");
-                if let Some(time) = attempt(&what, || read_loop(command, &config, *parallel)) {
+            for (level, &(parallel, placement)) in levels.iter().enumerate() {
+                let what = format!("{name}: readloop, {}", names[level]);
+                if let Some(time) = attempt(&what, || read_loop(command, &config, parallel, placement)).flatten() {
                     eprintln!("  {what}: {:.0}/s", config.reads as f64 / time.as_secs_f64());
                     results[i][level].push(time);
                 }
             }
         }
     }
-    let rates: Vec<[Option<f64>; 2]> = results
+    let rates: Vec<[Option<f64>; LEVELS]> = results
         .iter()
-        .map(|[one, many]| [rate(config.reads, median(one.clone())), rate(config.reads, median(many.clone()))])
+        .map(|times| std::array::from_fn(|level| rate(config.reads, median(times[level].clone()))))
         .collect();
     let find = |name: &str| config.agents.iter().position(|(n, _)| n == name);
     let mut out = String::new();
     let _ = writeln!(
         out,
         "`fs/read_text_file` round trips issued by a turn (`readloop {} PATH P`), answered at once by the \
-         driver; median of {} runs; {}.\n",
+         driver: one in flight placed freely, on two CPUs (the agent on CPU 1, the driver on CPU 0) and on \
+         one CPU (both on CPU 0), then {} in flight placed freely; median of {} runs; {}.\n",
         config.reads,
+        config.concurrency,
         config.runs,
         machine()
     );
-    let _ = writeln!(out, "| agent | reads/s, 1 in flight | reads/s, {} in flight |", config.concurrency);
-    let _ = writeln!(out, "|---|---:|---:|");
-    for ((name, _), [one, many]) in config.agents.iter().zip(&rates) {
-        let _ = writeln!(out, "| {name} | {} | {} |", cell(*one), cell(*many));
+    let header = names.join(" | ");
+    let _ = writeln!(out, "| agent (reads/s) | {header} |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    for ((name, _), agent_rates) in config.agents.iter().zip(&rates) {
+        let cells: Vec<String> = agent_rates.iter().map(|r| cell(*r)).collect();
+        let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
     }
     if !config.pairs.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n| demo against the SDK of its language | 1 in flight | {} in flight |",
-            config.concurrency
-        );
-        let _ = writeln!(out, "|---|---:|---:|");
+        let _ = writeln!(out, "\n| demo against the SDK of its language | {header} |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|");
         for (demo, sdk) in &config.pairs {
             let (Some(d), Some(s)) = (find(demo), find(sdk)) else { continue };
             let ratio = |level: usize| match (rates[d][level], rates[s][level]) {
                 (Some(a), Some(b)) => format!("{:.2}×", a / b),
                 _ => "failed".to_owned(),
             };
-            let _ = writeln!(out, "| {demo} / {sdk} | {} | {} |", ratio(0), ratio(1));
+            let ratios: Vec<String> = (0..LEVELS).map(ratio).collect();
+            let _ = writeln!(out, "| {demo} / {sdk} | {} |", ratios.join(" | "));
         }
     }
     let _ = writeln!(out, "\nLoad average before → after: {load_before} → {}.", loadavg());
