@@ -1,8 +1,8 @@
 //! The goals of issue 11 for the Python and Node bindings, checked against rows of the same run:
 //! each demo's agent CPU per echo turn (placed freely, on two CPUs and on one CPU) at most its
 //! official SDK's, each binding's host-callback round trips (one at a time in the same three
-//! placements, and in flight) at least its SDK's, and the demos' start-up to the `initialize` response under a fixed bound (the bare
-//! interpreters' floors shown beside it). Rows are found by the names `scripts/bench` gives them.
+//! placements, and in flight) at least its SDK's, and the demos' start-up to the `initialize`
+//! response under a fixed bound (the bare interpreters' floors shown beside it). Rows are found by the names `scripts/bench` gives them.
 
 use std::fmt::Write as _;
 use std::time::Duration;

@@ -8,9 +8,9 @@
 //! on two CPUs and on one CPU, as the echo of the main benchmark (see `crate::Echo`): one at a
 //! time, where the scheduler puts the client and the agent decides as much as the agent does —
 //! then with `--concurrency` (64), placed freely. Medians over `--runs` repetitions, agents
-//! interleaved within each. Each
-//! demo is compared with the agent on the official SDK of its language (`--pair DEMO=SDK`), whose
-//! fixture implements the same `readloop` on the SDK's own client calls.
+//! interleaved within each. Each demo is compared with the agent on the official SDK of its
+//! language (`--pair DEMO=SDK`), whose fixture implements the same `readloop` on the SDK's own
+//! client calls.
 //!
 //! Usage: `acp-facade-bench client [--runs R] [--reads N] [--concurrency C] [--agent NAME=COMMAND
 //! ...] [--pair DEMO=SDK ...] [--markdown FILE] [--note TEXT ...]`. The report replaces the part of
@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
-use crate::{Proc, attempt, loadavg, machine, median, named, pinned, rotated, session_id};
+use crate::{Placement, Proc, attempt, loadavg, machine, median, named, rotated, session_id};
 
 struct Config {
     runs: usize,
@@ -69,28 +69,6 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 /// The path the agents read (the driver answers every read itself; nothing is on disk).
 const PATH: &str = "/bench/file.txt";
 
-/// Where the driver (the client) and the agent run during a `readloop`.
-#[derive(Clone, Copy)]
-enum Placement {
-    /// Wherever the scheduler puts them.
-    Free,
-    /// The agent (every thread) on CPU 1, the driver on CPU 0.
-    TwoCpus,
-    /// Both on CPU 0.
-    OneCpu,
-}
-
-impl Placement {
-    /// How a column names the placement (nothing when free).
-    fn suffix(self) -> &'static str {
-        match self {
-            Placement::Free => "",
-            Placement::TwoCpus => ", two CPUs",
-            Placement::OneCpu => ", one CPU",
-        }
-    }
-}
-
 /// What is measured, in order: one read in flight in each placement, then `--concurrency`
 /// placed freely. Each is a column of the report.
 const LEVELS: usize = 4;
@@ -103,13 +81,8 @@ fn read_loop(command: &str, config: &Config, parallel: u64, placement: Placement
     p.ok_response();
     p.send(r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#);
     let session = session_id(&p.ok_response());
-    let pid = p.pid();
-    // Pinned after start-up, as the echo: the turn's reads run wholly in the placement.
-    match placement {
-        Placement::Free => Some(prompt_read_loop(&mut p, &session, config, parallel)),
-        Placement::TwoCpus => pinned(pid, 1, 0, || prompt_read_loop(&mut p, &session, config, parallel)),
-        Placement::OneCpu => pinned(pid, 0, 0, || prompt_read_loop(&mut p, &session, config, parallel)),
-    }
+    // Placed after start-up, as the echo: the turn's reads run wholly in the placement.
+    placement.run(p.pid(), || prompt_read_loop(&mut p, &session, config, parallel))
 }
 
 /// Prompts `readloop` in `session` and serves its reads until the prompt's response; the time.
@@ -209,14 +182,15 @@ pub fn main(args: impl Iterator<Item = String>) {
     );
     let header = names.join(" | ");
     let _ = writeln!(out, "| agent (reads/s) | {header} |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    let separator = format!("|---|{}", "---:|".repeat(LEVELS));
+    let _ = writeln!(out, "{separator}");
     for ((name, _), agent_rates) in config.agents.iter().zip(&rates) {
         let cells: Vec<String> = agent_rates.iter().map(|r| cell(*r)).collect();
         let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
     }
     if !config.pairs.is_empty() {
         let _ = writeln!(out, "\n| demo against the SDK of its language | {header} |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+        let _ = writeln!(out, "{separator}");
         for (demo, sdk) in &config.pairs {
             let (Some(d), Some(s)) = (find(demo), find(sdk)) else { continue };
             let ratio = |level: usize| match (rates[d][level], rates[s][level]) {

@@ -15,8 +15,9 @@
 //!
 //! For every callback host (`--callback NAME=COMMAND`) it measures host-method round trips/s:
 //! `session/new` requests answered by the host's `new_session`, first one at a time (placed
-//! freely, on two CPUs and on one CPU, as the echo), then with 64 in flight (`--concurrency`). For every start-up floor (`--floor NAME=COMMAND`: a bare
-//! interpreter answering `initialize` with a canned line) it measures only the start-up.
+//! freely, on two CPUs and on one CPU, as the echo), then with 64 in flight (`--concurrency`). For
+//! every start-up floor (`--floor NAME=COMMAND`: a bare interpreter answering `initialize` with a
+//! canned line) it measures only the start-up.
 //!
 //! Usage: [`USAGE`] (`acp-facade-bench --help` prints it).
 //!
@@ -430,6 +431,37 @@ fn pinned<T>(pid: u32, agent: usize, driver: usize, measure: impl FnOnce() -> T)
     value
 }
 
+/// Where the client (this driver) and the agent run while something is measured (see [`Echo`]).
+#[derive(Clone, Copy)]
+enum Placement {
+    /// Wherever the scheduler puts them.
+    Free,
+    /// The agent (every thread) on CPU 1, the driver on CPU 0.
+    TwoCpus,
+    /// Both on CPU 0.
+    OneCpu,
+}
+
+impl Placement {
+    /// Runs `measure` in this placement; `None` when it cannot be had (see [`pinned`]).
+    fn run<T>(self, pid: u32, measure: impl FnOnce() -> T) -> Option<T> {
+        match self {
+            Placement::Free => Some(measure()),
+            Placement::TwoCpus => pinned(pid, 1, 0, measure),
+            Placement::OneCpu => pinned(pid, 0, 0, measure),
+        }
+    }
+
+    /// How a column names the placement (nothing when free).
+    fn suffix(self) -> &'static str {
+        match self {
+            Placement::Free => "",
+            Placement::TwoCpus => ", two CPUs",
+            Placement::OneCpu => ", one CPU",
+        }
+    }
+}
+
 /// Echo CPU per turn in three placements of the client (this driver) and the agent.
 ///
 /// - **Free**: both may run on any CPU, and the scheduler places them — differently from run to
@@ -458,8 +490,8 @@ impl Echo {
 fn measure_echo(p: &mut Proc, session: &str, echo_turns: u64) -> Echo {
     let free = echo_cpu_per_turn(p, session, echo_turns);
     let pid = p.pid();
-    let two_cpus = pinned(pid, 1, 0, || echo_cpu_per_turn(p, session, echo_turns));
-    let one_cpu = pinned(pid, 0, 0, || echo_cpu_per_turn(p, session, echo_turns));
+    let two_cpus = Placement::TwoCpus.run(pid, || echo_cpu_per_turn(p, session, echo_turns));
+    let one_cpu = Placement::OneCpu.run(pid, || echo_cpu_per_turn(p, session, echo_turns));
     Echo { free, two_cpus, one_cpu }
 }
 
@@ -558,8 +590,8 @@ fn run_callback(command: &str, config: &Config) -> CallbackRun {
     one_at_a_time(&mut p, &mut id, (n / 10).max(1));
     let sequential = one_at_a_time(&mut p, &mut id, n);
     let pid = p.pid();
-    let sequential_two_cpus = pinned(pid, 1, 0, || one_at_a_time(&mut p, &mut id, n));
-    let sequential_one_cpu = pinned(pid, 0, 0, || one_at_a_time(&mut p, &mut id, n));
+    let sequential_two_cpus = Placement::TwoCpus.run(pid, || one_at_a_time(&mut p, &mut id, n));
+    let sequential_one_cpu = Placement::OneCpu.run(pid, || one_at_a_time(&mut p, &mut id, n));
 
     let started = Instant::now();
     let (mut sent, mut answered) = (0, 0);
