@@ -79,6 +79,10 @@ pub trait TurnRunner: Send + Sync + 'static {
     /// Runs one turn: stream with [`Turn::text`], call tools, ask for permission, report usage,
     /// and return why the turn stopped. Return `Err` to fail the turn (`-32603` with its message)
     /// and watch [`Turn::cancelled`] to stop early on cancellation.
+    ///
+    /// The turn starts on the task that submitted the prompt and moves to a task of its own when
+    /// it first waits, so a turn that never waits costs no task. Either way it shares a Tokio
+    /// worker with others: do blocking or long CPU-bound work with `tokio::task::spawn_blocking`.
     async fn run_turn(&self, turn: &Turn) -> Result<StopReason, Error>;
 
     /// The config options of a new session, with their initial values; an option with id `mode`

@@ -1,6 +1,6 @@
 //! A runner session: the [`LiveSession`] the runner hands the facade.
 //!
-//! It runs one turn at a time on its own task, closes, compacts and tells its history. What its
+//! It runs one turn at a time, closes, compacts and tells its history. What its
 //! turns reach — the session's [`EventHub`], the journal writer that records every Enduring event
 //! in the [`Store`](super::Store), the gates open (one-shot channels keyed by gate id), the
 //! config options — is its core (`session_core`), which a [`Turn`] holds without the session.
@@ -371,9 +371,17 @@ impl LiveSession for RunnerSession {
             .in_order_with(Arc::new(move || core.upgrade().map_or(0, |core| core.hub.published())));
         let turn =
             Turn::new(this.core.clone(), command.clone(), TurnId::new(numbered("", "t", n)), prompt, cancel, client);
-        // Boxed: the turn's future is large, and a task moves its future several times on the way
-        // into its cell (and writes a stage as large as it when it ends); a box moves a pointer.
-        tokio::spawn(Box::pin(this.run(turn, finished)));
+        // The turn runs here, on the submitting task, until it first waits, and on a task of its
+        // own from then on: a turn that never waits (an echo, a canned answer) costs no task — a
+        // spawn is an aligned allocation and a scheduling round, about 4% of such a turn — and its
+        // events are all queued for the facade's drain when this returns. A turn that waits was
+        // polled with a waker that drops its wake-up; the spawned task polls it again at once,
+        // which registers the task's own. Boxed: the future is large, and a box moves a pointer
+        // into the task's cell.
+        let mut run = Box::pin(this.run(turn, finished));
+        if run.as_mut().now_or_never().is_none() {
+            tokio::spawn(run);
+        }
         Ok(command)
     }
 
@@ -470,6 +478,67 @@ impl RuntimeConfig for RunnerSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::content::text_block;
+    use crate::host::SessionHost;
+    use crate::runner::{MemoryStore, Runner, TurnRunner};
+    use futures::StreamExt;
+
+    /// Waits on `go` when the prompt is `wait`; streams `done` and ends.
+    struct Turns {
+        go: Arc<tokio::sync::Notify>,
+    }
+
+    #[async_trait]
+    impl TurnRunner for Turns {
+        async fn run_turn(&self, turn: &Turn) -> Result<StopReason, Error> {
+            if turn.prompt_text() == "wait" {
+                self.go.notified().await;
+            }
+            turn.text("done").await;
+            Ok(StopReason::EndTurn)
+        }
+    }
+
+    /// The events queued on `events` now, without waiting: `TurnStarted`, `TurnDone` or `other`.
+    fn queued(events: &mut EventStream) -> Vec<&'static str> {
+        let kind = |event: Event| match event.kind {
+            EventKind::TurnStarted { .. } => "TurnStarted",
+            EventKind::TurnDone { .. } => "TurnDone",
+            _ => "other",
+        };
+        std::iter::from_fn(|| events.next().now_or_never().flatten()).map(kind).collect()
+    }
+
+    #[tokio::test]
+    async fn a_turn_runs_on_the_submitting_task_until_it_first_waits() {
+        let go = Arc::new(tokio::sync::Notify::new());
+        let runner = Runner::new(Arc::new(MemoryStore::new()), Arc::new(Turns { go: go.clone() }));
+        let live = runner.new_session(Setup::new("/tmp", Vec::new(), Vec::new()).expect("setup")).await.expect("new");
+        let mut events = live.subscribe_events().expect("subscribe");
+
+        // A turn that never waits has ended when its submit returns.
+        live.submit_prompt(Prompt::new(vec![text_block("now")])).await.expect("submit");
+        let ended = queued(&mut events);
+        assert_eq!(ended.first(), Some(&"TurnStarted"), "{ended:?}");
+        assert_eq!(ended.last(), Some(&"TurnDone"), "{ended:?}");
+
+        // One that waits goes on by itself on a task of its own, with nobody polling the caller.
+        live.submit_prompt(Prompt::new(vec![text_block("wait")])).await.expect("submit");
+        let started = queued(&mut events);
+        assert!(started.contains(&"TurnStarted") && !started.contains(&"TurnDone"), "{started:?}");
+        go.notify_one();
+        let done = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            loop {
+                let event = events.next().await.expect("the stream ended");
+                if matches!(event.kind, EventKind::TurnDone { .. }) {
+                    break;
+                }
+            }
+        })
+        .await;
+        assert!(done.is_ok(), "the waiting turn never ended");
+        live.closer().expect("closer").shutdown().await.expect("close");
+    }
 
     #[test]
     fn a_reopened_session_numbers_past_every_journaled_seq_and_id() {
