@@ -81,7 +81,11 @@ impl EventHub {
     pub fn subscribe(&self) -> EventStream {
         let (tx, rx) = mpsc::channel(self.capacity);
         let mut subscribers = self.subscribers.lock().unwrap_or_else(PoisonError::into_inner);
-        Arc::make_mut(&mut subscribers).push(tx);
+        // The list is copied here anyway: subscriptions dropped since (the last prompt's) go now,
+        // rather than costing the next delivery a clone of its event and a second copy.
+        let subscribers = Arc::make_mut(&mut subscribers);
+        subscribers.retain(|tx| !tx.is_closed());
+        subscribers.push(tx);
         Box::pin(ReceiverStream(rx))
     }
 
@@ -382,5 +386,17 @@ mod tests {
         assert!(hub.try_publish(event(1)).is_err(), "the kept subscriber is full");
         drop(kept);
         assert!(hub.try_publish(event(2)).is_ok(), "no live subscriber: nothing to wait for");
+    }
+
+    #[tokio::test]
+    async fn a_new_subscription_clears_the_ended_ones_out() {
+        // One prompt's subscription ends, the next prompt's begins: the first delivery after it
+        // must not find (and clone its event for) the ended one.
+        let hub = EventHub::new(4);
+        drop(hub.subscribe());
+        let mut next = hub.subscribe();
+        assert_eq!(hub.snapshot().len(), 1, "only the live subscription is listed");
+        hub.publish(event(0)).await;
+        assert_eq!(used(&next.next().await.unwrap()), 0);
     }
 }
