@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::RunnerInner;
 use super::live::retrying;
@@ -376,11 +377,12 @@ impl LiveSession for RunnerSession {
         // spawn is an aligned allocation and a scheduling round, about 4% of such a turn — and its
         // events are all queued for the facade's drain when this returns. A turn that waits was
         // polled with a waker that drops its wake-up; the spawned task polls it again at once,
-        // which registers the task's own. Boxed: the future is large, and a box moves a pointer
-        // into the task's cell.
+        // which registers the task's own, and keeps the caller's span (the facade's `turn`), so
+        // that the turn logs in one span wherever it runs. Boxed: the future is large, and a box
+        // moves a pointer into the task's cell.
         let mut run = Box::pin(this.run(turn, finished));
         if run.as_mut().now_or_never().is_none() {
-            tokio::spawn(run);
+            tokio::spawn(run.instrument(tracing::Span::current()));
         }
         Ok(command)
     }
@@ -483,9 +485,11 @@ mod tests {
     use crate::runner::{MemoryStore, Runner, TurnRunner};
     use futures::StreamExt;
 
-    /// Waits on `go` when the prompt is `wait`; streams `done` and ends.
+    /// Waits on `go` when the prompt is `wait`; streams `done` and ends. Records the name of the
+    /// span it ends in.
     struct Turns {
         go: Arc<tokio::sync::Notify>,
+        span: std::sync::Mutex<Option<&'static str>>,
     }
 
     #[async_trait]
@@ -494,9 +498,22 @@ mod tests {
             if turn.prompt_text() == "wait" {
                 self.go.notified().await;
             }
+            *self.span.lock().expect("span") = tracing::Span::current().metadata().map(tracing::Metadata::name);
             turn.text("done").await;
             Ok(StopReason::EndTurn)
         }
+    }
+
+    fn turns() -> Arc<Turns> {
+        Arc::new(Turns { go: Arc::new(tokio::sync::Notify::new()), span: std::sync::Mutex::default() })
+    }
+
+    /// Receives events until the turn's end.
+    async fn until_done(events: &mut EventStream) {
+        let done = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while !matches!(events.next().await.expect("the stream ended").kind, EventKind::TurnDone { .. }) {}
+        });
+        assert!(done.await.is_ok(), "the turn never ended");
     }
 
     /// The events queued on `events` now, without waiting: `TurnStarted`, `TurnDone` or `other`.
@@ -511,8 +528,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_turn_runs_on_the_submitting_task_until_it_first_waits() {
-        let go = Arc::new(tokio::sync::Notify::new());
-        let runner = Runner::new(Arc::new(MemoryStore::new()), Arc::new(Turns { go: go.clone() }));
+        let turns = turns();
+        let runner = Runner::new(Arc::new(MemoryStore::new()), turns.clone());
         let live = runner.new_session(Setup::new("/tmp", Vec::new(), Vec::new()).expect("setup")).await.expect("new");
         let mut events = live.subscribe_events().expect("subscribe");
 
@@ -526,18 +543,28 @@ mod tests {
         live.submit_prompt(Prompt::new(vec![text_block("wait")])).await.expect("submit");
         let started = queued(&mut events);
         assert!(started.contains(&"TurnStarted") && !started.contains(&"TurnDone"), "{started:?}");
-        go.notify_one();
-        let done = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-            loop {
-                let event = events.next().await.expect("the stream ended");
-                if matches!(event.kind, EventKind::TurnDone { .. }) {
-                    break;
-                }
-            }
-        })
-        .await;
-        assert!(done.is_ok(), "the waiting turn never ended");
+        turns.go.notify_one();
+        until_done(&mut events).await;
         live.closer().expect("closer").shutdown().await.expect("close");
+    }
+
+    #[test]
+    fn a_turn_that_waits_goes_on_in_the_span_it_was_submitted_in() {
+        let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry());
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let turns = turns();
+            let runner = Runner::new(Arc::new(MemoryStore::new()), turns.clone());
+            let live =
+                runner.new_session(Setup::new("/tmp", Vec::new(), Vec::new()).expect("setup")).await.expect("new");
+            let mut events = live.subscribe_events().expect("subscribe");
+            let submitted = live.submit_prompt(Prompt::new(vec![text_block("wait")]));
+            submitted.instrument(tracing::info_span!("prompt")).await.expect("submit");
+            turns.go.notify_one();
+            until_done(&mut events).await;
+            assert_eq!(*turns.span.lock().expect("span"), Some("prompt"), "the spawned rest of the turn");
+            live.closer().expect("closer").shutdown().await.expect("close");
+        });
     }
 
     #[test]
