@@ -1,9 +1,9 @@
 //! A runner session: the [`LiveSession`] the runner hands the facade.
 //!
-//! It runs one turn at a time, closes, compacts and tells its history. What its
-//! turns reach — the session's [`EventHub`], the journal writer that records every Enduring event
-//! in the [`Store`](super::Store), the gates open (one-shot channels keyed by gate id), the
-//! config options — is its core (`session_core`), which a [`Turn`] holds without the session.
+//! It runs one turn at a time, closes, compacts and tells its history. What its turns reach — the
+//! session's [`EventHub`], the journal writer that records every Enduring event in the
+//! [`Store`](super::Store), the gates open (one-shot channels keyed by gate id), the config
+//! options — is its core (`session_core`), which a [`Turn`] holds without the session.
 //!
 //! # Journaling
 //!
@@ -504,8 +504,13 @@ mod tests {
         }
     }
 
-    fn turns() -> Arc<Turns> {
-        Arc::new(Turns { go: Arc::new(tokio::sync::Notify::new()), span: std::sync::Mutex::default() })
+    /// A session of a runner on `Turns`, in memory, and a subscription to its events.
+    async fn session() -> (Arc<Turns>, Arc<dyn LiveSession>, EventStream) {
+        let turns = Arc::new(Turns { go: Arc::new(tokio::sync::Notify::new()), span: std::sync::Mutex::default() });
+        let runner = Runner::new(Arc::new(MemoryStore::new()), turns.clone());
+        let live = runner.new_session(Setup::new("/tmp", Vec::new(), Vec::new()).expect("setup")).await.expect("new");
+        let events = live.subscribe_events().expect("subscribe");
+        (turns, live, events)
     }
 
     /// Receives events until the turn's end.
@@ -528,10 +533,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_turn_runs_on_the_submitting_task_until_it_first_waits() {
-        let turns = turns();
-        let runner = Runner::new(Arc::new(MemoryStore::new()), turns.clone());
-        let live = runner.new_session(Setup::new("/tmp", Vec::new(), Vec::new()).expect("setup")).await.expect("new");
-        let mut events = live.subscribe_events().expect("subscribe");
+        let (turns, live, mut events) = session().await;
 
         // A turn that never waits has ended when its submit returns.
         live.submit_prompt(Prompt::new(vec![text_block("now")])).await.expect("submit");
@@ -553,11 +555,7 @@ mod tests {
         let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry());
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         runtime.block_on(async {
-            let turns = turns();
-            let runner = Runner::new(Arc::new(MemoryStore::new()), turns.clone());
-            let live =
-                runner.new_session(Setup::new("/tmp", Vec::new(), Vec::new()).expect("setup")).await.expect("new");
-            let mut events = live.subscribe_events().expect("subscribe");
+            let (turns, live, mut events) = session().await;
             let submitted = live.submit_prompt(Prompt::new(vec![text_block("wait")]));
             submitted.instrument(tracing::info_span!("prompt")).await.expect("submit");
             turns.go.notify_one();
