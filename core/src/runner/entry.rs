@@ -22,7 +22,6 @@
 //! `{"header": {…}, "kind": {…}}`), which stores wrote before the compact form, is read as before.
 //! Stores whose files may hold compact entries record a schema version that older code refuses.
 
-use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
 use super::session_core::{event_id, is_event_id};
@@ -32,9 +31,21 @@ use crate::harness::{
 };
 
 /// Appends the entry of `events`, in the compact form, to `out`.
+///
+/// The frame — brackets, braces, member names, `seq` — is written directly: its names are fixed
+/// and need no escaping, and this is the path every turn takes before its response (serde's map
+/// serialiser escapes each name as it would any string). Every value that is text goes through
+/// `serde_json`.
 pub(crate) fn encode(out: &mut Vec<u8>, session: &SessionId, events: &[Event]) -> serde_json::Result<()> {
-    let mut serializer = serde_json::Serializer::new(out);
-    serializer.collect_seq(events.iter().map(|event| Compact { session, event }))
+    out.push(b'[');
+    for (n, event) in events.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        encode_compact(out, session, event)?;
+    }
+    out.push(b']');
+    Ok(())
 }
 
 /// The events of an entry of `session`, in either form.
@@ -43,38 +54,41 @@ pub(crate) fn decode(session: &SessionId, entry: &str) -> serde_json::Result<Vec
     stored.into_iter().map(|event| event.into_event(session)).collect()
 }
 
-/// One event in the compact form (see the module doc).
-struct Compact<'a> {
-    session: &'a SessionId,
-    event: &'a Event,
+/// Appends one event in the compact form (see the module doc).
+fn encode_compact(out: &mut Vec<u8>, session: &SessionId, event: &Event) -> serde_json::Result<()> {
+    let header = &event.header;
+    out.extend_from_slice(b"{\"seq\":");
+    serde_json::to_writer(&mut *out, &header.seq)?;
+    if !is_event_id(header.id.as_str(), session, header.seq) {
+        member(out, "id", &header.id)?;
+    }
+    if header.class != EventClass::Enduring {
+        member(out, "class", &header.class)?;
+    }
+    if header.visibility != Visibility::Public {
+        member(out, "visibility", &header.visibility)?;
+    }
+    if let Some(command) = &header.cause.command_id {
+        member(out, "command", command)?;
+    }
+    if let Some(loop_id) = &header.coordinates.loop_id {
+        member(out, "loop", loop_id)?;
+    }
+    if let Some(turn_id) = &header.coordinates.turn_id {
+        member(out, "turn", turn_id)?;
+    }
+    member(out, "kind", &event.kind)?;
+    out.push(b'}');
+    Ok(())
 }
 
-impl Serialize for Compact<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let header = &self.event.header;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("seq", &header.seq)?;
-        if !is_event_id(header.id.as_str(), self.session, header.seq) {
-            map.serialize_entry("id", &header.id)?;
-        }
-        if header.class != EventClass::Enduring {
-            map.serialize_entry("class", &header.class)?;
-        }
-        if header.visibility != Visibility::Public {
-            map.serialize_entry("visibility", &header.visibility)?;
-        }
-        if let Some(command) = &header.cause.command_id {
-            map.serialize_entry("command", command)?;
-        }
-        if let Some(loop_id) = &header.coordinates.loop_id {
-            map.serialize_entry("loop", loop_id)?;
-        }
-        if let Some(turn_id) = &header.coordinates.turn_id {
-            map.serialize_entry("turn", turn_id)?;
-        }
-        map.serialize_entry("kind", &self.event.kind)?;
-        map.end()
-    }
+/// Appends `,"name":value`; `name` is one of the compact form's fixed member names (plain ASCII,
+/// nothing to escape).
+fn member(out: &mut Vec<u8>, name: &str, value: &impl Serialize) -> serde_json::Result<()> {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    serde_json::to_writer(&mut *out, value)
 }
 
 /// An event as read from an entry: the full form's `header`, or the compact form's fields.
@@ -168,6 +182,17 @@ mod tests {
             assert!(text.contains(field), "{field} missing from {text}");
         }
         assert!(!text.contains(r#""turn""#) && !text.contains(r#""command""#), "{text}");
+    }
+
+    #[test]
+    fn header_text_that_needs_escaping_survives() {
+        let mut odd = event("an \"id\" with \\ and \n", 2);
+        odd.header.cause.command_id = Some(CommandId::new("c\"1"));
+        odd.header.coordinates =
+            Coordinates { loop_id: Some(LoopId::new("l\\oop")), turn_id: Some(TurnId::new("t\u{1}")) };
+        let (text, back) = round_trip(std::slice::from_ref(&odd));
+        assert_eq!(back, vec![odd]);
+        assert!(text.contains(r#""id":"an \"id\" with \\ and \n""#), "{text}");
     }
 
     #[test]
