@@ -2,10 +2,11 @@
 //!
 //! Concurrency contract (implemented by construction):
 //! - The reader never waits on a handler. It classifies each line, runs the handler's synchronous
-//!   [`Handler::accept`] step (cheap bookkeeping such as "this prompt is now in flight") and spawns
-//!   the returned future; responses to our own requests are routed straight to their waiters. A
-//!   handler that awaits the client (a permission request inside `session/prompt`) therefore never
-//!   occupies anything the reader needs to deliver the client's answer.
+//!   [`Handler::accept`] step (cheap bookkeeping such as "this prompt is now in flight") and polls
+//!   the returned future once: a request answered without waiting is done then, and one that waits
+//!   goes on in a task of its own; responses to our own requests are routed straight to their
+//!   waiters. A handler that awaits the client (a permission request inside `session/prompt`)
+//!   therefore never occupies anything the reader needs to deliver the client's answer.
 //! - Notifications get the same two steps: [`Handler::notification`] runs on the reader, in arrival
 //!   order (its synchronous part — e.g. `session/cancel` cancelling the prompt in flight — takes
 //!   effect before the next line is read, so a cancel can never leak onto a prompt sent after it),
@@ -45,7 +46,8 @@ use crate::panic::panic_message;
 /// What a connection needs from the code serving it.
 pub trait Handler: Send + Sync + 'static {
     /// Runs on the reader, in arrival order, for each request (`method` with `params`); returns
-    /// the future that answers it, which runs concurrently with everything else. Must not block.
+    /// the future that answers it, which the reader polls once and which runs concurrently with
+    /// everything else from its first wait on. Neither may block.
     fn accept(
         self: Arc<Self>,
         method: &str,
@@ -306,9 +308,17 @@ async fn dispatch<H: Handler + ?Sized>(
     };
     if inline {
         answer.instrument(span).await;
-    } else {
-        // Boxed: a box moves a pointer on the way into the task's cell, not the whole future.
-        tasks.spawn(Box::pin(answer.instrument(span)));
+        return;
+    }
+    // The answer runs here, on the reader, until it first waits, and on a task of its own from
+    // then on: a request answered without waiting (a prompt whose turn never waits, a lookup)
+    // costs no task — no task cell, no scheduling round — and one that waits (for the host, the
+    // client, a full writer queue) never holds the reader. The first poll's waker drops its
+    // wake-up; the spawned task polls again at once and registers its own. Boxed: a box moves a
+    // pointer on the way into the task's cell, not the whole future.
+    let mut answer = Box::pin(answer.instrument(span));
+    if answer.as_mut().now_or_never().is_none() {
+        tasks.spawn(answer);
     }
 }
 
@@ -513,6 +523,75 @@ mod tests {
         drop(peer);
         writer.await.expect("writer task").expect("writer");
         assert_eq!(out.flushed(), expected);
+    }
+
+    /// Answers `quick` at once and `slow` once `release` fires.
+    struct QuickOrSlow {
+        release: tokio::sync::Notify,
+    }
+
+    impl Handler for QuickOrSlow {
+        fn accept(
+            self: Arc<Self>,
+            method: &str,
+            _: Params,
+            _: RequestContext,
+        ) -> BoxFuture<'static, Result<Answer, Error>> {
+            let slow = method == "slow";
+            Box::pin(async move {
+                if slow {
+                    self.release.notified().await;
+                }
+                Ok(Answer::from(Value::Null))
+            })
+        }
+
+        fn notification(self: Arc<Self>, _: IncomingNotification) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    /// A request answered without waiting is answered by the reader itself — its response queued
+    /// when `dispatch` returns, no task left behind; one that waits goes on in a task of its own,
+    /// and the reader is free meanwhile.
+    #[tokio::test]
+    async fn a_request_runs_on_the_reader_until_it_first_waits() {
+        let (peer, receiver, writer) = pipe_connection().await;
+        let receiver = blocking_end(receiver);
+        let handler = Arc::new(QuickOrSlow { release: tokio::sync::Notify::new() });
+        let in_flight = InFlight::default();
+        let tasks = TaskTracker::new();
+        let incoming = |id: i64, method: &str| IncomingRequest {
+            id: RequestId::Number(id),
+            method: method.to_owned(),
+            params: Params::from(Value::Null),
+        };
+        let answer = |id: i64| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":null}}\n");
+        // The writer's rounds (no task of a request runs in them: each test step checks first).
+        let written = || async {
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            drain(&receiver)
+        };
+
+        dispatch(&handler, incoming(1, "quick"), &peer, &in_flight, &tasks).await;
+        assert_eq!(tasks.len(), 0, "no task for a request answered at once");
+        assert!(in_flight.lock().expect("lock").is_empty(), "answered: no longer in flight");
+        assert_eq!(written().await, answer(1));
+
+        dispatch(&handler, incoming(2, "slow"), &peer, &in_flight, &tasks).await;
+        assert_eq!(tasks.len(), 1, "a request that waits has a task of its own");
+        assert_eq!(written().await, "");
+        dispatch(&handler, incoming(3, "quick"), &peer, &in_flight, &tasks).await;
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(written().await, answer(3), "the reader went on meanwhile");
+
+        handler.release.notify_one();
+        tasks.close();
+        tasks.wait().await;
+        assert_eq!(written().await, answer(2));
+        finish(&peer, writer).await;
     }
 
     /// A connection whose transport is a real pipe taking direct writes, as stdio is when an
