@@ -1,17 +1,21 @@
 // The host interfaces (bindings-node/src/host.rs) and the turn runner in-process, served over
 // caller-supplied streams (`agent.serve(input, output)`) to the official client: Promise and plain
 // return values, `this`, optional methods switching capabilities, AcpError codes, throws and
-// rejections, Promises that never settle.
+// rejections, Promises that never settle; and a host answering from `process.nextTick`, in a
+// process of its own.
 
 import assert from 'node:assert/strict'
 import { tmpdir } from 'node:os'
 import { describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
 import { AcpError, Agent, Client, ErrorCode, EventHub, MemoryStore, Runner } from 'acp-facade'
 
-import { chunkText, serveInProcess, textPrompt } from './support/client.mjs'
+import { chunkText, serveInProcess, spawnAgent, textPrompt } from './support/client.mjs'
+
+const TICK_HOST = fileURLToPath(new URL('./fixtures/tick_host.mjs', import.meta.url))
 
 /** A minimal live session: echoes the prompt as one chunk, or never ends with `hang`. */
 class EchoSession {
@@ -151,6 +155,17 @@ describe('host interfaces', () => {
     const listed = await full.connection.listSessions({})
     assert.deepEqual(listed.sessions.map((s) => [s.sessionId, s.title]), [['old-1', 'Old']])
     await full.end()
+  })
+
+  test('a host answering from process.nextTick or a microtask is answered', async () => {
+    // In a process of its own, where nothing else wakes the host's event loop (fixtures/tick_host.mjs).
+    const agent = spawnAgent([], { script: TICK_HOST })
+    await agent.initialize()
+    for (const expected of ['tick-1', 'tick-2', 'tick-3', 'tick-4']) {
+      const { sessionId } = await agent.connection.newSession({ cwd: tmpdir(), mcpServers: [] })
+      assert.equal(sessionId, expected)
+    }
+    assert.deepEqual(await agent.hangUp(), { code: 0, signal: null }, agent.stderr())
   })
 
   test('a rejection with an AcpError answers its code, message and data', async () => {
