@@ -1,6 +1,6 @@
 """Every scenario against every demo agent, then the agents' wire compared.
 
-``test_scenario[<scenario>-<agent>]``: the scenario's own assertions (docs/DEMO.md, ../shared/DESIGN.md), every
+``test_scenario[<scenario>-<agent>]``: the scenario's own assertions (docs/DEMO.md, ARCHITECTURE.md), every
 agent message valid against the pinned schema, and the transcript-wide rules.
 
 ``test_same_wire[<scenario>]``: the normalised transcripts of every available agent equal the

@@ -1,4 +1,4 @@
-//! The goals of issue 11 for the Python and Node bindings, checked against rows of the same run:
+//! The goals of the Python and Node bindings against their SDKs, checked against rows of the same run:
 //! each demo's agent CPU per echo turn (placed freely, on two CPUs and on one CPU) at most its
 //! official SDK's, each binding's host-callback round trips (one at a time in the same three
 //! placements, and in flight) at least its SDK's, and the demos' start-up to the `initialize`
@@ -12,7 +12,7 @@ use crate::{AgentSummary, CallbackSummary};
 /// Each callback host's medians, by row name.
 pub(crate) type CallbackMedians = [(String, Option<CallbackSummary>)];
 
-/// The start-up bounds of issue 11.
+/// The bindings' start-up bounds.
 const PYTHON_DEMO_STARTUP: Duration = Duration::from_millis(40);
 const NODE_DEMO_STARTUP: Duration = Duration::from_millis(80);
 /// The start-up-only row of the Node demo run with `NODE_EXTRA_CA_CERTS` removed from its environment.

@@ -724,7 +724,7 @@ fn summarize(runs: &[AgentRun]) -> Option<AgentSummary> {
     })
 }
 
-/// The benchmark goals of issues 5, 8 and 11, checked against the rows named as scripts/bench names them.
+/// The benchmark goals of the Rust demo, the streaming rates and memory, checked against the rows named as scripts/bench names them.
 fn goals(
     config: &Config,
     raw: Duration,
@@ -740,7 +740,7 @@ fn goals(
         let ratio = rust.stream.as_secs_f64() / raw.as_secs_f64();
         let _ = writeln!(out, "| Rust demo `stream` time ≤ 3× raw | {ratio:.2}× | {} |", verdict(ratio <= 3.0));
         let start = rust.startup.as_secs_f64() / raw_start.as_secs_f64();
-        let _ = writeln!(out, "| Rust demo startup ≤ 2× raw (issue 5) | {start:.2}× | {} |", verdict(start <= 2.0));
+        let _ = writeln!(out, "| Rust demo startup ≤ 2× raw | {start:.2}× | {} |", verdict(start <= 2.0));
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         let floor = |cpu: Duration, floor: Option<Duration>| {
             floor.map_or_else(String::new, |f| format!(" ({:.2}× the raw floor)", cpu.as_secs_f64() / f.as_secs_f64()))
@@ -751,15 +751,13 @@ fn goals(
             Some(one) => {
                 let ok = us(one) <= 10.0;
                 format!(
-                    "| Rust demo echo CPU/turn on one CPU ≤ 10 µs (issue 11) | {:.1} µs{} | {} |",
+                    "| Rust demo echo CPU/turn on one CPU ≤ 10 µs | {:.1} µs{} | {} |",
                     us(one),
                     floor(one, raw_echo.one_cpu),
                     verdict(ok)
                 )
             }
-            None => {
-                "| Rust demo echo CPU/turn on one CPU ≤ 10 µs (issue 11) | – (no `taskset`) | not measured |".to_owned()
-            }
+            None => "| Rust demo echo CPU/turn on one CPU ≤ 10 µs | – (no `taskset`) | not measured |".to_owned(),
         };
         let _ = writeln!(out, "{one_cpu}");
         // Across CPUs: judged with the client and the agent pinned apart, so that both the agent
@@ -767,13 +765,13 @@ fn goals(
         let free = format!("; free {:.1} µs{}", us(rust.cpu), floor(rust.cpu, raw_echo.free));
         let across = match (rust.cpu_two, raw_echo.two_cpus) {
             (Some(two), Some(raw)) => format!(
-                "| Rust demo echo CPU/turn across CPUs ≤ 2× the raw floor (issue 11) | {:.1} µs on two CPUs{}{free} | {} |",
+                "| Rust demo echo CPU/turn across CPUs ≤ 2× the raw floor | {:.1} µs on two CPUs{}{free} | {} |",
                 us(two),
                 floor(two, Some(raw)),
                 verdict(two.as_secs_f64() / raw.as_secs_f64() <= 2.0)
             ),
             _ => format!(
-                "| Rust demo echo CPU/turn across CPUs ≤ 2× the raw floor (issue 11) | – (fewer than two CPUs, or no `taskset`){free} | not measured |"
+                "| Rust demo echo CPU/turn across CPUs ≤ 2× the raw floor | – (fewer than two CPUs, or no `taskset`){free} | not measured |"
             ),
         };
         let _ = writeln!(out, "{across}");
@@ -999,12 +997,11 @@ fn main() {
 
     let goal_table = goals(&config, raw_time, raw_start, raw_echo, &summaries);
     if goal_table.lines().count() > 2 {
-        let _ = write!(table, "\n### Goals (issues 5, 8 and 11)\n\n{goal_table}");
+        let _ = write!(table, "\n### Goals (the Rust demo, streaming rates, memory)\n\n{goal_table}");
     }
     let binding_table = binding_goals::table(&summaries, &callback_summaries, &floor_medians);
     if binding_table.lines().count() > 2 {
-        let _ =
-            write!(table, "\n### Goals (issue 11: the Python and Node bindings against their SDKs)\n\n{binding_table}");
+        let _ = write!(table, "\n### Goals (the Python and Node bindings against their SDKs)\n\n{binding_table}");
     }
 
     println!("{table}");

@@ -253,7 +253,7 @@ pub(crate) fn main(args: impl Iterator<Item = String>) {
         let verdict = |ok: bool| if ok { "met" } else { "**not met**" };
         let stream = postgres.stream.as_secs_f64() / sqlite.stream.as_secs_f64();
         let cpu = postgres.cpu.as_secs_f64() / sqlite.cpu.as_secs_f64();
-        let _ = write!(out, "\n| goal (issue 15) | measured | |\n|---|---:|---|\n");
+        let _ = write!(out, "\n| goal (PostgreSQL store) | measured | |\n|---|---:|---|\n");
         let _ = writeln!(
             out,
             "| `stream {}` time, PostgreSQL ≤ 1.5× SQLite | {stream:.2}× | {} |",

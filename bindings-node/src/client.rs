@@ -3,7 +3,7 @@
 //!
 //! A [`Client`] wraps a core client: the session's handle (`setup.client`, calls made at once) or
 //! a runner turn's (`turn.client`, whose calls are operations of the turn's queue, see
-//! [`acp_facade::runner::ops`], so that each goes out after everything the turn did before it).
+//! [`acp_facade_runner::binding::ops`], so that each goes out after everything the turn did before it).
 //! A turn's handle used after its turn ended calls the client at once, as the session's does. A
 //! [`Terminal`] wraps a core terminal the same way.
 //!
@@ -22,7 +22,7 @@ use acp_facade::acp::{ElicitationId, ElicitationSchema, EnvVariable};
 use acp_facade::client::{
     Capabilities, Client as CoreClient, ClientError, ElicitationAnswer, Terminal as CoreTerminal,
 };
-use acp_facade::runner::ops::{Reply, TerminalCall, TerminalRequest, TurnEnded, TurnOp, TurnOps};
+use acp_facade_runner::binding::ops::{Reply, TerminalCall, TerminalRequest, TurnEnded, TurnOp, TurnOps};
 use futures::future::BoxFuture;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, JsValue, sys};

@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use acp_facade::hub::{EventHub, Publisher};
+use acp_facade::binding::publisher::Publisher;
+use acp_facade::hub::EventHub;
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;

@@ -55,7 +55,7 @@ fn init() {
     // The runtime the core runs on (napi-rs's own would start one worker per CPU): see
     // ARCHITECTURE.md, "The bindings' threads". A runtime that cannot start leaves napi-rs to
     // start its default one.
-    if let Ok(runtime) = acp_facade::binding_runtime::binding_runtime() {
+    if let Ok(runtime) = acp_facade::binding::runtime::binding_runtime() {
         napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
     }
     use tracing_subscriber::Layer as _;

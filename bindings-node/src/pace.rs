@@ -1,10 +1,10 @@
-//! The core's [`pace`](acp_facade::pace) policy as JavaScript sees it: a streaming call returns
+//! The core's [`pace`](acp_facade::binding::pace) policy as JavaScript sees it: a streaming call returns
 //! `null`, or a Promise to await when the client reads slower than the caller writes, and throws
 //! `ERR_ACP_QUEUE_FULL` when its caller never awaited and the queue reached its hard bound.
 
 use std::future::Future;
 
-use acp_facade::pace::{Pace, Refused};
+use acp_facade::binding::pace::{Pace, Refused};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 

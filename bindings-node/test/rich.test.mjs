@@ -1,4 +1,4 @@
-// The rich turn from Node (issue 13), in-process over `agent.serve` to the official client, every
+// The rich turn from Node, in-process over `agent.serve` to the official client, every
 // agent message validated against the pinned schema: prompt blocks, MCP servers, the request's
 // `_meta`, slash commands and the session's `SessionControl` reaching a host's live session; plans,
 // response `_meta`, costs and complete tool calls from its events; extension methods; and the

@@ -58,7 +58,7 @@ const agent = new Agent(host)
 const served: Promise<void> = agent.serveStdio()
 void [fromRunner, paced, served, agent.serve(process.stdin, process.stdout)]
 
-// ---- The rich turn (issue 13) ----
+// ---- The rich turn ----
 import type { AvailableCommand, ContentBlock, LiveSession, McpServer, Meta, Plan, Prompt, SessionControl, Setup, SlashCommand, ToolCallFields } from 'acp-facade'
 
 const shout: AvailableCommand = { name: 'shout', description: 'Shout', input: { hint: 'text' } }

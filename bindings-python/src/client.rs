@@ -3,7 +3,7 @@
 //!
 //! A [`PyClient`] wraps a core [`Client`]: the session's handle (`Setup.client`, calls made at
 //! once) or a runner turn's (`Turn.client`, whose calls are operations of the turn's queue, see
-//! [`acp_facade::runner::ops`], so that each goes out after everything the turn did before it).
+//! [`acp_facade_runner::binding::ops`], so that each goes out after everything the turn did before it).
 //! A turn's handle used after its turn ended calls the client at once, as the session's does.
 //! A [`PyTerminal`] wraps a core [`Terminal`] the same way.
 //!
@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use acp_facade::acp::{ElicitationId, ElicitationSchema, EnvVariable, TerminalExitStatus, TerminalOutputResponse};
 use acp_facade::client::{Capabilities, Client, ClientError, ElicitationAnswer, Terminal, UrlElicitation};
-use acp_facade::runner::ops::{Reply, TerminalCall, TerminalRequest, TurnEnded, TurnOp, TurnOps};
+use acp_facade_runner::binding::ops::{Reply, TerminalCall, TerminalRequest, TurnEnded, TurnOp, TurnOps};
 use futures::future::BoxFuture;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use acp_facade::hub::{EventHub, Publisher};
+use acp_facade::binding::publisher::Publisher;
+use acp_facade::hub::EventHub;
 use pyo3::prelude::*;
 
 use crate::harness::extract;

@@ -28,14 +28,14 @@ pub mod pace;
 pub mod runner;
 
 /// The one process-wide Tokio runtime of the binding: the core's
-/// [`binding_runtime`](acp_facade::binding_runtime), one worker thread in `SCHED_BATCH`
+/// [`binding_runtime`](acp_facade::binding::runtime), one worker thread in `SCHED_BATCH`
 /// (ARCHITECTURE.md, "The bindings' threads").
 pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         // A runtime that cannot start leaves the binding unusable: there is nothing to fall back on.
         #[allow(clippy::expect_used)]
-        acp_facade::binding_runtime::binding_runtime().expect("cannot start the Tokio runtime")
+        acp_facade::binding::runtime::binding_runtime().expect("cannot start the Tokio runtime")
     })
 }
 

@@ -1,11 +1,11 @@
-//! The core's [`pace`](acp_facade::pace) policy as Python sees it: a streaming call returns
+//! The core's [`pace`](acp_facade::binding::pace) policy as Python sees it: a streaming call returns
 //! `True` when its caller should await (the package's wrapper then hands out an awaitable that
 //! [`resolve_when_drained`] completes), and raises `RuntimeError` when its caller never awaited
 //! and the queue reached its hard bound.
 
 use std::future::Future;
 
-use acp_facade::pace::{Pace, Refused};
+use acp_facade::binding::pace::{Pace, Refused};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 

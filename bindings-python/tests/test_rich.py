@@ -1,4 +1,4 @@
-"""The rich turn from Python (issue 13): the typed values and their wire forms; prompt blocks, MCP
+"""The rich turn from Python: the typed values and their wire forms; prompt blocks, MCP
 servers, the request's ``_meta``, slash commands and the session's ``SessionControl`` reaching a
 host's live session; plans, response ``_meta`` and costs from its events; extension methods; and
 the runner's ``Turn`` with all of it. Every message the agent sends is checked against the schema."""

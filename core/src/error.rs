@@ -6,7 +6,7 @@
 //! use, so that the same code always means the same thing.
 //!
 //! Errors that end the connection (the transport failing) are not represented here: they are
-//! `std::io::Error`s returned from [`serve`](crate::rpc::serve).
+//! `std::io::Error`s returned from [`Agent::serve`](crate::Agent::serve).
 
 pub use agent_client_protocol_schema::v1::{Error, ErrorCode};
 

@@ -12,12 +12,11 @@
 //!
 //! ## Layers
 //!
-//! - [`rpc`]: the JSON-RPC 2.0 peer (framing, dispatch, outgoing calls, `$/cancel_request`).
+//! - `rpc` (internal): the JSON-RPC 2.0 peer (framing, dispatch, outgoing calls, `$/cancel_request`).
 //! - [`client`]: the agent's calls to the editor (files, terminals, elicitation), gated by what
 //!   the client advertised and cancelled with their turn.
 //! - [`harness`]: the runtime model a host speaks: sessions, loops, turns and their events.
 //! - [`host`]: the traits a product implements; [`hub`]: the event fan-out a host publishes to.
-//! - [`pace`]: the bounded back-pressure of queues fed by callers that cannot await (bindings).
 //! - [`agent`]: the facade that turns host events into ACP and ACP requests into host calls.
 //!
 //! ## Architecture invariants
@@ -31,18 +30,28 @@
 //!   with its turn; every terminal is released exactly once (see [`client`]).
 
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 pub mod agent;
-pub mod binding_runtime;
+#[doc(hidden)]
+pub mod binding;
 pub mod client;
 pub mod error;
 pub mod harness;
 pub mod host;
 pub mod hub;
-pub mod pace;
-mod panic;
-pub mod rpc;
-pub mod runner;
+pub mod panic;
+mod rpc;
+
+/// The connection's inner pieces that the project's fuzz targets and property tests drive
+/// directly: the framing reader and the message classifier. Only with the `fuzzing` feature; not
+/// a stable API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::rpc::framing::{DEFAULT_MAX_MESSAGE_SIZE, Frame, LineReader};
+    pub use crate::rpc::message::{Incoming, Malformed, classify};
+}
 pub mod time;
 
 /// The pinned ACP wire types (schema v1.21.0), re-exported for hosts.
@@ -50,18 +59,6 @@ pub use agent_client_protocol_schema::v1 as acp;
 
 pub use agent::{Agent, Options};
 pub use error::{Error, ErrorCode};
-
-/// The repository README's Rust quick start, compiled as a doc test so it cannot rot. (The file is
-/// outside the published crate: these doc tests run from the repository.)
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeQuickStart;
-
-/// The Rust guide's programs (`docs/first-agent-rust.md`), compiled as doc tests. (Outside the
-/// published crate, like the repository README.)
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/first-agent-rust.md")]
-pub struct FirstAgentGuide;
 
 /// The crate README's example (the README crates.io shows), compiled as a doc test.
 #[cfg(doctest)]

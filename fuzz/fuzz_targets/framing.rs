@@ -3,7 +3,7 @@
 //!
 //! Input: `[max, size_a, size_b, pending_mask]` then the bytes to frame. Invariants: no panic;
 //! every line within the limit; every `Oversize` longer than the limit; the frames equal the
-//! reference model's (`core/tests/common/framing_model.rs`); EOF terminates the reading.
+//! reference model's (`runner/tests/common/framing_model.rs`); EOF terminates the reading.
 
 #![no_main]
 

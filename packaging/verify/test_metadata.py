@@ -26,7 +26,7 @@ def test_every_manifest_has_the_workspace_version() -> None:
     with open(ROOT / "pyproject.toml", "rb") as f:
         project = tomllib.load(f)["project"]
     assert "version" not in project and "version" in project["dynamic"], "the wheel's version comes from Cargo"
-    for manifest in ("core", "bindings-python", "bindings-node", "examples/demo-agent"):
+    for manifest in ("core", "runner", "bindings-python", "bindings-node", "examples/demo-agent"):
         with open(ROOT / manifest / "Cargo.toml", "rb") as f:
             assert tomllib.load(f)["package"]["version"] == {"workspace": True}, manifest
 
@@ -42,6 +42,7 @@ def test_every_artifact_is_this_version() -> None:
         f"acp-facade-{VERSION}.crate",
         f"acp-facade-{VERSION}.tgz",
         f"acp-facade-linux-x64-gnu-{VERSION}.tgz",
+        f"acp-facade-runner-{VERSION}.crate",
         f"acp_facade-{VERSION}.tar.gz",
     ]
     wheels = [n for n in names if n.endswith(".whl")]
@@ -57,8 +58,9 @@ def test_the_docs_name_this_version() -> None:
 
 
 def test_licences_are_one_text() -> None:
-    for licence in ("LICENSE-MIT", "LICENSE-APACHE"):
-        assert (ROOT / "core" / licence).read_bytes() == (ROOT / licence).read_bytes(), f"core/{licence} differs"
+    for crate in ("core", "runner"):
+        for licence in ("LICENSE-MIT", "LICENSE-APACHE"):
+            assert (ROOT / crate / licence).read_bytes() == (ROOT / licence).read_bytes(), f"{crate}/{licence} differs"
 
 
 def test_no_repository_address_is_invented() -> None:

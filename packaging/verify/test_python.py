@@ -71,6 +71,8 @@ def test_sdist_holds_what_a_source_build_needs() -> None:
             "bindings-python/python/acp_facade/__init__.py",
             "core/src/lib.rs",
             "core/README.md",
+            "runner/src/lib.rs",
+            "runner/src/store/sqlite/mod.rs",
         ):
             assert f"{top}/{name}" in members, name
         demo = members[f"{top}/bindings-python/python/acp_facade/demo.py"]

@@ -49,11 +49,12 @@ release_build_node() {
         "$RELEASE_TARGET/release-work/npm" "$DIST" >/dev/null
 }
 
-# `cargo package` checks the crate's manifest and compiles the packaged sources on their own.
+# `cargo package` checks each crate's manifest and compiles its packaged sources on their own (the
+# runner against the facade as packaged beside it, not as it stands in the checkout).
 release_build_crate() {
     local version="$1"
-    cargo package -p acp-facade --locked --allow-dirty --quiet
-    cp "$RELEASE_TARGET/package/acp-facade-$version.crate" "$DIST/"
+    cargo package -p acp-facade -p acp-facade-runner --locked --allow-dirty --quiet
+    cp "$RELEASE_TARGET/package/acp-facade-$version.crate" "$RELEASE_TARGET/package/acp-facade-runner-$version.crate" "$DIST/"
 }
 
 release_build() {

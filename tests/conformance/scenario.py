@@ -1,7 +1,7 @@
 """The scenario registry and the execution of one scenario against one agent.
 
 A scenario is an ``async def name(run: Run)`` registered with ``@scenario``: it starts the agent,
-drives it, and asserts what docs/DEMO.md and ../shared/DESIGN.md promise. Its transcript is then checked against the
+drives it, and asserts what docs/DEMO.md and ARCHITECTURE.md promise. Its transcript is then checked against the
 transcript-wide rules (``invariants``) and kept, normalised, for the cross-agent comparison.
 """
 

@@ -1,6 +1,6 @@
 """Validation of every agent message against the pinned ACP schema (v1.21.0, draft 2020-12).
 
-The mapping is the core's (core/tests/common/schema.rs): requests and notifications by method,
+The mapping is the core's (runner/tests/common/schema.rs): requests and notifications by method,
 responses by the method of the request they answer, errors against ``$defs/Error``.
 """
 

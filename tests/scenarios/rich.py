@@ -1,4 +1,4 @@
-"""docs/DEMO.md's rich lines (issue 13): `plan N`, `edit PATH`, `/shout TEXT`, `switch MODE`, `mcp` with the MCP
+"""docs/DEMO.md's rich lines: `plan N`, `edit PATH`, `/shout TEXT`, `switch MODE`, `mcp` with the MCP
 servers of session/new, load and resume (sse refused), prompts whose first block is an image, audio,
 an embedded resource or a resource link, a prompt's `_meta.traceparent` echoed on its response,
 and the extension method `_demo/echo`; and what initialize advertises for them."""

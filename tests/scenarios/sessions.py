@@ -274,7 +274,7 @@ async def load_live_and_closed(run: Run) -> None:
 
 @scenario()
 async def reattach_live(run: Run) -> None:
-    """Re-attach (issue 9 of DEMO.md): session/load of a session live and idle on the same
+    """Re-attach (docs/DEMO.md): session/load of a session live and idle on the same
     connection succeeds and replays its history before the response, exactly as a load after
     close does; session/resume of it answers with nothing before; it stays the same live session
     (one prompt slot, prompts go on); delete of it stays -32600."""

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use acp_facade::acp::{AvailableCommand, SessionConfigOption, StopReason};
 use acp_facade::error::Error as AcpError;
 use acp_facade::host::LiveSession;
-use acp_facade::runner::{RunnerSession, Turn as CoreTurn, TurnRunner};
+use acp_facade_runner::{RunnerSession, Turn as CoreTurn, TurnRunner};
 use async_trait::async_trait;
 use napi::Env;
 use napi::bindgen_prelude::{ClassInstance, Either3, Object};
@@ -102,7 +102,7 @@ impl TurnRunner for JsTurnRunner {
 /// delete, config options and `/compact` are kept in `store`.
 #[napi]
 pub struct Runner {
-    runner: acp_facade::runner::Runner,
+    runner: acp_facade_runner::Runner,
 }
 
 #[napi]
@@ -135,7 +135,7 @@ impl Runner {
             compact: JsMethod::get(&turns, "compact").map_err(recode)?,
             config_ids: Mutex::default(),
         };
-        Ok(Self { runner: acp_facade::runner::Runner::new(store, Arc::new(turns)) })
+        Ok(Self { runner: acp_facade_runner::Runner::new(store, Arc::new(turns)) })
     }
 
     /// An agent serving this runner's sessions (one agent per connection); with an

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use acp_facade::runner::Store;
+use acp_facade_runner::Store;
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
@@ -13,7 +13,7 @@ use crate::error::{Code, Result, js_error, recode};
 /// database (each session live in one process at a time).
 #[napi]
 pub struct PostgresStore {
-    store: Arc<acp_facade::runner::PostgresStore>,
+    store: Arc<acp_facade_runner::PostgresStore>,
 }
 
 #[napi]
@@ -26,7 +26,7 @@ impl PostgresStore {
     /// server, never the password).
     #[napi(constructor)]
     pub fn new(url: String) -> Result<Self> {
-        napi::bindgen_prelude::block_on(acp_facade::runner::PostgresStore::connect(&url))
+        napi::bindgen_prelude::block_on(acp_facade_runner::PostgresStore::connect(&url))
             .map(|store| Self { store: Arc::new(store) })
             .map_err(|e| js_error(Code::Store, e.to_string()))
     }

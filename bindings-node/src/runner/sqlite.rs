@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use acp_facade::runner::Store;
+use acp_facade_runner::Store;
 use napi_derive::napi;
 
 use crate::error::{Code, Result, js_error};
@@ -10,7 +10,7 @@ use crate::error::{Code, Result, js_error};
 /// A session store in an `SQLite` database file (or `:memory:`).
 #[napi]
 pub struct SqliteStore {
-    store: Arc<acp_facade::runner::SqliteStore>,
+    store: Arc<acp_facade_runner::SqliteStore>,
 }
 
 #[napi]
@@ -19,7 +19,7 @@ impl SqliteStore {
     /// private in-memory database for `":memory:"`. Throws `ERR_ACP_STORE` when it cannot.
     #[napi(factory)]
     pub fn open(path: String) -> Result<Self> {
-        acp_facade::runner::SqliteStore::open(&path)
+        acp_facade_runner::SqliteStore::open(&path)
             .map(|store| Self { store: Arc::new(store) })
             .map_err(|e| js_error(Code::Store, e.to_string()))
     }

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use acp_facade::runner::Store;
+use acp_facade_runner::Store;
 use napi_derive::napi;
 
 /// An in-process session store: nothing survives the process.
 #[napi]
 pub struct MemoryStore {
-    pub(crate) store: Arc<acp_facade::runner::MemoryStore>,
+    pub(crate) store: Arc<acp_facade_runner::MemoryStore>,
 }
 
 #[napi]
@@ -16,7 +16,7 @@ impl MemoryStore {
     /// An empty store.
     #[napi(constructor)]
     pub fn new() -> Self {
-        Self { store: Arc::new(acp_facade::runner::MemoryStore::new()) }
+        Self { store: Arc::new(acp_facade_runner::MemoryStore::new()) }
     }
 }
 

@@ -1,8 +1,8 @@
 //! `Turn`: the JS handle of one running turn.
 //!
-//! The core's [`Turn`](acp_facade::runner::Turn) is borrowed by `run_turn` for the duration of
+//! The core's [`Turn`](acp_facade_runner::Turn) is borrowed by `run_turn` for the duration of
 //! the turn, so the JS handle drives it through the core's turn-operation queue
-//! ([`acp_facade::runner::ops`]): each method converts its arguments and pushes one [`TurnOp`],
+//! ([`acp_facade_runner::binding::ops`]): each method converts its arguments and pushes one [`TurnOp`],
 //! which [`run`] applies in call order while it awaits the JS `runTurn` Promise. Streaming calls
 //! (`text`, `thought`, tool progress, usage) return `null`, or a Promise to await when the client
 //! reads slower than the turn writes (see [`crate::pace`]); calls with an answer
@@ -27,8 +27,8 @@ use acp_facade::client::Client as CoreClient;
 use acp_facade::error::Error as AcpError;
 use acp_facade::harness::content::text_block;
 use acp_facade::harness::{ApprovalAction, SlashCommand, ToolCallId};
-use acp_facade::runner::ops::{self, PermissionRequest, Reply, TurnOp, TurnOps};
-use acp_facade::runner::{Permission, PermissionAnswer, Reply as UserReply, ToolCallFields, Turn as CoreTurn};
+use acp_facade_runner::binding::ops::{self, PermissionRequest, Reply, TurnOp, TurnOps};
+use acp_facade_runner::{Permission, PermissionAnswer, Reply as UserReply, ToolCallFields, Turn as CoreTurn};
 use napi::bindgen_prelude::{
     Function, JsObjectValue, Object, ObjectFinalize, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
 };

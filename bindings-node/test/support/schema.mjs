@@ -1,5 +1,5 @@
 // Validation of every agent message against the pinned ACP schema (v1.21.0), the Node twin of
-// core/tests/common/schema.rs: requests and notifications by method, responses by the method of
+// runner/tests/common/schema.rs: requests and notifications by method, responses by the method of
 // the request they answer, errors against `Error`. A violation throws.
 
 import { readFileSync } from 'node:fs'

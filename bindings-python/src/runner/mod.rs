@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use acp_facade::Error;
 use acp_facade::acp::{AvailableCommand, SessionConfigOption, StopReason};
-use acp_facade::runner::{Runner, RunnerSession, Store, Turn, TurnRunner};
+use acp_facade_runner::{Runner, RunnerSession, Store, Turn, TurnRunner};
 use async_trait::async_trait;
 use postgres::PyPostgresStore;
 use pyo3::exceptions::PyTypeError;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use acp_facade::runner::{PostgresStore, StoreError, StoreErrorKind};
+use acp_facade_runner::{PostgresStore, StoreError, StoreErrorKind};
 use pyo3::prelude::*;
 
 /// The core's `PostgreSQL` store: sessions shared by every process using the same database.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use acp_facade::runner::SqliteStore;
+use acp_facade_runner::SqliteStore;
 use pyo3::prelude::*;
 
 /// The core's `SQLite` store (a file, or `:memory:`).

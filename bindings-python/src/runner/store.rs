@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use acp_facade::runner::MemoryStore;
+use acp_facade_runner::MemoryStore;
 use pyo3::prelude::*;
 
 /// An in-process store; nothing survives the process.

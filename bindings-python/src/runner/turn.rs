@@ -1,7 +1,7 @@
 //! `Turn`: the native half of a running turn (wrapped by `acp_facade.Turn`).
 //!
 //! The core's [`Turn`] is borrowed by `run_turn` for the duration of the turn, so the Python
-//! handle drives it through the core's turn-operation queue ([`acp_facade::runner::ops`]): each
+//! handle drives it through the core's turn-operation queue ([`acp_facade_runner::binding::ops`]): each
 //! method converts its arguments and pushes one [`TurnOp`], which [`run`] applies in call order
 //! while the product's `run_turn` coroutine runs. The operations that answer nothing (`text`,
 //! `thought`, tool progress and updates, `usage`, `end_step`, `plan`, the response's `_meta`)
@@ -21,8 +21,8 @@ use acp_facade::Error;
 use acp_facade::acp::{ContentBlock, ErrorCode, McpServer, Meta, StopReason};
 use acp_facade::client::Client;
 use acp_facade::harness::{ApprovalAction, SlashCommand, ToolCallId};
-use acp_facade::runner::ops::{self, PermissionRequest, Reply, TurnEnded, TurnOp, TurnOps};
-use acp_facade::runner::{PermissionAnswer, Reply as UserReply, ToolCallFields, Turn};
+use acp_facade_runner::binding::ops::{self, PermissionRequest, Reply, TurnEnded, TurnOp, TurnOps};
+use acp_facade_runner::{PermissionAnswer, Reply as UserReply, ToolCallFields, Turn};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
@@ -236,7 +236,7 @@ impl PyTurn {
         future: u64,
     ) -> PyResult<()> {
         let controls = extract(controls, "approval controls")?;
-        let reply = answer(future, |py, answer: acp_facade::runner::Permission| {
+        let reply = answer(future, |py, answer: acp_facade_runner::Permission| {
             Ok(pyo3::types::PyString::new(py, answer.as_str()).into_any())
         });
         self.push(TurnOp::RequestPermission { call_id: ToolCallId::new(call_id), title, controls, reply }).map(|_| ())

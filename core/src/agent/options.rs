@@ -29,7 +29,7 @@ use crate::host::{Authenticator, SessionCatalog, SessionDeleter, SessionHost, Se
 /// # }
 /// ```
 ///
-/// The [`Runner`](crate::runner::Runner) fills every part in: `runner.options()`.
+/// The runner (`acp_facade_runner::Runner`) fills every part in: `runner.options()`.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Options {
@@ -76,7 +76,7 @@ pub struct Options {
     pub max_message_size: usize,
     /// The key that authenticates `session/list` cursors. `None` (the default): a random key per
     /// [`Agent`](super::Agent), so a cursor pages only on the agent that issued it. Give every
-    /// agent of a fleet the same secret key (a [`Runner`](crate::runner::Runner) sets its store's,
+    /// agent of a fleet the same secret key (the runner, `acp_facade_runner::Runner`, sets its store's,
     /// when the store keeps one) and a cursor issued by any of them pages on all, also after a
     /// restart. Never shown by `Debug`.
     pub cursor_key: Option<[u8; 32]>,

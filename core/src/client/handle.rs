@@ -29,7 +29,7 @@ use crate::rpc::{Peer, RequestError};
 /// The agent's handle on the client (the editor) for one session: files, terminals and questions.
 ///
 /// A host gets the session's handle from [`Setup::client`](crate::host::Setup::client); a runner
-/// turn gets one tied to that turn from [`Turn::client`](crate::runner::Turn::client). Cheap to
+/// turn gets one tied to that turn from `acp_facade_runner::Turn::client`. Cheap to
 /// clone; every clone shares the session's state (its terminals, its cancellation).
 ///
 /// Guarantees:

@@ -2,9 +2,9 @@
 //! in its terminals (`terminal/*`), questions to the user (`elicitation/*`).
 //!
 //! One handle per session ([`Client`], from [`Setup::client`](crate::host::Setup::client)), and
-//! one per runner turn ([`Turn::client`](crate::runner::Turn::client)), tied to that turn's
+//! one per runner turn (`acp_facade_runner::Turn::client`), tied to that turn's
 //! cancellation. A floor below the facade and the runner: it uses only the connection
-//! ([`rpc::Peer`](crate::rpc::Peer)) and the ACP types.
+//! (the connection's peer) and the ACP types.
 //!
 //! Invariants (each file states its part):
 //! - A call needing a capability the client did not advertise fails at once with

@@ -249,10 +249,10 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-#[cfg(test)]
 impl Event {
-    /// An enduring, public event numbered `seq` with no cause and no coordinates (for tests).
-    pub(crate) fn plain(id: &str, seq: u64, kind: EventKind) -> Self {
+    /// An enduring, public event numbered `seq` with no cause and no coordinates: what a store or
+    /// a host's tests journal and replay without running a session.
+    pub fn plain(id: &str, seq: u64, kind: EventKind) -> Self {
         Self {
             header: EventHeader {
                 id: EventId::new(id),

@@ -11,17 +11,13 @@
 //!   `capacity` events per subscriber. A subscriber whose stream was dropped is forgotten.
 //! - [`EventHub::try_publish`] never blocks: it reports [`HubFull`] (delivering to nobody) when
 //!   any queue lacks room.
-//! - Hosts that cannot await (the bindings' `EventHub.publish`) publish through a [`Publisher`]:
-//!   in order, without waiting, with the bounded back-pressure of [`pace`](crate::pace).
-
-mod publisher;
+//! - Hosts that cannot await (the bindings' `EventHub.publish`) publish through the bindings' publisher (`binding::publisher`):
+//!   in order, without waiting, with the bounded back-pressure of [`pace`](crate::binding::pace).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
-
-pub use publisher::{Publisher, Spawn};
 
 use crate::harness::Event;
 use crate::host::EventStream;
@@ -142,10 +138,10 @@ impl EventHub {
     }
 
     /// Numbers `event` and holds the publish order until the returned [`Numbered`] is delivered
-    /// (or dropped): the runner journals the numbered event, and may still change it, before
+    /// (or dropped): a durable host (the runner) journals the numbered event, and may still change it, before
     /// anyone receives it. What happens between numbering and delivery is therefore in publish
     /// order too. Dropping a [`Numbered`] delivers nothing; its `seq` stays used.
-    pub(crate) async fn number(&self, event: Event) -> Numbered<'_> {
+    pub async fn number(&self, event: Event) -> Numbered<'_> {
         // Uncontended (the usual case): no lock future to build.
         match self.try_number(event) {
             Ok(numbered) => numbered,
@@ -160,7 +156,7 @@ impl EventHub {
     /// Like [`EventHub::number`] but never waits: hands the event back, unnumbered, while another
     /// publish is in progress.
     #[allow(clippy::result_large_err, reason = "`Ok` holds the event as well: boxing `Err` saves no room")]
-    pub(crate) fn try_number(&self, mut event: Event) -> Result<Numbered<'_>, Event> {
+    pub fn try_number(&self, mut event: Event) -> Result<Numbered<'_>, Event> {
         let Ok(mut seq) = self.order.try_lock() else { return Err(event) };
         self.stamp(&mut seq, &mut event);
         Ok(Numbered { hub: self, _order: seq, event })
@@ -211,7 +207,7 @@ fn has_room(subscribers: &[mpsc::Sender<Event>]) -> bool {
 }
 
 /// A numbered event not yet delivered; holds the hub's publish order (see [`EventHub::number`]).
-pub(crate) struct Numbered<'h> {
+pub struct Numbered<'h> {
     hub: &'h EventHub,
     _order: tokio::sync::MutexGuard<'h, u64>,
     event: Event,
@@ -219,24 +215,24 @@ pub(crate) struct Numbered<'h> {
 
 impl Numbered<'_> {
     /// The event, carrying its `seq`.
-    pub(crate) fn event(&self) -> &Event {
+    pub fn event(&self) -> &Event {
         &self.event
     }
 
     /// Replaces the event's kind (keeping its header, `seq` included).
-    pub(crate) fn set_kind(&mut self, kind: crate::harness::EventKind) {
+    pub fn set_kind(&mut self, kind: crate::harness::EventKind) {
         self.event.kind = kind;
     }
 
     /// Delivers the event to every subscriber, waiting for room, and releases the publish order.
-    pub(crate) async fn deliver(self) {
+    pub async fn deliver(self) {
         self.hub.deliver_all(self.event).await;
     }
 
     /// Like [`Numbered::deliver`] but never waits: when a subscriber's queue is full it delivers
     /// to nobody and hands the numbered event back (still holding the publish order).
     #[allow(clippy::result_large_err, reason = "returned straight to the caller, who delivers it at once")]
-    pub(crate) fn try_deliver(self) -> Result<(), Self> {
+    pub fn try_deliver(self) -> Result<(), Self> {
         let subscribers = self.hub.snapshot();
         if !has_room(&subscribers) {
             return Err(self);
@@ -270,7 +266,7 @@ impl futures::Stream for ReceiverStream {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use futures::StreamExt;
 
     use super::*;

@@ -44,7 +44,7 @@ use crate::error::{Error, ErrorExt};
 use crate::panic::panic_message;
 
 /// What a connection needs from the code serving it.
-pub trait Handler: Send + Sync + 'static {
+pub(crate) trait Handler: Send + Sync + 'static {
     /// Runs on the reader, in arrival order, for each request (`method` with `params`); returns
     /// the future that answers it, which the reader polls once and which runs concurrently with
     /// everything else from its first wait on. Neither may block.
@@ -82,13 +82,9 @@ pub trait Handler: Send + Sync + 'static {
 
 /// Per-request context handed to [`Handler::accept`].
 #[derive(Debug, Clone)]
-pub struct RequestContext {
-    /// The request's id.
-    pub id: RequestId,
+pub(crate) struct RequestContext {
     /// Fires when the peer sends `$/cancel_request` for this request.
     pub cancelled: CancellationToken,
-    /// The connection, for notifications and requests back to the peer.
-    pub peer: Peer,
     /// Values kept alive until the response has been queued (see [`RequestContext::keep_until_answered`]).
     kept: Arc<Mutex<Vec<Box<dyn std::any::Any + Send>>>>,
 }
@@ -97,14 +93,14 @@ impl RequestContext {
     /// Keeps `value` alive until this request's response is queued on the writer, then drops it.
     /// A handler uses it for state whose release others wait on — e.g. "a prompt is in flight",
     /// which `session/close` waits for — so that the release can never overtake the response.
-    pub fn keep_until_answered(&self, value: impl std::any::Any + Send) {
+    pub(crate) fn keep_until_answered(&self, value: impl std::any::Any + Send) {
         self.kept.lock().unwrap_or_else(PoisonError::into_inner).push(Box::new(value));
     }
 }
 
 /// Connection settings.
 #[derive(Debug, Clone)]
-pub struct ConnectionOptions {
+pub(crate) struct ConnectionOptions {
     /// The largest incoming message, in bytes; longer lines are skipped and answered `-32600`.
     pub max_message_size: usize,
     /// Where to record every message in and out (see [`super::trace`]); `None`: no trace.
@@ -123,25 +119,8 @@ impl Default for ConnectionOptions {
 type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
 
 /// Serves one connection until the peer's incoming stream ends and every request is answered.
-///
 /// `on_peer` is called once with the connection's [`Peer`] before the first message is read.
-pub async fn serve<R, W, H>(
-    reader: R,
-    writer: W,
-    handler: Arc<H>,
-    options: ConnectionOptions,
-    on_peer: impl FnOnce(&Peer),
-) -> std::io::Result<()>
-where
-    R: AsyncRead + Unpin + Send,
-    W: AsyncWrite + Unpin + Send + 'static,
-    H: Handler + ?Sized,
-{
-    serve_with(reader, writer, None, handler, options, on_peer).await
-}
-
-/// [`serve`], where `direct` (when given) is `writer`'s transport taking whole lines from any
-/// thread: a request of ours on a quiet connection is then written by its producer (see
+/// `direct` (when given) is `writer`'s transport taking whole lines from any thread: a request of ours on a quiet connection is then written by its producer (see
 /// [`super::outlet`]).
 pub(crate) async fn serve_with<R, W, H>(
     reader: R,
@@ -276,7 +255,7 @@ async fn dispatch<H: Handler + ?Sized>(
     let inline = handler.answers_inline(&method);
     let span = tracing::debug_span!("request", method = %method, id = %id);
     let kept: Arc<Mutex<Vec<Box<dyn std::any::Any + Send>>>> = Arc::default();
-    let cx = RequestContext { id: id.clone(), cancelled: token.clone(), peer: peer.clone(), kept: kept.clone() };
+    let cx = RequestContext { cancelled: token.clone(), kept: kept.clone() };
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().accept(&method, params, cx))) {
         Ok(future) => future,
         Err(panic) => {
@@ -444,11 +423,6 @@ async fn write_lines<W: AsyncWrite + Unpin>(
         tracing::debug!(error = %e, "shutting the writer down failed");
     }
     Ok(())
-}
-
-/// A response line for `id` with `outcome`, for tests and tools that write raw JSON-RPC.
-pub fn encode_response(id: &RequestId, outcome: &Result<Value, Error>) -> Vec<u8> {
-    response_line(id, &outcome.clone().map(Answer::from))
 }
 
 #[cfg(test)]

@@ -5,6 +5,10 @@
 //! skips to the next newline, then reports [`Frame::Oversize`]. Memory therefore stays bounded by
 //! the limit whatever the peer sends.
 
+// Public (not `pub(crate)`) for the `fuzzing` feature, which re-exports what the fuzz targets and
+// property tests drive directly; without it nothing outside the crate can reach this module.
+#![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// The default largest message accepted: 64 MiB.

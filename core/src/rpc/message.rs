@@ -19,6 +19,10 @@
 //! `method` and a `result`, a duplicate or escaped member name, an escaped `jsonrpc`, a line that
 //! is not UTF-8) it gives up and the reference path decides.
 
+// Public (not `pub(crate)`) for the `fuzzing` feature, which re-exports what the fuzz targets and
+// property tests drive directly; without it nothing outside the crate can reach this module.
+#![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+
 use serde::Serialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
@@ -434,12 +438,12 @@ fn line<P: Serialize>(envelope: &Envelope<'_, P>) -> Vec<u8> {
 }
 
 /// One line holding a notification.
-pub fn notification_line<P: Serialize>(method: &str, params: &P) -> Vec<u8> {
+pub(crate) fn notification_line<P: Serialize>(method: &str, params: &P) -> Vec<u8> {
     line(&Envelope { jsonrpc: "2.0", id: None, method: Some(method), params: Some(params), result: None, error: None })
 }
 
 /// One line holding a request.
-pub fn request_line<P: Serialize>(id: &RequestId, method: &str, params: &P) -> Vec<u8> {
+pub(crate) fn request_line<P: Serialize>(id: &RequestId, method: &str, params: &P) -> Vec<u8> {
     line(&Envelope {
         jsonrpc: "2.0",
         id: Some(id),
@@ -453,7 +457,7 @@ pub fn request_line<P: Serialize>(id: &RequestId, method: &str, params: &P) -> V
 /// What a request's handler answers with: a value, or JSON already serialised from a typed
 /// response (no tree built). Both are written the same way.
 #[derive(Debug, Clone)]
-pub struct Answer(AnswerRepr);
+pub(crate) struct Answer(AnswerRepr);
 
 #[derive(Debug, Clone)]
 enum AnswerRepr {
@@ -469,20 +473,8 @@ impl Answer {
     /// serialisation does not depend on going through a [`Value`]: no flattened fields that could
     /// repeat a key, no raw JSON fields, no map keys that are not strings. Use it for such types
     /// only (e.g. a plain response struct); [`Answer::from`] a [`Value`] fits everything.
-    pub fn serialize<T: Serialize>(value: &T) -> Result<Self, serde_json::Error> {
+    pub(crate) fn serialize<T: Serialize>(value: &T) -> Result<Self, serde_json::Error> {
         serde_json::to_string(value).map(|json| Self(AnswerRepr::Json(json)))
-    }
-
-    /// The answer as a value.
-    ///
-    /// # Panics
-    ///
-    /// Never: the text was written by `serde_json`.
-    pub fn into_value(self) -> Value {
-        match self.0 {
-            AnswerRepr::Value(value) => value,
-            AnswerRepr::Json(json) => serde_json::from_str(&json).expect("serde_json wrote valid JSON"),
-        }
     }
 }
 
@@ -496,7 +488,7 @@ impl From<Value> for Answer {
 ///
 /// A result is written directly — the same bytes as serialising the response envelope — since one
 /// is written for every request; an error goes through the generic envelope.
-pub fn response_line(id: &RequestId, outcome: &Result<Answer, Error>) -> Vec<u8> {
+pub(crate) fn response_line(id: &RequestId, outcome: &Result<Answer, Error>) -> Vec<u8> {
     const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
     const RESULT: &[u8] = br#","result":"#;
     let answer = match outcome {

@@ -5,16 +5,16 @@
 //! in-memory [`tokio::io::duplex`] pair for tests and embedding. See [`connection`] for the
 //! concurrency contract.
 
-pub mod connection;
-pub mod framing;
-pub mod message;
+pub(crate) mod connection;
+pub(crate) mod framing;
+pub(crate) mod message;
 pub(crate) mod outlet;
-pub mod peer;
-pub mod stdio;
+pub(crate) mod peer;
+pub(crate) mod stdio;
 mod strict;
-pub mod trace;
+pub(crate) mod trace;
 
-pub use connection::{ConnectionOptions, Handler, RequestContext, serve};
-pub use framing::DEFAULT_MAX_MESSAGE_SIZE;
-pub use message::{Answer, IncomingNotification, IncomingRequest, Params};
-pub use peer::{ConnectionClosed, Peer, RequestError};
+pub(crate) use connection::{ConnectionOptions, Handler, RequestContext};
+pub(crate) use framing::DEFAULT_MAX_MESSAGE_SIZE;
+pub(crate) use message::{Answer, IncomingNotification, Params};
+pub(crate) use peer::{Peer, RequestError};

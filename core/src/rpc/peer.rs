@@ -41,7 +41,7 @@ pub struct ConnectionClosed;
 
 /// Why one of our requests got no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// The peer answered with this error object.
     #[error("the peer answered an error ({}): {}", i32::from(.0.code), .0.message)]
     Rejected(Error),
@@ -58,7 +58,7 @@ impl From<ConnectionClosed> for Error {
 
 /// A handle for sending to the peer. Cheap to clone.
 #[derive(Clone)]
-pub struct Peer {
+pub(crate) struct Peer {
     inner: Arc<PeerInner>,
 }
 
@@ -119,7 +119,7 @@ impl Peer {
     }
 
     /// Sends a notification.
-    pub async fn notify<P: Serialize>(&self, method: &str, params: &P) -> Result<(), ConnectionClosed> {
+    pub(crate) async fn notify<P: Serialize>(&self, method: &str, params: &P) -> Result<(), ConnectionClosed> {
         self.send_line(notification_line(method, params)).await
     }
 
@@ -147,7 +147,11 @@ impl Peer {
     /// Fails with the peer's error, with "connection closed" when the connection ends first, or
     /// with `-32603` when the answer does not decode. Dropping the returned future before the answer
     /// arrives sends `$/cancel_request` for it.
-    pub async fn request<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, Error> {
+    pub(crate) async fn request<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, Error> {
         let result = self.request_params(method, params).await.map_err(|e| match e {
             RequestError::Rejected(error) => error,
             RequestError::Closed(closed) => closed.into(),
@@ -164,7 +168,7 @@ impl Peer {
     /// Sends a request and waits for its raw result, telling the peer's error answer apart from
     /// the connection closing. Dropping the returned future before the answer arrives sends
     /// `$/cancel_request` for it.
-    pub async fn request_value<P: Serialize>(&self, method: &str, params: &P) -> Result<Value, RequestError> {
+    pub(crate) async fn request_value<P: Serialize>(&self, method: &str, params: &P) -> Result<Value, RequestError> {
         self.request_params(method, params).await.map(Params::into_value)
     }
 
@@ -264,12 +268,12 @@ impl Peer {
     }
 
     /// Whether the peer's incoming side has ended (it will answer nothing more).
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.inner.incoming_closed.load(Ordering::Acquire)
     }
 
     /// How many of our requests await an answer.
-    pub fn pending_requests(&self) -> usize {
+    pub(crate) fn pending_requests(&self) -> usize {
         self.lock_pending().len()
     }
 

@@ -40,7 +40,7 @@ const STDOUT_QUEUE: usize = 16;
 /// writes to the real stdout. When stdin and stdout are pipes (as when an editor starts the agent)
 /// both are driven by the runtime's reactor directly — no thread handoff per message; otherwise
 /// (a terminal, a file) a dedicated thread serves each. Must be called inside a tokio runtime.
-pub fn transport() -> std::io::Result<(StdioReader, StdioWriter)> {
+pub(crate) fn transport() -> std::io::Result<(StdioReader, StdioWriter)> {
     use std::os::fd::AsFd;
     let protocol = guard_stdout()?;
     let writer = match tokio::net::unix::pipe::Sender::from_file(protocol.try_clone()?) {
@@ -57,7 +57,7 @@ pub fn transport() -> std::io::Result<(StdioReader, StdioWriter)> {
 
 /// The reading half of the stdio transport.
 #[derive(Debug)]
-pub enum StdioReader {
+pub(crate) enum StdioReader {
     /// Stdin is a pipe, read through the reactor.
     Pipe(tokio::net::unix::pipe::Receiver),
     /// Stdin is something else, read by a thread.
@@ -66,7 +66,7 @@ pub enum StdioReader {
 
 /// The writing half of the stdio transport (the real stdout).
 #[derive(Debug)]
-pub enum StdioWriter {
+pub(crate) enum StdioWriter {
     /// Stdout is a pipe, written through the reactor.
     Pipe(Arc<StdoutPipe>),
     /// Stdout is something else, written by a thread.
@@ -187,7 +187,7 @@ fn redirect_stdout_to_stderr() -> std::io::Result<()> {
 ///
 /// The thread stays blocked in `read` after the connection is done with it; it ends with the
 /// process, or when stdin reaches end of file.
-pub struct ThreadStdin {
+pub(crate) struct ThreadStdin {
     rx: mpsc::Receiver<std::io::Result<Vec<u8>>>,
     chunk: Vec<u8>,
     pos: usize,
@@ -201,7 +201,7 @@ impl std::fmt::Debug for ThreadStdin {
 
 impl ThreadStdin {
     /// Starts the stdin thread.
-    pub fn spawn() -> std::io::Result<Self> {
+    pub(crate) fn spawn() -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel(STDOUT_QUEUE);
         std::thread::Builder::new().name("acp-stdin".into()).spawn(move || {
             let stdin = std::io::stdin();
@@ -250,7 +250,7 @@ impl AsyncRead for ThreadStdin {
 }
 
 /// An [`AsyncWrite`] whose bytes a dedicated thread writes to the process's stdout.
-pub struct ThreadStdout {
+pub(crate) struct ThreadStdout {
     tx: Option<PollSender<Vec<u8>>>,
     done: Option<oneshot::Receiver<std::io::Result<()>>>,
 }
@@ -263,7 +263,7 @@ impl std::fmt::Debug for ThreadStdout {
 
 impl ThreadStdout {
     /// Starts the thread writing to `out` (the real stdout, or any file).
-    pub fn spawn(out: std::fs::File) -> std::io::Result<Self> {
+    pub(crate) fn spawn(out: std::fs::File) -> std::io::Result<Self> {
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(STDOUT_QUEUE);
         let (done_tx, done_rx) = oneshot::channel();
         std::thread::Builder::new().name("acp-stdout".into()).spawn(move || {

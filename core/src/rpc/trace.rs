@@ -15,11 +15,11 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::value::RawValue;
 
 /// The environment variable naming the trace file.
-pub const WIRE_TRACE_ENV: &str = "ACP_FACADE_WIRE_TRACE";
+pub(crate) const WIRE_TRACE_ENV: &str = "ACP_FACADE_WIRE_TRACE";
 
 /// Direction of a traced message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub(crate) enum Direction {
     /// From the client.
     In,
     /// To the client.
@@ -28,19 +28,19 @@ pub enum Direction {
 
 /// An open wire trace.
 #[derive(Debug)]
-pub struct WireTrace {
+pub(crate) struct WireTrace {
     out: Mutex<BufWriter<File>>,
     failed: AtomicBool,
 }
 
 impl WireTrace {
     /// Creates (truncates) the trace file.
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Self { out: Mutex::new(BufWriter::new(File::create(path)?)), failed: AtomicBool::new(false) })
     }
 
     /// Records one message (`line` without its newline).
-    pub fn record(&self, direction: Direction, line: &[u8]) {
+    pub(crate) fn record(&self, direction: Direction, line: &[u8]) {
         if self.failed.load(Ordering::Relaxed) {
             return;
         }

@@ -1,4 +1,4 @@
-//! The demo's prompts that call the client (`shared/DEMO.md`, "the agent calls the client" and
+//! The demo's prompts that call the client (docs/DEMO.md, "the agent calls the client" and
 //! `edit`): `read`, `write`, `run`, `open` through the turn's client handle, and `edit`'s tool call
 //! with a diff; and `readloop`, the benchmark's helper (docs/DEMO.md).
 //!
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use acp_facade::acp::{StopReason, ToolCallStatus, ToolKind};
 use acp_facade::client::{ClientError, ElicitationAnswer};
-use acp_facade::runner::Turn;
+use acp_facade_runner::Turn;
 use serde_json::json;
 
 /// `path` as the client must see it: absolute, relative ones taken from the session's cwd.

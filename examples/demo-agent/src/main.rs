@@ -24,7 +24,7 @@ use std::sync::Arc;
 use acp_facade::acp::{McpCapabilities, PromptCapabilities};
 use acp_facade::agent::{ExtensionMethod, Extensions};
 use acp_facade::host::HostResult;
-use acp_facade::runner::{PostgresStore, Runner, SqliteStore, Store};
+use acp_facade_runner::{PostgresStore, Runner, SqliteStore, Store};
 use async_trait::async_trait;
 use serde_json::Value;
 

@@ -12,7 +12,7 @@ use acp_facade::acp::{
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::ApprovalAction;
 use acp_facade::harness::content::text_block;
-use acp_facade::runner::{Permission, Reply, RunnerSession, Turn, TurnRunner};
+use acp_facade_runner::{Permission, Reply, RunnerSession, Turn, TurnRunner};
 use async_trait::async_trait;
 use base64::Engine as _;
 

@@ -1,4 +1,4 @@
-//! The demo's prompts that call the client (`shared/DEMO.md`: `read`, `write`, `run`, `ask` with
+//! The demo's prompts that call the client (docs/DEMO.md: `read`, `write`, `run`, `ask` with
 //! elicitation, `open`, and `edit`), over the real binary's stdio, with a client that serves files
 //! from the real file system and runs terminal commands as real processes. Every message is
 //! validated against the pinned schema, and nothing is ever sent for a capability the client did

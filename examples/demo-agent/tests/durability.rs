@@ -7,7 +7,7 @@ mod common;
 
 use acp_facade::acp::SessionId;
 use acp_facade::harness::EventKind;
-use acp_facade::runner::{SqliteStore, Store};
+use acp_facade_runner::{SqliteStore, Store};
 use common::{Demo, TempDir, chunk_texts, stop_reason, update_kinds};
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-//! The rich lines of the demo contract (`shared/DEMO.md`, "Added by issue 11") over the real
+//! The rich lines of the demo contract (docs/DEMO.md) over the real
 //! binary's stdio: `plan N`, `switch MODE`, `mcp`, `/shout TEXT`, prompts whose first block is an
 //! image, audio, an embedded resource or a resource link, `_meta.traceparent` echoed on the
 //! prompt's response, `_demo/echo`; and what the demo advertises for them (promptCapabilities

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use acp_facade::acp::StopReason;
-use acp_facade::runner::{MemoryStore, Runner, Turn, TurnRunner};
+use acp_facade_runner::{MemoryStore, Runner, Turn, TurnRunner};
 
 struct Noisy;
 

@@ -8,7 +8,7 @@
 
 #![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate, clippy::needless_pass_by_value)]
 
-#[path = "../../../../core/tests/common/schema.rs"]
+#[path = "../../../../runner/tests/common/schema.rs"]
 pub mod schema;
 
 pub mod editor;

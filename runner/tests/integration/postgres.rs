@@ -1,0 +1,207 @@
+//! What is particular to the `PostgreSQL` store (its shared contract is in `store.rs`): owner
+//! leases and takeovers, repeats applied once, the shared cursor key, schema versions, and how it
+//! fails. Each test runs on a schema of its own on the test server (`common::stores`); without
+//! one configured, each says so and does nothing (a failure when it is required).
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use acp_facade_runner::{Claim, PostgresStore, Store, StoreErrorKind};
+use common::stores::{open_postgres, open_postgres_with_lease, postgres_url, raw_client};
+
+use super::store::{event, record, seqs, sid};
+
+/// Waits (at most `limit`) until `claim` of session `id` by `store` succeeds; returns how long.
+async fn claim_within(store: &Arc<dyn Store>, id: &str, limit: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        if store.claim_session(&sid(id)).await.expect("claim") == Claim::Claimed {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < limit, "session {id} was never freed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_dead_owners_sessions_are_taken_over_once_its_lease_expires() {
+    let Some(url) = postgres_url().await else { return };
+    let lease = Duration::from_secs(1);
+    let one: Arc<dyn Store> = Arc::new(open_postgres_with_lease(&url, lease).await);
+    let two: Arc<dyn Store> = Arc::new(open_postgres_with_lease(&url, lease).await);
+    one.create_session(&record("a")).await.expect("create");
+    one.append_event(&sid("a"), &event(1, 1)).await.expect("append");
+    // The owner "dies": no close, no release; its heartbeat stops with it.
+    drop(one);
+    let Claim::HeldElsewhere { holder } = two.claim_session(&sid("a")).await.expect("claim") else {
+        panic!("the dead owner's lease runs on for a while")
+    };
+    assert!(holder.contains(&format!("process {}", std::process::id())), "{holder}");
+    let waited = claim_within(&two, "a", lease * 10).await;
+    assert!(waited > Duration::ZERO, "taken over only once the lease expired");
+    two.append_event(&sid("a"), &event(2, 2)).await.expect("the new owner appends");
+    assert_eq!(seqs(&two, "a").await, [1, 2]);
+}
+
+#[tokio::test]
+async fn a_live_owner_keeps_its_sessions_past_its_lease() {
+    let Some(url) = postgres_url().await else { return };
+    let lease = Duration::from_millis(500);
+    let one: Arc<dyn Store> = Arc::new(open_postgres_with_lease(&url, lease).await);
+    let two: Arc<dyn Store> = Arc::new(open_postgres_with_lease(&url, lease).await);
+    one.create_session(&record("a")).await.expect("create");
+    // Several leases long: the heartbeat renews it.
+    tokio::time::sleep(lease * 4).await;
+    assert!(matches!(two.claim_session(&sid("a")).await.expect("claim"), Claim::HeldElsewhere { .. }));
+    one.append_event(&sid("a"), &event(1, 1)).await.expect("still the owner");
+}
+
+#[tokio::test]
+async fn closing_a_store_frees_its_sessions_at_once() {
+    let Some(url) = postgres_url().await else { return };
+    let one = open_postgres_with_lease(&url, Duration::from_secs(60)).await;
+    let two: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    one.create_session(&record("a")).await.expect("create");
+    one.create_session(&record("b")).await.expect("create");
+    one.close().await.expect("close");
+    for id in ["a", "b"] {
+        assert_eq!(two.claim_session(&sid(id)).await.expect("claim"), Claim::Claimed, "{id}");
+    }
+    // Its owner row is gone.
+    let rows = raw_client(&url).await.query("SELECT 1 FROM acp_owners WHERE id = $1", &[&one.owner_id()]).await;
+    assert!(rows.expect("query").is_empty());
+}
+
+/// After a failure whose outcome is unknown the runner appends the same batch again: it is applied
+/// once.
+#[tokio::test]
+async fn a_repeated_append_is_applied_once() {
+    let Some(url) = postgres_url().await else { return };
+    let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    store.create_session(&record("a")).await.expect("create");
+    let batch = [event(5, 0), event(6, 0)];
+    store.append_events(&sid("a"), &batch).await.expect("append");
+    store.append_events(&sid("a"), &batch).await.expect("the repeat succeeds");
+    let mut rewritten = batch.clone();
+    rewritten[1] = event(6, 9);
+    store
+        .append_events_and_touch(&sid("a"), &rewritten, Some("t"), "2026-12-01T00:00:00.000Z")
+        .await
+        .expect("a repeat whose last event was rewritten succeeds");
+    store.append_events(&sid("a"), &[event(7, 0)]).await.expect("append");
+    assert_eq!(store.events(&sid("a")).await.expect("events"), vec![event(5, 0), event(6, 0), event(7, 0)]);
+    let touched = store.session(&sid("a")).await.expect("read").expect("exists");
+    assert_eq!(touched.title.as_deref(), Some("t"), "the catalog update of a repeat is applied (it is idempotent)");
+}
+
+#[tokio::test]
+async fn every_store_on_one_database_has_the_same_cursor_key() {
+    let Some(url) = postgres_url().await else { return };
+    let one = open_postgres(&url).await;
+    let key = one.cursor_key().expect("a PostgreSQL store keeps a cursor key");
+    drop(one);
+    assert_eq!(open_postgres(&url).await.cursor_key(), Some(key), "the same after a restart");
+    let Some(other) = postgres_url().await else { return };
+    assert_ne!(open_postgres(&other).await.cursor_key(), Some(key), "another database has its own");
+}
+
+#[tokio::test]
+async fn the_schema_is_versioned_and_a_newer_one_is_refused_untouched() {
+    let Some(url) = postgres_url().await else { return };
+    drop(open_postgres(&url).await);
+    let raw = raw_client(&url).await;
+    let version: String =
+        raw.query_one("SELECT value FROM acp_meta WHERE key = 'schema_version'", &[]).await.expect("version").get(0);
+    assert_eq!(version, "2");
+    let mut tables: Vec<String> = raw
+        .query("SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1", &[])
+        .await
+        .expect("tables")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    tables.sort();
+    assert_eq!(tables, ["acp_journal", "acp_meta", "acp_owners", "acp_sessions"]);
+    raw.execute("UPDATE acp_meta SET value = '99' WHERE key = 'schema_version'", &[]).await.expect("newer");
+    let err = PostgresStore::connect(&url).await.expect_err("a newer schema");
+    assert!(err.message().contains("schema version 99 is newer"), "{err}");
+    let version: String =
+        raw.query_one("SELECT value FROM acp_meta WHERE key = 'schema_version'", &[]).await.expect("version").get(0);
+    assert_eq!(version, "99", "left untouched");
+}
+
+#[tokio::test]
+async fn an_unreachable_database_fails_to_open_with_a_clear_error() {
+    let Some(_) = postgres_url().await else { return };
+    let dir = common::stores::TempDir::new("no-postgres");
+    let url = format!("postgres://acp@/postgres?host={}&connect_timeout=5", dir.path().display());
+    let started = Instant::now();
+    let err = PostgresStore::connect(&url).await.expect_err("nothing listens there");
+    assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+    assert!(err.message().contains("cannot connect to PostgreSQL"), "{err}");
+    assert!(err.message().contains(&format!("host={}", dir.path().display())), "names the server: {err}");
+    assert!(started.elapsed() < Duration::from_secs(30), "gave up instead of hanging");
+    let err =
+        PostgresStore::connect("postgres://acp:s3cret@/postgres?host=/nonexistent/dir").await.expect_err("no server");
+    assert!(!err.message().contains("s3cret"), "never the password: {err}");
+}
+
+#[tokio::test]
+async fn unreadable_rows_are_errors_not_panics() {
+    let Some(url) = postgres_url().await else { return };
+    let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    store.create_session(&record("a")).await.expect("create");
+    store.append_event(&sid("a"), &event(1, 0)).await.expect("append");
+    let raw = raw_client(&url).await;
+    for garbage in ["[{\"header\": 3}]", "not json", "{}"] {
+        raw.execute("UPDATE acp_journal SET events = $1", &[&garbage]).await.expect("garble");
+        let err = store.events(&sid("a")).await.expect_err("unreadable");
+        assert!(err.message().contains("unreadable"), "{err}");
+    }
+    // The store still works, and deleting the session clears it.
+    store.delete_session(&sid("a")).await.expect("delete");
+    assert!(store.list_sessions().await.expect("list").is_empty());
+}
+
+/// Entries written before the compact form (schema version 1: every event with its full
+/// header) are read as they are, in order with those written since.
+#[tokio::test]
+async fn entries_in_the_full_form_are_still_read() {
+    let Some(url) = postgres_url().await else { return };
+    let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    store.create_session(&record("a")).await.expect("create");
+    let full = serde_json::to_string(&[event(1, 0), event(2, 0)]).expect("encode");
+    assert!(full.contains("\"header\""), "{full}");
+    let raw = raw_client(&url).await;
+    raw.execute("INSERT INTO acp_journal (session_id, first_seq, events) VALUES ('a', 1, $1)", &[&full])
+        .await
+        .expect("an entry of version 1");
+    store.append_event(&sid("a"), &event(3, 0)).await.expect("append");
+    assert_eq!(store.events(&sid("a")).await.expect("events"), vec![event(1, 0), event(2, 0), event(3, 0)]);
+    let written: String =
+        raw.query_one("SELECT events FROM acp_journal WHERE first_seq = 3", &[]).await.expect("the new entry").get(0);
+    assert!(written.starts_with(r#"[{"seq":3,"id":"ev-0-3","kind":"#), "compact: {written}");
+}
+
+#[tokio::test]
+async fn owners_dead_for_long_are_forgotten_and_their_sessions_freed() {
+    let Some(url) = postgres_url().await else { return };
+    let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    store.create_session(&record("a")).await.expect("create");
+    let raw = raw_client(&url).await;
+    raw.batch_execute(
+        "INSERT INTO acp_owners (id, expires_at, pid, host) VALUES ('ghost', now() - interval '2 hours', 1, 'gone');
+         UPDATE acp_sessions SET owner = 'ghost';",
+    )
+    .await
+    .expect("a long-dead owner");
+    drop(open_postgres(&url).await);
+    let ghosts = raw.query("SELECT 1 FROM acp_owners WHERE id = 'ghost'", &[]).await.expect("owners");
+    assert!(ghosts.is_empty(), "forgotten when a store opened");
+    let owner: Option<String> =
+        raw.query_one("SELECT owner FROM acp_sessions WHERE id = 'a'", &[]).await.expect("session").get(0);
+    assert_eq!(owner, None, "its session is nobody's");
+    assert_eq!(store.claim_session(&sid("a")).await.expect("claim"), Claim::Claimed);
+}
