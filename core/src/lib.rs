@@ -43,12 +43,14 @@ pub mod hub;
 pub mod panic;
 mod rpc;
 
-/// The connection's inner pieces that the project's fuzz targets and property tests drive
-/// directly: the framing reader and the message classifier. Only with the `fuzzing` feature; not
+/// The inner pieces that the project's fuzz targets and property tests drive directly: the
+/// connection's framing reader and message classifier, and the `session/list` cursor codec. Only with the `fuzzing` feature; not
 /// a stable API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing {
+    pub use crate::agent::cursor::InvalidCursor;
+    pub use crate::agent::cursor::fuzzing::{decode_cursor, encode_cursor};
     pub use crate::rpc::framing::{DEFAULT_MAX_MESSAGE_SIZE, Frame, LineReader};
     pub use crate::rpc::message::{Incoming, Malformed, classify};
 }

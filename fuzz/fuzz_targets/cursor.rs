@@ -1,4 +1,4 @@
-//! The `session/list` cursor codec (`agent::cursor::fuzzing`): arbitrary cursors never panic and
+//! The `session/list` cursor codec (`acp_facade::fuzzing`): arbitrary cursors never panic and
 //! never pass authentication; a genuine cursor round-trips, is refused under another filter or
 //! another agent's key, and is refused once altered in any way.
 //!
@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use acp_facade::agent::cursor::InvalidCursor;
-use acp_facade::agent::cursor::fuzzing::{decode_cursor, encode_cursor};
+use acp_facade::fuzzing::InvalidCursor;
+use acp_facade::fuzzing::{decode_cursor, encode_cursor};
 use libfuzzer_sys::fuzz_target;
 
 const KEY: [u8; 32] = *b"acp-facade fuzzing key: not real";

@@ -13,7 +13,7 @@ use crate::acp::{
 use crate::error::{Error, ErrorExt};
 
 /// What `initialize` advertises for these options.
-pub fn advertised(options: &Options) -> AgentCapabilities {
+pub(super) fn advertised(options: &Options) -> AgentCapabilities {
     let mut session = SessionCapabilities::new();
     if options.catalog.is_some() {
         session = session.list(SessionListCapabilities::new());
@@ -80,6 +80,6 @@ pub(crate) fn check_mcp_servers(capabilities: &McpCapabilities, servers: &[McpSe
 /// The authentication methods `initialize` lists for a client with `client` capabilities: every
 /// method of the host, except terminal methods (schema v1.21.0) for a client that did not
 /// advertise `auth.terminal` — it could not run them, and must not see a v1.21.0-only variant.
-pub fn auth_methods(methods: Vec<AuthMethod>, client: &ClientCapabilities) -> Vec<AuthMethod> {
+pub(super) fn auth_methods(methods: Vec<AuthMethod>, client: &ClientCapabilities) -> Vec<AuthMethod> {
     methods.into_iter().filter(|method| client.auth.terminal || !matches!(method, AuthMethod::Terminal(_))).collect()
 }

@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorExt};
 use crate::harness::EventKind;
 
 /// The command's name, as advertised.
-pub const COMPACT_COMMAND: &str = "compact";
+pub(super) const COMPACT_COMMAND: &str = "compact";
 
 /// The command as advertised.
 pub(crate) fn compact_command() -> AvailableCommand {
@@ -30,7 +30,7 @@ pub(crate) fn compact_command() -> AvailableCommand {
 }
 
 /// Whether `prompt` is exactly the `/compact` command.
-pub fn is_compact_command(prompt: &[ContentBlock]) -> bool {
+pub(super) fn is_compact_command(prompt: &[ContentBlock]) -> bool {
     if let [ContentBlock::Text(t)] = prompt {
         // The common case, without copying the text.
         return t.text.trim() == "/compact";

@@ -1,7 +1,7 @@
 //! The facade's [`SessionControl`]: what a host changes about its live session itself.
 //!
 //! Each change is the client's own path: config options and modes through
-//! [`apply_config_option`](super::config::apply_config_option), commands through
+//! [`apply_config_option`](super::session_set_config_option::apply_config_option), commands through
 //! [`commands::set_commands`](super::commands::set_commands); and each is applied through the
 //! session's [`ControlQueue`](super::control_queue::ControlQueue), in order with the prompt in
 //! flight. The control holds the agent and the session weakly (a host keeps it inside the very
@@ -13,7 +13,7 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 
 use super::commands;
-use super::config::{MODE_CONFIG_ID, Origin, apply_config_option};
+use super::session_set_config_option::{MODE_CONFIG_ID, Origin, apply_config_option};
 use super::session_state::SessionEntry;
 use super::state::AgentInner;
 use crate::acp::{

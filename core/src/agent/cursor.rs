@@ -5,6 +5,10 @@
 //! "start over". The key is drawn from the OS CSPRNG once per [`Agent`](super::Agent) unless the
 //! host supplies one.
 
+// `InvalidCursor` and `fuzzing` are public (not `pub(crate)`) for the `fuzzing` feature, which
+// re-exports them for the fuzz targets and property tests.
+#![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -87,8 +91,8 @@ impl CursorKey {
 
 /// Entry points for the fuzz targets and property tests: the cursor codec under a caller-chosen
 /// key. Not part of the API.
-#[doc(hidden)]
-pub mod fuzzing {
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing {
     use std::path::Path;
 
     use super::{CursorKey, InvalidCursor};

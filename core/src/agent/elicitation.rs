@@ -41,7 +41,7 @@ use crate::harness::{Gate, GateId, GateKind, GateResponse};
 use crate::rpc::message::notification_line;
 
 /// The property an ask-user gate's form asks for.
-pub const ASK_USER_FIELD: &str = "answer";
+pub(super) const ASK_USER_FIELD: &str = "answer";
 
 /// The open-URL gates of a turn that the user accepted, by gate, with their elicitation ids.
 #[derive(Debug, Default)]
@@ -57,7 +57,7 @@ impl OpenUrls {
 }
 
 /// The form an ask-user gate asks to fill in: one required string, [`ASK_USER_FIELD`].
-pub fn ask_user_schema() -> ElicitationSchema {
+pub(super) fn ask_user_schema() -> ElicitationSchema {
     ElicitationSchema::new().property(ASK_USER_FIELD, StringPropertySchema::new(), true)
 }
 

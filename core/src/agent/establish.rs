@@ -19,11 +19,11 @@ use std::sync::Arc;
 use futures::FutureExt;
 
 use super::cancellation::cancellable;
-use super::close::{close, discard};
-use super::config::initial_state;
 use super::control::Control;
 use super::registry::Reservation;
 use super::replay::replay_updates;
+use super::session_close::{close, discard};
+use super::session_set_config_option::initial_state;
 use super::session_state::{SessionEntry, Work, validate_session_id};
 use super::state::AgentInner;
 use crate::acp::{SessionConfigOption, SessionId, SessionModeState};

@@ -35,10 +35,10 @@ use crate::acp::{
 use crate::harness::{ApprovalAction, Gate, GateKind, GateResolver, GateResponse};
 
 /// The `session/request_permission` method name.
-pub const REQUEST_PERMISSION: &str = super::method::SESSION_REQUEST_PERMISSION;
+pub(super) const REQUEST_PERMISSION: &str = super::method::SESSION_REQUEST_PERMISSION;
 
 /// The option a control is offered as.
-pub fn option_for(action: ApprovalAction) -> PermissionOption {
+pub(super) fn option_for(action: ApprovalAction) -> PermissionOption {
     match action {
         ApprovalAction::Approve => PermissionOption::new("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
         ApprovalAction::ApproveAlways => {
@@ -46,11 +46,6 @@ pub fn option_for(action: ApprovalAction) -> PermissionOption {
         }
         ApprovalAction::Deny => PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
     }
-}
-
-/// Whether the facade turns this gate into a permission request.
-pub fn is_translatable(gate: &Gate) -> bool {
-    gate.kind == GateKind::Permission && gate.resolver == GateResolver::Loop
 }
 
 /// Resolves a correlated, public gate: asks the client in the gate's wire form, when it has one

@@ -1,23 +1,23 @@
 //! The facade: ACP requests in, host calls out; host events in, `session/update` out.
 //!
-//! One file per concern, in floors (a file uses only files on its floor's left, never a
-//! handler's file):
-//! - ground: [`method`] (wire names), `wire` (params and answers), `cancellation`, [`cursor`],
-//!   [`translate`] (event → `session/update`), [`extensions`] (extension methods), `options`,
-//!   [`capabilities`] (what is advertised, and refusing what was not), `control_queue` (the
-//!   host's own changes, in order with the prompt in flight);
-//! - session state: `session_state` (what is kept per live session, its slot), [`registry`]
-//!   (the live sessions), `state` (what one connection's agent holds, `resolve_session`,
-//!   `send_update`);
-//! - shared steps: [`config`] (`apply_config_option`), [`close`] (the close orchestration),
-//!   [`compact`], [`commands`] (`available_commands_update`, host-defined slash commands),
-//!   `control` (the host's `SessionControl`), `establish` (registering a session the host opened,
-//!   re-attaching a live one), [`elicitation`] (ask-user, form and open-URL gates as
-//!   `elicitation/create`), [`gates`] (every gate's wire form; permission round trips);
-//! - handlers: [`session`] (`session/new`), [`prompt`] (the correlation engine, `session/cancel`),
-//!   `text_prompt` (the fast decoder of everyday prompts), [`replay`] (`session/load`),
-//!   [`resume`], [`list`], [`delete`]; and this file: `initialize`, `authenticate`, `logout`,
-//!   dispatch.
+//! One file per concern, in floors (a file uses only files on its own floor or below, never a
+//! handler's file; `scripts/import-loops` checks it):
+//! - helpers: `method` (wire names), `wire` (params and answers), `cancellation`, `cursor`,
+//!   `translate` (event → `session/update`), `extensions` (extension methods), `options`,
+//!   `capabilities` (what is advertised, and refusing what was not), `control_queue` (the host's
+//!   own changes, in order with the prompt in flight), `prompt_params` (the fast decoder of
+//!   everyday prompts), `replay` (a session's history for `session/load`);
+//! - state: `session_state` (what is kept per live session, its slot), `registry` (the live
+//!   sessions), `state` (what one connection's agent holds, `resolve_session`, `send_update`);
+//! - operations several requests share: `session_set_config_option` (`session/set_config_option`
+//!   and `session/set_mode`, through `apply_config_option`), `session_close` (`session/close`,
+//!   the close orchestration), `compact`, `commands` (`available_commands_update`, host-defined
+//!   slash commands), `control` (the host's `SessionControl`), `establish` (registering a session
+//!   the host opened, re-attaching a live one), `elicitation` (ask-user, form and open-URL gates
+//!   as `elicitation/create`), `gates` (every gate's wire form; permission round trips);
+//! - handlers, each named after its method: `initialize`, `authenticate` (and `logout`),
+//!   `session_new`, `session_prompt` (the correlation engine; `session/cancel`), `session_load`,
+//!   `session_resume`, `session_list`, `session_delete`; and this file: the dispatch.
 //!
 //! `initialize` is answered whenever it comes, as often as it comes, and requests before it are
 //! served: the spec asks clients to initialize once, first, and the official SDKs' agents do not
@@ -30,37 +30,38 @@
 //! resolved before any host call; only `Public` events reach the client; no update of a turn is
 //! written after that turn's `session/prompt` response.
 
+mod authenticate;
 mod cancellation;
-pub mod capabilities;
-pub mod close;
-pub mod commands;
-pub mod compact;
-pub mod config;
+mod capabilities;
+mod commands;
+mod compact;
 mod control;
 mod control_queue;
-pub mod cursor;
-pub mod delete;
-pub mod elicitation;
+pub(crate) mod cursor;
+mod elicitation;
 mod establish;
-pub mod extensions;
-pub mod gates;
-pub mod list;
-mod load;
-pub mod method;
+mod extensions;
+mod gates;
+mod initialize;
+mod method;
 mod options;
-pub mod prompt;
-pub mod registry;
-pub mod replay;
-pub mod resume;
-pub mod session;
-pub mod session_state;
+mod prompt_params;
+mod registry;
+mod replay;
+mod session_close;
+mod session_delete;
+mod session_list;
+mod session_load;
+mod session_new;
+mod session_prompt;
+mod session_resume;
+mod session_set_config_option;
+mod session_state;
 mod state;
-mod text_prompt;
-pub mod translate;
+mod translate;
 mod wire;
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -69,14 +70,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub use extensions::{ExtensionMethod, ExtensionNotification, Extensions};
 pub use options::Options;
 
-use crate::acp::{
-    AuthMethod, AuthenticateRequest, AuthenticateResponse, InitializeRequest, InitializeResponse, LogoutResponse,
-};
 use crate::error::{Error, ErrorExt};
 use crate::rpc::{self, Answer, ConnectionOptions, Handler, IncomingNotification, Params, RequestContext};
-use agent_client_protocol_schema::ProtocolVersion;
 pub(crate) use state::AgentInner;
-use wire::{Reply, decode, encode, ready};
+use wire::{Reply, ready};
 
 /// An ACP agent serving one connection on behalf of a host.
 ///
@@ -143,86 +140,13 @@ impl Agent {
         self.inner.registry.len()
     }
 
-    /// Tells the facade a catalog entry changed; see `list::observe_session_meta`.
+    /// Tells the facade a catalog entry changed; see `session_list::observe_session_meta`.
     pub async fn observe_session_meta(&self, entry: crate::host::SessionCatalogEntry) {
-        list::observe_session_meta(&self.inner, entry).await;
+        session_list::observe_session_meta(&self.inner, entry).await;
     }
 }
 
 impl AgentInner {
-    fn initialize(this: &Arc<Self>, params: Value) -> Reply {
-        let request: InitializeRequest = match decode(params) {
-            Ok(r) => r,
-            Err(e) => return ready(Err(e)),
-        };
-        // The first `initialize` declares the client's capabilities for the connection; a repeat is
-        // answered the same way and changes nothing (see the module doc).
-        if this.client_capabilities.set(request.client_capabilities.clone()).is_err() {
-            tracing::debug!("`initialize` again: answered, the first one's client capabilities kept");
-        }
-        // Echo the client's version when we speak it; otherwise answer the newest we speak.
-        let version = if request.protocol_version == ProtocolVersion::V1 {
-            request.protocol_version
-        } else {
-            ProtocolVersion::LATEST
-        };
-        let mut response = InitializeResponse::new(version)
-            .agent_capabilities(capabilities::advertised(&this.options))
-            .agent_info(this.options.agent_info.clone());
-        if let Some(auth) = &this.options.authenticator {
-            response = response.auth_methods(capabilities::auth_methods(auth.methods(), &request.client_capabilities));
-        }
-        ready(encode(&response))
-    }
-
-    fn authenticate(this: &Arc<Self>, params: Value) -> Reply {
-        let this = this.clone();
-        Box::pin(async move {
-            let request: AuthenticateRequest = decode(params)?;
-            let Some(auth) = this.options.authenticator.clone() else {
-                return Err(Error::invalid_params_msg(format!(
-                    "unknown authentication method `{}`: this agent needs no authentication",
-                    request.method_id
-                )));
-            };
-            match auth.methods().iter().find(|m| m.id() == &request.method_id) {
-                None => {
-                    return Err(Error::invalid_params_msg(format!(
-                        "unknown authentication method `{}`",
-                        request.method_id
-                    )));
-                }
-                Some(AuthMethod::Terminal(_)) => {
-                    // The client runs a terminal method itself and reconnects; it never
-                    // authenticates with one.
-                    return Err(Error::invalid_params_msg(format!(
-                        "authentication method `{}` is a terminal method: the client runs it, it is not authenticated with `authenticate`",
-                        request.method_id
-                    )));
-                }
-                Some(_) => {}
-            }
-            auth.authenticate(request.method_id).await?;
-            this.authenticated.store(true, Ordering::Release);
-            encode(&AuthenticateResponse::new())
-        })
-    }
-
-    fn logout(this: &Arc<Self>) -> Reply {
-        let this = this.clone();
-        Box::pin(async move {
-            let auth = this
-                .options
-                .authenticator
-                .clone()
-                .filter(|a| a.supports_logout())
-                .ok_or_else(|| Error::method_not_found_msg("logout"))?;
-            auth.logout().await?;
-            this.authenticated.store(false, Ordering::Release);
-            encode(&LogoutResponse::new())
-        })
-    }
-
     /// The handler for `method`, when this agent serves it (an optional method whose host part
     /// is absent is not served: `-32601`, as if unknown).
     fn route(&self, method: &str) -> Option<Route> {
@@ -247,7 +171,7 @@ impl AgentInner {
 
     fn dispatch(this: &Arc<Self>, method: &str, params: Params, cx: RequestContext) -> Reply {
         if method == method::INITIALIZE {
-            return Self::initialize(this, params.into_value());
+            return initialize::initialize(this, params.into_value());
         }
         let Some(route) = this.route(method) else {
             return ready(Err(Error::method_not_found_msg(method)));
@@ -260,17 +184,17 @@ impl AgentInner {
         }
         match route {
             // The hot path: it decodes its params straight from their text.
-            Route::Prompt => prompt::accept_prompt(this, params, cx),
-            Route::Authenticate => Self::authenticate(this, params.into_value()),
-            Route::Logout => Self::logout(this),
-            Route::New => session::new_session(this, params.into_value(), cx.cancelled),
-            Route::Load => load::load_session(this, params.into_value(), cx),
-            Route::Resume => resume::resume_session(this, params.into_value(), cx),
-            Route::List => list::list_sessions(this, params.into_value()),
-            Route::Delete => delete::delete_session(this, params.into_value()),
-            Route::Close => close::close_session_request(this, params.into_value()),
-            Route::SetMode => config::set_mode(this, params.into_value()),
-            Route::SetConfigOption => config::set_config_option(this, params.into_value()),
+            Route::Prompt => session_prompt::accept_prompt(this, params, cx),
+            Route::Authenticate => authenticate::authenticate(this, params.into_value()),
+            Route::Logout => authenticate::logout(this),
+            Route::New => session_new::new_session(this, params.into_value(), cx.cancelled),
+            Route::Load => session_load::load_session(this, params.into_value(), cx),
+            Route::Resume => session_resume::resume_session(this, params.into_value(), cx),
+            Route::List => session_list::list_sessions(this, params.into_value()),
+            Route::Delete => session_delete::delete_session(this, params.into_value()),
+            Route::Close => session_close::close_session_request(this, params.into_value()),
+            Route::SetMode => session_set_config_option::set_mode(this, params.into_value()),
+            Route::SetConfigOption => session_set_config_option::set_config_option(this, params.into_value()),
             Route::Extension => Self::extension(this, method, params.into_value()),
         }
     }
@@ -349,7 +273,7 @@ impl Handler for AgentInner {
         // Applied right here, on the reader: a `session/cancel` takes effect before the next line
         // is read, so it can only ever hit the prompt that was in flight when it was sent.
         match notification.method.as_str() {
-            method::SESSION_CANCEL => prompt::cancel(&self, notification.params),
+            method::SESSION_CANCEL => session_prompt::cancel(&self, notification.params),
             other => {
                 if let Some(handler) = self.options.extensions.notification_handler(other).cloned() {
                     // Handled on the notification worker, in arrival order.
@@ -363,6 +287,6 @@ impl Handler for AgentInner {
     }
 
     fn disconnected(self: Arc<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async move { close::close_all(&self).await })
+        Box::pin(async move { session_close::close_all(&self).await })
     }
 }

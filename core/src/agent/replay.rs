@@ -40,7 +40,7 @@ use crate::acp::{
 use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest, ToolResultMessage};
 
 /// The replay of `history`, in the four-bucket order, then the latest plan.
-pub fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
+pub(super) fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
     let mut users = Vec::new();
     let mut assistants = Vec::new();
     let mut requested: HashMap<ToolCallId, ToolCallRequest> = HashMap::new();

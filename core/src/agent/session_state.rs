@@ -22,10 +22,10 @@ use crate::error::{Error, ErrorExt};
 use crate::host::{LiveSession, Setup};
 
 /// The longest session id accepted.
-pub const MAX_SESSION_ID_LEN: usize = 256;
+pub(super) const MAX_SESSION_ID_LEN: usize = 256;
 
 /// Checks that a session id is well formed: non-empty, at most 256 bytes, no control characters.
-pub fn validate_session_id(id: &str) -> Result<(), Error> {
+pub(super) fn validate_session_id(id: &str) -> Result<(), Error> {
     if id.is_empty() {
         return Err(Error::invalid_params_msg("invalid `sessionId`: it is empty"));
     }

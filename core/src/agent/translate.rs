@@ -17,7 +17,7 @@ use crate::rpc::message::notification_line;
 use super::method::SESSION_UPDATE;
 
 /// The update for `event`, or `None` when it is internal or has no live form.
-pub fn translate(event: &Event) -> Option<SessionUpdate> {
+pub(super) fn translate(event: &Event) -> Option<SessionUpdate> {
     if !event.is_public() {
         return None;
     }
@@ -29,7 +29,7 @@ pub fn translate(event: &Event) -> Option<SessionUpdate> {
 }
 
 /// Like [`translate`], consuming the event (no copy of streamed text).
-pub fn translate_owned(event: Event) -> Option<SessionUpdate> {
+pub(super) fn translate_owned(event: Event) -> Option<SessionUpdate> {
     if !event.is_public() {
         return None;
     }

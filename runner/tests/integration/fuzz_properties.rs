@@ -10,8 +10,8 @@ use crate::common;
 
 use std::path::Path;
 
-use acp_facade::agent::cursor::InvalidCursor;
-use acp_facade::agent::cursor::fuzzing::{decode_cursor, encode_cursor};
+use acp_facade::fuzzing::InvalidCursor;
+use acp_facade::fuzzing::{decode_cursor, encode_cursor};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use common::chaos::{self, Answer, METHODS, Step, WireSetup};

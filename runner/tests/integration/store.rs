@@ -3,7 +3,7 @@
 //! it is about sharing (as several processes would).
 //!
 //! What is particular to one store stays with it: `SQLite`'s file format, pragmas and migrations
-//! in `core/src/runner/sqlite.rs`; `PostgreSQL`'s leases, migrations and failures in `postgres.rs`.
+//! in `runner/src/store/sqlite/`; `PostgreSQL`'s leases, migrations and failures in `postgres.rs`.
 
 use crate::common;
 

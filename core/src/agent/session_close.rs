@@ -12,7 +12,7 @@
 //!    bounded by the close grace period.
 //! 6. Remove the session from the live registry — only now.
 //!
-//! Durable history is never touched: deleting is [`delete`](super::delete)'s job alone. When the
+//! Durable history is never touched: deleting is [`delete`](super::session_delete)'s job alone. When the
 //! client disconnects, every live session goes through the same steps.
 
 use std::panic::AssertUnwindSafe;

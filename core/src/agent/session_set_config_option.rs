@@ -32,7 +32,7 @@ use crate::acp::{
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use crate::error::{Error, ErrorExt};
-pub use crate::host::MODE_CONFIG_ID;
+pub(super) use crate::host::MODE_CONFIG_ID;
 
 /// A session's config state as the client sees it.
 pub(crate) struct ConfigState {

@@ -51,7 +51,7 @@ use crate::rpc::{Answer, Params, RequestContext};
 /// read, so a `session/cancel` right behind it always finds it.
 pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: RequestContext) -> Reply {
     let accepted = (|| {
-        let request = super::text_prompt::decode_prompt(params)?;
+        let request = super::prompt_params::decode_prompt(params)?;
         let entry = agent.resolve_session(&request.session_id)?;
         check_prompt(&agent.options.prompt_capabilities, &request.prompt)?;
         let guard = entry.begin_prompt()?;
