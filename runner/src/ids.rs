@@ -20,6 +20,7 @@ const EVENT_ID_SEPARATOR: &str = "#";
 
 /// Whether `id` is what [`event_id`] builds for `session` and `n`, digit for digit (no sign, no
 /// leading zero), checked without building it.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn is_event_id(id: &str, session: &SessionId, n: u64) -> bool {
     event_id_digits(id, session).is_some_and(|digits| {
         digits.bytes().all(|b| b.is_ascii_digit())

@@ -17,6 +17,8 @@
 //! claims always succeed and releasing does nothing (the runner keeps one live session per id
 //! within its process).
 
+// The journal's entry text, which the database stores write (the in-memory store keeps events).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod entry;
 #[cfg(feature = "postgres")]
 pub mod postgres;
