@@ -2,6 +2,9 @@
 
 from typing import Any, Optional, Tuple, final
 
+from .acp import McpCapabilities, PromptCapabilities
+from .host import HostAdapter, _AuthParts, _HostParts
+
 __version__: str
 
 def bridge_fileno() -> int: ...
@@ -138,23 +141,17 @@ class SessionControl:
 @final
 class Options:
     @staticmethod
-    def for_host(
-        host: Any,
-        loader: bool,
-        resumer: bool,
-        catalog: bool,
-        deleter: bool,
-        auth: Optional[Tuple[Any, bool]] = None,
-    ) -> Options: ...
-    def with_authenticator(self, adapter: Any, methods: Any, logout: bool) -> Options: ...
+    def for_host(host: HostAdapter, parts: _HostParts, auth: Optional[_AuthParts] = None) -> Options: ...
+    def with_authenticator(self, adapter: HostAdapter, auth: _AuthParts) -> Options: ...
     def replace(
         self,
         *,
-        agent_info: Optional[Tuple[str, str]] = None,
+        agent_name: Optional[str] = None,
+        agent_version: Optional[str] = None,
         compaction: Optional[bool] = None,
         close: Optional[bool] = None,
-        prompt_capabilities: Any = None,
-        mcp_capabilities: Any = None,
+        prompt_capabilities: Optional[PromptCapabilities] = None,
+        mcp_capabilities: Optional[McpCapabilities] = None,
         extension_methods: Optional[list[Tuple[str, Any]]] = None,
         extension_notifications: Optional[list[Tuple[str, Any]]] = None,
         max_sessions: Optional[int] = None,
