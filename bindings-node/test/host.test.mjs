@@ -32,21 +32,21 @@ class EchoSession {
     const commandId = `${this.id}/c${n}`
     const at = { loopId: 'main', turnId: `t${n}` }
     const text = prompt.find((b) => b.type === 'text')?.text ?? ''
-    this.events.publish({ ...at, class: 'enduring', commandId, kind: { type: 'turn_started', message: { content: prompt } } })
+    this.events.publish({ ...at, class: 'enduring', commandId, kind: { type: 'turnStarted', message: { content: prompt } } })
     if (text === 'hang') {
       this.running = at
       return commandId
     }
-    this.events.publish({ ...at, kind: { type: 'token_delta', text: `echo: ${text}`, channel: 'message' } })
-    this.events.publish({ ...at, kind: { type: 'token_delta', text: 'secret', channel: 'message' }, visibility: 'internal' })
-    this.events.publish({ ...at, class: 'enduring', kind: { type: 'turn_done', stop: 'end_turn' } })
+    this.events.publish({ ...at, kind: { type: 'tokenDelta', text: `echo: ${text}`, channel: 'message' } })
+    this.events.publish({ ...at, kind: { type: 'tokenDelta', text: 'secret', channel: 'message' }, visibility: 'internal' })
+    this.events.publish({ ...at, class: 'enduring', kind: { type: 'turnDone', stop: 'end_turn' } })
     return Promise.resolve(commandId)
   }
 
   async interrupt() {
     this.interrupted++
     if (this.running) {
-      this.events.publish({ ...this.running, class: 'enduring', kind: { type: 'turn_interrupted' } })
+      this.events.publish({ ...this.running, class: 'enduring', kind: { type: 'turnInterrupted' } })
       this.running = null
     }
   }
