@@ -506,11 +506,11 @@ export declare class EventHub {
    */
   constructor(capacity?: number | undefined | null)
   /**
-   * Publishes one event, in order. Returns `null`, or a Promise to await when the client
-   * reads slower than the host publishes. A caller that never awaits is refused (throws
-   * `ERR_ACP_QUEUE_FULL`) at 16384 queued events.
+   * Publishes one event, in order. Returns a Promise: already resolved, or resolved once the
+   * backlog is down when the client reads slower than the host publishes; `await` it. A
+   * caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued events.
    */
-  publish(event: HarnessEvent): Promise<void> | null
+  publish(event: HarnessEvent): Promise<void>
   /** How many subscriptions are alive. */
   get subscriberCount(): number
 }
@@ -650,24 +650,25 @@ export declare class Turn {
   /** The value a select config option had when the turn started (`null` if unknown). */
   configValue(configId: string): string | null
   /**
-   * Streams reply text (`agent_message_chunk`). Returns `null`, or a Promise to await when
-   * the client reads slower than the turn writes; `await turn.text(..)` works either way. A
-   * caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued calls.
+   * Streams reply text (`agent_message_chunk`). Returns a Promise: already resolved, or
+   * resolved once the backlog is down when the client reads slower than the turn writes;
+   * `await` it. A caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384
+   * queued calls.
    */
-  text(text: string): Promise<void> | null
+  text(text: string): Promise<void>
   /** Streams reasoning (`agent_thought_chunk`); paced like `text`. */
-  thought(text: string): Promise<void> | null
+  thought(text: string): Promise<void>
   /**
    * Announces a tool call (`tool_call`, status pending); resolves with its id.
    * @param kind - the ACP tool kind. @default "other"
    */
   startToolCall(title: string, kind?: ToolKind, input?: unknown): Promise<string>
   /** Reports progress of a tool call (`tool_call_update`); paced like `text`. */
-  toolProgress(callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null): Promise<void> | null
+  toolProgress(callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null): Promise<void>
   /** Finishes a tool call successfully (`tool_call_update`, status completed). */
-  completeToolCall(callId: string, output?: ContentBlock[] | string): Promise<void> | null
+  completeToolCall(callId: string, output?: ContentBlock[] | string): Promise<void>
   /** Finishes a tool call as failed (`tool_call_update`, status failed). */
-  failToolCall(callId: string, output?: ContentBlock[] | string): Promise<void> | null
+  failToolCall(callId: string, output?: ContentBlock[] | string): Promise<void>
   /**
    * Announces a tool call (`tool_call`) with any of its fields, in ACP's wire form: `title`
    * (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
@@ -681,7 +682,7 @@ export declare class Turn {
    * the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
    * `"failed"` finishes the call. Paced like `text`.
    */
-  updateTool(callId: string, fields: ToolCallFields): Promise<void> | null
+  updateTool(callId: string, fields: ToolCallFields): Promise<void>
   /**
    * Asks the client for permission to run a tool call (`session/request_permission`);
    * resolves with the answer, `"cancelled"` when the turn is cancelled while waiting.
@@ -731,9 +732,9 @@ export declare class Turn {
    * Reports context usage (`usage_update`), with the session's cumulative `cost` when known;
    * closes the current step first.
    */
-  usage(used: number, size: number, cost?: Cost | null): Promise<void> | null
+  usage(used: number, size: number, cost?: Cost | null): Promise<void>
   /** Closes the current step, if it has content. */
-  endStep(): Promise<void> | null
+  endStep(): Promise<void>
   /**
    * The host-defined slash command this prompt invokes (`/name input`, see
    * `TurnRunner.commands`), or `null`.
@@ -751,12 +752,12 @@ export declare class Turn {
    * the one before at the client; send it again, whole, as entries progress. `session/load`
    * replays the session's latest plan. Paced like `text`.
    */
-  plan(plan: Plan): Promise<void> | null
+  plan(plan: Plan): Promise<void>
   /**
    * Sets the `_meta` of the prompt's response, whatever the turn's outcome (the last call
    * counts).
    */
-  setResponseMeta(meta: Meta): Promise<void> | null
+  setResponseMeta(meta: Meta): Promise<void>
   /**
    * Switches the session to mode `modeId` (the config option `mode`), as if the client had
    * asked: the client gets `current_mode_update`, then `config_option_update`, before the

@@ -38,7 +38,7 @@ new Runner(new MemoryStore(), {})
 
 const event: HarnessEvent = { kind: { type: 'tokenDelta', text: 'x', channel: 'message' }, turnId: 't1' }
 const hub = new EventHub()
-const paced: Promise<void> | null = hub.publish(event)
+const paced: Promise<void> = hub.publish(event)
 // @ts-expect-error: unknown event type
 hub.publish({ kind: { type: 'nope' } })
 

@@ -4,8 +4,9 @@
 //! the turn, so the JS handle drives it through the core's turn-operation queue
 //! ([`acp_facade_runner::binding::ops`]): each method converts its arguments and pushes one [`TurnOp`],
 //! which [`run`] applies in call order while it awaits the JS `runTurn` Promise. Streaming calls
-//! (`text`, `thought`, tool progress, usage) return `null`, or a Promise to await when the client
-//! reads slower than the turn writes (see [`crate::pace`]); calls with an answer
+//! (`text`, `thought`, tool progress, usage, …) always return a Promise: already resolved, or
+//! resolved once the backlog is down when the client reads slower than the turn writes (see
+//! [`crate::pace`]); calls with an answer
 //! (`startToolCall`, `requestPermission`, `askUser`, and the session's own changes `setMode`,
 //! `setConfigOption`, `setCommands`) return a Promise of it.
 //!
@@ -209,7 +210,7 @@ impl Turn {
         self.config.get(&config_id).cloned()
     }
 
-    fn push<'env>(&self, env: &'env Env, op: TurnOp) -> Result<Option<PromiseRaw<'env, ()>>> {
+    fn push<'env>(&self, env: &'env Env, op: TurnOp) -> Result<PromiseRaw<'env, ()>> {
         let pace = self.ops.push(op).map_err(|e| crate::pace::refused(e, ended))?;
         crate::pace::promise(env, pace, || self.ops.drained())
     }
@@ -232,17 +233,18 @@ impl Turn {
         Ok(promise)
     }
 
-    /// Streams reply text (`agent_message_chunk`). Returns `null`, or a Promise to await when
-    /// the client reads slower than the turn writes; `await turn.text(..)` works either way. A
-    /// caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued calls.
-    #[napi(ts_return_type = "Promise<void> | null")]
-    pub fn text<'env>(&self, env: &'env Env, text: String) -> Result<Option<PromiseRaw<'env, ()>>> {
+    /// Streams reply text (`agent_message_chunk`). Returns a Promise: already resolved, or
+    /// resolved once the backlog is down when the client reads slower than the turn writes;
+    /// `await` it. A caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384
+    /// queued calls.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn text<'env>(&self, env: &'env Env, text: String) -> Result<PromiseRaw<'env, ()>> {
         self.push(env, TurnOp::Text(text))
     }
 
     /// Streams reasoning (`agent_thought_chunk`); paced like `text`.
-    #[napi(ts_return_type = "Promise<void> | null")]
-    pub fn thought<'env>(&self, env: &'env Env, text: String) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn thought<'env>(&self, env: &'env Env, text: String) -> Result<PromiseRaw<'env, ()>> {
         self.push(env, TurnOp::Thought(text))
     }
 
@@ -267,7 +269,7 @@ impl Turn {
     /// Reports progress of a tool call (`tool_call_update`); paced like `text`.
     #[napi(
         ts_args_type = "callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null",
-        ts_return_type = "Promise<void> | null"
+        ts_return_type = "Promise<void>"
     )]
     pub fn tool_progress<'env>(
         &self,
@@ -275,7 +277,7 @@ impl Turn {
         call_id: String,
         status: Option<String>,
         content: Option<Value>,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let status = status.map(|s| enum_value::<ToolCallStatus>("tool call status", &s)).transpose()?;
         let content = match content {
             None | Some(Value::Null) => None,
@@ -285,25 +287,25 @@ impl Turn {
     }
 
     /// Finishes a tool call successfully (`tool_call_update`, status completed).
-    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void> | null")]
+    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void>")]
     pub fn complete_tool_call<'env>(
         &self,
         env: &'env Env,
         call_id: String,
         output: Option<Value>,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let output = content(output)?;
         self.push(env, TurnOp::CompleteToolCall { call_id: ToolCallId::new(call_id), output })
     }
 
     /// Finishes a tool call as failed (`tool_call_update`, status failed).
-    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void> | null")]
+    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void>")]
     pub fn fail_tool_call<'env>(
         &self,
         env: &'env Env,
         call_id: String,
         output: Option<Value>,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let output = content(output)?;
         self.push(env, TurnOp::FailToolCall { call_id: ToolCallId::new(call_id), output })
     }
@@ -323,13 +325,8 @@ impl Turn {
     /// Changes any subset of a tool call's fields (`tool_call_update`): each one given replaces
     /// the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
     /// `"failed"` finishes the call. Paced like `text`.
-    #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void> | null")]
-    pub fn update_tool<'env>(
-        &self,
-        env: &'env Env,
-        call_id: String,
-        fields: Value,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void>")]
+    pub fn update_tool<'env>(&self, env: &'env Env, call_id: String, fields: Value) -> Result<PromiseRaw<'env, ()>> {
         let fields = Box::new(tool_fields(fields)?.into_update());
         self.push(env, TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields })
     }
@@ -445,14 +442,14 @@ impl Turn {
 
     /// Reports context usage (`usage_update`), with the session's cumulative `cost` when known;
     /// closes the current step first.
-    #[napi(ts_args_type = "used: number, size: number, cost?: Cost | null", ts_return_type = "Promise<void> | null")]
+    #[napi(ts_args_type = "used: number, size: number, cost?: Cost | null", ts_return_type = "Promise<void>")]
     pub fn usage<'env>(
         &self,
         env: &'env Env,
         used: f64,
         size: f64,
         cost: Option<Value>,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let (used, size) = (u64_arg("used", used)?, u64_arg("size", size)?);
         match cost {
             None | Some(Value::Null) => self.push(env, TurnOp::Usage { used, size }),
@@ -465,8 +462,8 @@ impl Turn {
     }
 
     /// Closes the current step, if it has content.
-    #[napi(ts_return_type = "Promise<void> | null")]
-    pub fn end_step<'env>(&self, env: &'env Env) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn end_step<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         self.push(env, TurnOp::EndStep)
     }
 }
@@ -498,8 +495,8 @@ impl Turn {
     /// Sends the turn's plan (`plan`): every entry with its current status. Each plan replaces
     /// the one before at the client; send it again, whole, as entries progress. `session/load`
     /// replays the session's latest plan. Paced like `text`.
-    #[napi(ts_args_type = "plan: Plan", ts_return_type = "Promise<void> | null")]
-    pub fn plan<'env>(&self, env: &'env Env, plan: Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_args_type = "plan: Plan", ts_return_type = "Promise<void>")]
+    pub fn plan<'env>(&self, env: &'env Env, plan: Value) -> Result<PromiseRaw<'env, ()>> {
         let plan =
             serde_json::from_value(plan).map_err(|e| js_error(Code::InvalidArg, format!("invalid plan: {e}")))?;
         self.push(env, TurnOp::Plan(Box::new(plan)))
@@ -507,8 +504,8 @@ impl Turn {
 
     /// Sets the `_meta` of the prompt's response, whatever the turn's outcome (the last call
     /// counts).
-    #[napi(ts_args_type = "meta: Meta", ts_return_type = "Promise<void> | null")]
-    pub fn set_response_meta<'env>(&self, env: &'env Env, meta: Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_args_type = "meta: Meta", ts_return_type = "Promise<void>")]
+    pub fn set_response_meta<'env>(&self, env: &'env Env, meta: Value) -> Result<PromiseRaw<'env, ()>> {
         let meta =
             serde_json::from_value(meta).map_err(|e| js_error(Code::InvalidArg, format!("invalid _meta: {e}")))?;
         self.push(env, TurnOp::ResponseMeta(Box::new(meta)))
