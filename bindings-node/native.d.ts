@@ -659,15 +659,28 @@ export declare class Turn {
   /** Streams reasoning (`agent_thought_chunk`); paced like `text`. */
   thought(text: string): Promise<void>
   /**
-   * Announces a tool call (`tool_call`, status pending); resolves with its id.
+   * Announces a tool call (`tool_call`, status pending); resolves with its id. A shorthand of
+   * `startTool({ title, kind, rawInput: input })`.
    * @param kind - the ACP tool kind. @default "other"
    */
   startToolCall(title: string, kind?: ToolKind, input?: unknown): Promise<string>
-  /** Reports progress of a tool call (`tool_call_update`); paced like `text`. */
+  /**
+   * Reports progress of a tool call (`tool_call_update`): a new status and/or new content
+   * (replacing earlier content); paced like `text`. A shorthand of
+   * `updateTool(callId, { status, content })`.
+   */
   toolProgress(callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null): Promise<void>
-  /** Finishes a tool call successfully (`tool_call_update`, status completed). */
+  /**
+   * Finishes a tool call successfully (`tool_call_update`, status completed), with `output`
+   * as its content when not empty. A shorthand of
+   * `updateTool(callId, { status: "completed", content: output })`.
+   */
   completeToolCall(callId: string, output?: ContentBlock[] | string): Promise<void>
-  /** Finishes a tool call as failed (`tool_call_update`, status failed). */
+  /**
+   * Finishes a tool call as failed (`tool_call_update`, status failed), with `output` as its
+   * content when not empty. A shorthand of
+   * `updateTool(callId, { status: "failed", content: output })`.
+   */
   failToolCall(callId: string, output?: ContentBlock[] | string): Promise<void>
   /**
    * Announces a tool call (`tool_call`) with any of its fields, in ACP's wire form: `title`
@@ -675,29 +688,34 @@ export declare class Turn {
    * blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
    * `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
    * `session/load` as it ended, less its terminals (only the live turn's client has them).
+   * The primary form of announcing a tool call (`startToolCall` is a shorthand).
    */
   startTool(call: ToolCallSpec): Promise<string>
   /**
    * Changes any subset of a tool call's fields (`tool_call_update`): each one given replaces
    * the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
-   * `"failed"` finishes the call. Paced like `text`.
+   * `"failed"` finishes the call. Paced like `text`. The primary form of changing a tool call
+   * (`toolProgress`, `completeToolCall`, `failToolCall` are shorthands).
    */
   updateTool(callId: string, fields: ToolCallFields): Promise<void>
   /**
    * Asks the client for permission to run a tool call (`session/request_permission`);
-   * resolves with the answer, `"cancelled"` when the turn is cancelled while waiting.
+   * resolves with the answer, `"cancelled"` when the turn is cancelled while waiting. A
+   * shorthand of `requestPermissionWithOptions` without host-defined options, its answer as a
+   * `Permission`.
    * @param controls - the choices offered. @default `["approve", "approve_always", "deny"]`
    */
   requestPermission(callId: string, title: string, controls?: ApprovalAction[]): Promise<Permission>
   /**
    * Asks the user a question: the answer's text, or `null` when the user declined or dismissed
-   * it, or the turn was cancelled (`ask` tells those apart).
+   * it, or the turn was cancelled. A shorthand of `ask` that keeps only the answer:
+   * `ask` tells those apart.
    */
   askUser(question: string): Promise<unknown>
   /**
    * Asks the user a question: a form elicitation with one required string field (`answer`)
    * when the client advertised `elicitation.form`; otherwise it waits until the turn is
-   * cancelled.
+   * cancelled. The primary form of a question (`askUser` is a shorthand).
    */
   ask(question: string): Promise<Reply>
   /**
@@ -715,7 +733,8 @@ export declare class Turn {
   /**
    * Asks for permission to run a tool call offering `controls` and then the host-defined
    * `options` (ACP permission options, e.g. `{ optionId: "reject_always", name: "Never", kind:
-   * "reject_always" }`); the answer is checked against what was offered.
+   * "reject_always" }`); the answer is checked against what was offered. The primary form of
+   * a permission request (`requestPermission` is a shorthand).
    * @param controls - the controls offered first. @default `["approve", "approve_always", "deny"]`
    */
   requestPermissionWithOptions(callId: string, title: string, controls?: ApprovalAction[] | null, options?: PermissionOption[]): Promise<PermissionAnswer>

@@ -14,6 +14,12 @@
 //! or close; `turn.isCancelled` reads the same state synchronously. A turn whose `runTurn` has
 //! not settled [`CANCEL_GRACE`] after cancellation ends `cancelled` anyway.
 //!
+//! Each call has one primary form; the others are shorthands of it, documented as such: tool
+//! calls are `startTool` and `updateTool` (`startToolCall`, `toolProgress`, `completeToolCall`,
+//! `failToolCall` are shorthands), a permission request is `requestPermissionWithOptions`
+//! (`requestPermission` its shorthand without options), a question is `ask` (`askUser` its
+//! shorthand for the answer alone).
+//!
 //! The turn's handle on the client (`turn.client`) is a [`Client`] over the core turn's client
 //! whose calls go through the same queue (see [`crate::client`]).
 
@@ -248,7 +254,8 @@ impl Turn {
         self.push(env, TurnOp::Thought(text))
     }
 
-    /// Announces a tool call (`tool_call`, status pending); resolves with its id.
+    /// Announces a tool call (`tool_call`, status pending); resolves with its id. A shorthand of
+    /// `startTool({ title, kind, rawInput: input })`.
     /// @param kind - the ACP tool kind. @default "other"
     #[napi(ts_args_type = "title: string, kind?: ToolKind, input?: unknown")]
     pub fn start_tool_call<'env>(
@@ -266,7 +273,9 @@ impl Turn {
         self.ask(env, |reply| TurnOp::StartToolCall { title, kind, input, reply }, |id: ToolCallId| id.to_string())
     }
 
-    /// Reports progress of a tool call (`tool_call_update`); paced like `text`.
+    /// Reports progress of a tool call (`tool_call_update`): a new status and/or new content
+    /// (replacing earlier content); paced like `text`. A shorthand of
+    /// `updateTool(callId, { status, content })`.
     #[napi(
         ts_args_type = "callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null",
         ts_return_type = "Promise<void>"
@@ -286,7 +295,9 @@ impl Turn {
         self.push(env, TurnOp::ToolProgress { call_id: ToolCallId::new(call_id), status, content })
     }
 
-    /// Finishes a tool call successfully (`tool_call_update`, status completed).
+    /// Finishes a tool call successfully (`tool_call_update`, status completed), with `output`
+    /// as its content when not empty. A shorthand of
+    /// `updateTool(callId, { status: "completed", content: output })`.
     #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void>")]
     pub fn complete_tool_call<'env>(
         &self,
@@ -298,7 +309,9 @@ impl Turn {
         self.push(env, TurnOp::CompleteToolCall { call_id: ToolCallId::new(call_id), output })
     }
 
-    /// Finishes a tool call as failed (`tool_call_update`, status failed).
+    /// Finishes a tool call as failed (`tool_call_update`, status failed), with `output` as its
+    /// content when not empty. A shorthand of
+    /// `updateTool(callId, { status: "failed", content: output })`.
     #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void>")]
     pub fn fail_tool_call<'env>(
         &self,
@@ -315,6 +328,7 @@ impl Turn {
     /// blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
     /// `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
     /// `session/load` as it ended, less its terminals (only the live turn's client has them).
+    /// The primary form of announcing a tool call (`startToolCall` is a shorthand).
     #[napi(ts_args_type = "call: ToolCallSpec", ts_return_type = "Promise<string>")]
     pub fn start_tool<'env>(&self, env: &'env Env, call: Value) -> Result<PromiseRaw<'env, String>> {
         let spec = tool_fields(call)?.into_spec().map_err(|e| js_error(Code::InvalidArg, e))?;
@@ -324,7 +338,8 @@ impl Turn {
 
     /// Changes any subset of a tool call's fields (`tool_call_update`): each one given replaces
     /// the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
-    /// `"failed"` finishes the call. Paced like `text`.
+    /// `"failed"` finishes the call. Paced like `text`. The primary form of changing a tool call
+    /// (`toolProgress`, `completeToolCall`, `failToolCall` are shorthands).
     #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void>")]
     pub fn update_tool<'env>(&self, env: &'env Env, call_id: String, fields: Value) -> Result<PromiseRaw<'env, ()>> {
         let fields = Box::new(tool_fields(fields)?.into_update());
@@ -332,7 +347,9 @@ impl Turn {
     }
 
     /// Asks the client for permission to run a tool call (`session/request_permission`);
-    /// resolves with the answer, `"cancelled"` when the turn is cancelled while waiting.
+    /// resolves with the answer, `"cancelled"` when the turn is cancelled while waiting. A
+    /// shorthand of `requestPermissionWithOptions` without host-defined options, its answer as a
+    /// `Permission`.
     /// @param controls - the choices offered. @default `["approve", "approve_always", "deny"]`
     #[napi(
         ts_args_type = "callId: string, title: string, controls?: ApprovalAction[]",
@@ -360,7 +377,8 @@ impl Turn {
     }
 
     /// Asks the user a question: the answer's text, or `null` when the user declined or dismissed
-    /// it, or the turn was cancelled (`ask` tells those apart).
+    /// it, or the turn was cancelled. A shorthand of `ask` that keeps only the answer:
+    /// `ask` tells those apart.
     #[napi(ts_return_type = "Promise<unknown>")]
     pub fn ask_user<'env>(&self, env: &'env Env, question: String) -> Result<PromiseRaw<'env, Option<Value>>> {
         self.ask(env, |reply| TurnOp::AskUser { question, reply }, |answer| answer)
@@ -368,7 +386,7 @@ impl Turn {
 
     /// Asks the user a question: a form elicitation with one required string field (`answer`)
     /// when the client advertised `elicitation.form`; otherwise it waits until the turn is
-    /// cancelled.
+    /// cancelled. The primary form of a question (`askUser` is a shorthand).
     #[napi(js_name = "ask", ts_return_type = "Promise<Reply>")]
     pub fn ask_question<'env>(&self, env: &'env Env, question: String) -> Result<PromiseRaw<'env, Value>> {
         self.ask(env, |reply| TurnOp::Ask { question, reply }, user_reply)
@@ -396,7 +414,8 @@ impl Turn {
 
     /// Asks for permission to run a tool call offering `controls` and then the host-defined
     /// `options` (ACP permission options, e.g. `{ optionId: "reject_always", name: "Never", kind:
-    /// "reject_always" }`); the answer is checked against what was offered.
+    /// "reject_always" }`); the answer is checked against what was offered. The primary form of
+    /// a permission request (`requestPermission` is a shorthand).
     /// @param controls - the controls offered first. @default `["approve", "approve_always", "deny"]`
     #[napi(
         ts_args_type = "callId: string, title: string, controls?: ApprovalAction[] | null, options?: PermissionOption[]",
