@@ -5,11 +5,11 @@
 //! text, channel }`, `{ type: "toolCallCompleted", callId, output, isError }`, …); `class`
 //! defaults to `"ephemeral"` and `visibility` to `"public"`; the hub numbers events.
 //!
-//! [`kind_from_js`] renames the kind's tags and field names to the core's serde form (snake_case)
+//! [`kind_from_js`] renames the kind's tags and field names to the core's serde form (`snake_case`)
 //! before it is decoded, so that what the runner journals and the wire carry is the same as from
 //! Rust and Python. Only the harness's own names are renamed: payloads (tool input and raw
 //! output, content blocks, plans, `_meta`, forms) pass untouched, and string values keep their
-//! spelling (`"end_turn"`, `"in_progress"`, the gate kinds `"ask_user"`, …). A snake_case tag or
+//! spelling (`"end_turn"`, `"in_progress"`, the gate kinds `"ask_user"`, …). A `snake_case` tag or
 //! field name is refused with the camelCase name to use.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,7 +71,7 @@ pub fn event_from_json(mut value: Value) -> Result<Event, String> {
 }
 
 /// The field names of the harness's own objects that differ between the Node API (camelCase) and
-/// the core's serde form (snake_case). Payload fields are not listed: they pass untouched.
+/// the core's serde form (`snake_case`). Payload fields are not listed: they pass untouched.
 const KIND_FIELDS: &[(&str, &str)] = &[
     ("callId", "call_id"),
     ("isError", "is_error"),
@@ -123,7 +123,7 @@ fn message_from_js(message: &mut Value) -> Result<(), String> {
     Ok(())
 }
 
-/// The tag `key` (`type`, `role`) from camelCase to snake_case; a snake_case tag is refused.
+/// The tag `key` (`type`, `role`) from camelCase to `snake_case`; a `snake_case` tag is refused.
 fn tag_from_js(fields: &mut serde_json::Map<String, Value>, key: &str) -> Result<(), String> {
     if let Some(Value::String(tag)) = fields.get_mut(key) {
         if tag.contains('_') {
@@ -134,7 +134,7 @@ fn tag_from_js(fields: &mut serde_json::Map<String, Value>, key: &str) -> Result
     Ok(())
 }
 
-/// Renames each `(camel, snake)` field present; a field written in snake_case is refused.
+/// Renames each `(camel, snake)` field present; a field written in `snake_case` is refused.
 fn rename_fields(fields: &mut serde_json::Map<String, Value>, names: &[(&str, &str)]) -> Result<(), String> {
     for (camel, snake) in names {
         if fields.contains_key(*snake) {
@@ -199,18 +199,21 @@ mod tests {
             })
         );
         let mut kind = json!({"type": "stepDone", "messages": [
-            {"role": "ai", "content": [], "toolCalls": [{"callId": "c", "name": "n", "kind": "read", "input": {"a_b": 1}}]},
+            {"role": "ai", "content": [],
+             "toolCalls": [{"callId": "c", "name": "n", "kind": "read", "input": {"a_b": 1}}]},
             {"role": "toolResult", "callId": "c", "output": [], "isError": false}
         ]});
         kind_from_js(&mut kind).unwrap();
         assert_eq!(
             kind,
             json!({"type": "step_done", "messages": [
-                {"role": "ai", "content": [], "tool_calls": [{"call_id": "c", "name": "n", "kind": "read", "input": {"a_b": 1}}]},
+                {"role": "ai", "content": [],
+                 "tool_calls": [{"call_id": "c", "name": "n", "kind": "read", "input": {"a_b": 1}}]},
                 {"role": "tool_result", "call_id": "c", "output": [], "is_error": false}
             ]})
         );
-        let mut kind = json!({"type": "gateOpened", "gate": {"id": "g", "kind": "ask_user", "resolver": "loop", "toolCallId": null, "title": "t"}});
+        let mut kind = json!({"type": "gateOpened",
+            "gate": {"id": "g", "kind": "ask_user", "resolver": "loop", "toolCallId": null, "title": "t"}});
         kind_from_js(&mut kind).unwrap();
         assert_eq!(kind["gate"]["tool_call_id"], Value::Null);
         assert_eq!(kind["gate"]["kind"], "ask_user");

@@ -26,7 +26,7 @@ use crate::host::{PyAuthenticator, PyHost, args};
 
 /// The optional host parts a host object implements, as the Python side detected them
 /// (`acp_facade.host._HostParts`, read by attribute).
-#[derive(FromPyObject)]
+#[derive(FromPyObject, Clone, Copy)]
 #[allow(clippy::struct_excessive_bools, reason = "one flag per optional part, as the Python side detected them")]
 struct HostParts {
     /// `load_session` (`loadSession`).
@@ -90,7 +90,8 @@ impl PyOptions {
     /// A copy whose authentication is served by `adapter` (a host adapter over the product's
     /// authenticator), with its authentication part `auth`.
     fn with_authenticator(&self, adapter: Py<PyAny>, auth: AuthParts<'_>) -> PyResult<Self> {
-        let authenticator = PyAuthenticator::new(Arc::new(adapter), &auth.methods, auth.logout)?;
+        let AuthParts { methods, logout } = auth;
+        let authenticator = PyAuthenticator::new(Arc::new(adapter), &methods, logout)?;
         Ok(Self { inner: self.inner.clone().authenticator(Arc::new(authenticator)) })
     }
 
