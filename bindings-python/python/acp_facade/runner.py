@@ -276,13 +276,13 @@ class Turn:
         """Finishes a tool call successfully (``tool_call_update``, status completed), with
         ``output`` as its content when not empty. A shorthand of
         ``update_tool(call_id, status=ToolCallStatus.COMPLETED, content=output)``."""
-        await self._paced(self._n.finish_tool_call(call_id, list(output), False))
+        await self._paced(self._n.complete_tool_call(call_id, list(output)))
 
     async def fail_tool_call(self, call_id: str, output: Sequence[ContentBlock] = ()) -> None:
         """Finishes a tool call as failed (``tool_call_update``, status failed), with ``output``
         as its content when not empty. A shorthand of
         ``update_tool(call_id, status=ToolCallStatus.FAILED, content=output)``."""
-        await self._paced(self._n.finish_tool_call(call_id, list(output), True))
+        await self._paced(self._n.fail_tool_call(call_id, list(output)))
 
     async def start_tool(
         self,
@@ -501,9 +501,9 @@ class Runner:
             store,
             _TurnRunnerAdapter(turn_runner),
             options,
-            callable(getattr(turn_runner, "title", None)),
-            callable(getattr(turn_runner, "compact", None)),
-            commands_json(commands()) if callable(commands) else [],
+            has_title=callable(getattr(turn_runner, "title", None)),
+            compaction=callable(getattr(turn_runner, "compact", None)),
+            commands=commands_json(commands()) if callable(commands) else [],
         )
 
     def options(self) -> "Options":
