@@ -249,50 +249,62 @@ export interface Gate {
   id: string
   kind: 'permission' | 'ask_user' | 'form' | 'open_url'
   resolver: 'loop' | 'session'
-  tool_call_id?: string | null
+  toolCallId?: string | null
   title: string
   controls?: ApprovalAction[]
+  /** Host-defined options of a permission gate, offered after the controls'. */
+  options?: PermissionOption[]
+  /** The form of a `form` gate. */
+  schema?: ElicitationSchema
+  /** The URL of an `open_url` gate (absolute). */
+  url?: string
 }
 
 /** An answer to a gate, handed to `LiveSession.respondGate`. */
-export type GateResponse = { approval: ApprovalAction } | { values: unknown }
+export type GateResponse = { approval: ApprovalAction } | { values: unknown } | { selected: string } | 'declined' | 'dismissed'
 
 /** One message of a conversation (replayed by `session/load`). */
 export type Message =
   | { role: 'user'; content: ContentBlock[] }
-  | { role: 'ai'; content: ContentBlock[]; thoughts?: ContentBlock[]; tool_calls?: { call_id: string; name: string; kind: ToolKind; input?: unknown }[] }
-  | { role: 'tool_result'; call_id: string; output: ContentBlock[]; is_error: boolean }
+  | { role: 'ai'; content: ContentBlock[]; thoughts?: ContentBlock[]; toolCalls?: { callId: string; name: string; kind: ToolKind; input?: unknown; locations?: ToolCallLocation[] }[] }
+  | ({ role: 'toolResult'; callId: string; output: (ToolCallContent | ContentBlock)[]; isError: boolean } & ToolCallChanges)
 
 /** The fields of a tool call that changed, beside status and content (`acp_facade::harness::ToolCallChanges`). */
-export interface ToolCallChanges { title?: string | null; kind?: ToolKind | null; locations?: ToolCallLocation[] | null; raw_input?: unknown; raw_output?: unknown }
+export interface ToolCallChanges { title?: string | null; kind?: ToolKind | null; locations?: ToolCallLocation[] | null; rawInput?: unknown; rawOutput?: unknown }
 
-/** What happened (`acp_facade::harness::EventKind`, in its serde form). */
+/**
+ * What happened (`acp_facade::harness::EventKind`). Tags and field names are camelCase, as
+ * everywhere in the Node API (the journal and the wire keep the core's own form); payloads
+ * (`input`, `rawOutput`, content, plans, `meta`) pass untouched and string values keep their
+ * spelling (`"end_turn"`, `"in_progress"`, `"ask_user"`). A snake_case tag or field name is
+ * refused (`publish` throws `ERR_ACP_INVALID_ARG`) with the name to use.
+ */
 export type EventKind =
-  | { type: 'turn_started'; message: { content: ContentBlock[] } }
-  | { type: 'token_delta'; text: string; channel: 'message' | 'thought' }
-  | { type: 'tool_call_started'; call_id: string; name: string; kind: ToolKind; input: unknown; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[]; locations?: ToolCallLocation[]; raw_output?: unknown }
+  | { type: 'turnStarted'; message: { content: ContentBlock[] } }
+  | { type: 'tokenDelta'; text: string; channel: 'message' | 'thought' }
+  | { type: 'toolCallStarted'; callId: string; name: string; kind: ToolKind; input: unknown; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[]; locations?: ToolCallLocation[]; rawOutput?: unknown }
   /** Any subset of a call's fields changed; each present replaces the call's. */
-  | ({ type: 'tool_call_progress'; call_id: string; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[] | null } & ToolCallChanges)
-  | ({ type: 'tool_call_completed'; call_id: string; output: (ToolCallContent | ContentBlock)[]; is_error: boolean } & ToolCallChanges)
-  | { type: 'step_done'; messages: Message[] }
-  | { type: 'context_measured'; used: number; size: number; cost?: Cost | null }
-  | { type: 'gate_opened'; gate: Gate }
-  | { type: 'gate_resolved'; gate_id: string }
-  | { type: 'turn_done'; message?: Message | null; stop?: StopReason | null }
-  | { type: 'turn_failed'; error: string }
-  | { type: 'turn_interrupted' }
-  | { type: 'compact_waiter_resolved' }
-  | { type: 'compact_waiter_rejected'; reason: string }
-  | { type: 'session_meta_changed'; title?: string | null; updated_at?: string | null }
+  | ({ type: 'toolCallProgress'; callId: string; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[] | null } & ToolCallChanges)
+  | ({ type: 'toolCallCompleted'; callId: string; output: (ToolCallContent | ContentBlock)[]; isError: boolean } & ToolCallChanges)
+  | { type: 'stepDone'; messages: Message[] }
+  | { type: 'contextMeasured'; used: number; size: number; cost?: Cost | null }
+  | { type: 'gateOpened'; gate: Gate }
+  | { type: 'gateResolved'; gateId: string }
+  | { type: 'turnDone'; message?: Message | null; stop?: StopReason | null }
+  | { type: 'turnFailed'; error: string }
+  | { type: 'turnInterrupted' }
+  | { type: 'compactWaiterResolved' }
+  | { type: 'compactWaiterRejected'; reason: string }
+  | { type: 'sessionMetaChanged'; title?: string | null; updatedAt?: string | null }
   /** The turn's plan, whole (publish it enduring: `session/load` replays the latest). */
-  | { type: 'plan_updated'; plan: Plan }
+  | { type: 'planUpdated'; plan: Plan }
   /** `_meta` for the turn's `session/prompt` response (the last one before the turn ends counts); never an update. */
-  | { type: 'response_meta'; meta: Meta }
+  | { type: 'responseMeta'; meta: Meta }
 
 /**
  * A harness event as a host publishes it. `class` defaults to `"ephemeral"` (never journaled),
  * `visibility` to `"public"` (only public events reach the client); `commandId` is the cause
- * (set it on `turn_started` to the id `submit` returned), `loopId`/`turnId` the coordinates.
+ * (set it on `turnStarted` to the id `submit` returned), `loopId`/`turnId` the coordinates.
  */
 export interface HarnessEvent {
   kind: EventKind
@@ -315,9 +327,9 @@ export interface LiveSession {
   readonly id: string
   /** The hub the session publishes its events to; the agent subscribes to it. */
   readonly events: EventHub
-  /** Starts a turn; returns the command id its `turn_started` event carries as `commandId`. */
+  /** Starts a turn; returns the command id its `turnStarted` event carries as `commandId`. */
   submit(prompt: ContentBlock[]): MaybePromise<string>
-  /** Interrupts the running turn, which should end with `turn_interrupted`. */
+  /** Interrupts the running turn, which should end with `turnInterrupted`. */
   interrupt(): MaybePromise<void>
   /** Answers a gate the session opened. */
   respondGate(gateId: string, response: GateResponse): MaybePromise<void>
@@ -385,7 +397,7 @@ export type Authenticator = Pick<Host, 'authMethods' | 'requiresAuthentication' 
   authenticate(methodId: string): MaybePromise<void>
 }
 
-/** The turn runner (`acp_facade::runner::TurnRunner`): how one turn runs, plus optional hooks. */
+/** The turn runner (`acp_facade_runner::TurnRunner`): how one turn runs, plus optional hooks. */
 export interface TurnRunner {
   /** Runs one turn; resolve with why it stopped (`undefined` is `"end_turn"`), throw to fail it (-32603, or an `AcpError`'s code). */
   runTurn(turn: Turn): MaybePromise<StopReason | undefined | void>
@@ -494,11 +506,11 @@ export declare class EventHub {
    */
   constructor(capacity?: number | undefined | null)
   /**
-   * Publishes one event, in order. Returns `null`, or a Promise to await when the client
-   * reads slower than the host publishes. A caller that never awaits is refused (throws
-   * `ERR_ACP_QUEUE_FULL`) at 16384 queued events.
+   * Publishes one event, in order. Returns a Promise: already resolved, or resolved once the
+   * backlog is down when the client reads slower than the host publishes; `await` it. A
+   * caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued events.
    */
-  publish(event: HarnessEvent): Promise<void> | null
+  publish(event: HarnessEvent): Promise<void>
   /** How many subscriptions are alive. */
   get subscriberCount(): number
 }
@@ -638,53 +650,72 @@ export declare class Turn {
   /** The value a select config option had when the turn started (`null` if unknown). */
   configValue(configId: string): string | null
   /**
-   * Streams reply text (`agent_message_chunk`). Returns `null`, or a Promise to await when
-   * the client reads slower than the turn writes; `await turn.text(..)` works either way. A
-   * caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued calls.
+   * Streams reply text (`agent_message_chunk`). Returns a Promise: already resolved, or
+   * resolved once the backlog is down when the client reads slower than the turn writes;
+   * `await` it. A caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384
+   * queued calls.
    */
-  text(text: string): Promise<void> | null
+  text(text: string): Promise<void>
   /** Streams reasoning (`agent_thought_chunk`); paced like `text`. */
-  thought(text: string): Promise<void> | null
+  thought(text: string): Promise<void>
   /**
-   * Announces a tool call (`tool_call`, status pending); resolves with its id.
+   * Announces a tool call (`tool_call`, status pending); resolves with its id. A shorthand of
+   * `startTool({ title, kind, rawInput: input })`.
    * @param kind - the ACP tool kind. @default "other"
    */
   startToolCall(title: string, kind?: ToolKind, input?: unknown): Promise<string>
-  /** Reports progress of a tool call (`tool_call_update`); paced like `text`. */
-  toolProgress(callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null): Promise<void> | null
-  /** Finishes a tool call successfully (`tool_call_update`, status completed). */
-  completeToolCall(callId: string, output?: ContentBlock[] | string): Promise<void> | null
-  /** Finishes a tool call as failed (`tool_call_update`, status failed). */
-  failToolCall(callId: string, output?: ContentBlock[] | string): Promise<void> | null
+  /**
+   * Reports progress of a tool call (`tool_call_update`): a new status and/or new content
+   * (replacing earlier content); paced like `text`. A shorthand of
+   * `updateTool(callId, { status, content })`.
+   */
+  toolProgress(callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null): Promise<void>
+  /**
+   * Finishes a tool call successfully (`tool_call_update`, status completed), with `output`
+   * as its content when not empty. A shorthand of
+   * `updateTool(callId, { status: "completed", content: output })`.
+   */
+  completeToolCall(callId: string, output?: ContentBlock[] | string): Promise<void>
+  /**
+   * Finishes a tool call as failed (`tool_call_update`, status failed), with `output` as its
+   * content when not empty. A shorthand of
+   * `updateTool(callId, { status: "failed", content: output })`.
+   */
+  failToolCall(callId: string, output?: ContentBlock[] | string): Promise<void>
   /**
    * Announces a tool call (`tool_call`) with any of its fields, in ACP's wire form: `title`
    * (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
    * blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
    * `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
    * `session/load` as it ended, less its terminals (only the live turn's client has them).
+   * The primary form of announcing a tool call (`startToolCall` is a shorthand).
    */
   startTool(call: ToolCallSpec): Promise<string>
   /**
    * Changes any subset of a tool call's fields (`tool_call_update`): each one given replaces
    * the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
-   * `"failed"` finishes the call. Paced like `text`.
+   * `"failed"` finishes the call. Paced like `text`. The primary form of changing a tool call
+   * (`toolProgress`, `completeToolCall`, `failToolCall` are shorthands).
    */
-  updateTool(callId: string, fields: ToolCallFields): Promise<void> | null
+  updateTool(callId: string, fields: ToolCallFields): Promise<void>
   /**
    * Asks the client for permission to run a tool call (`session/request_permission`);
-   * resolves with the answer, `"cancelled"` when the turn is cancelled while waiting.
+   * resolves with the answer, `"cancelled"` when the turn is cancelled while waiting. A
+   * shorthand of `requestPermissionWithOptions` without host-defined options, its answer as a
+   * `Permission`.
    * @param controls - the choices offered. @default `["approve", "approve_always", "deny"]`
    */
   requestPermission(callId: string, title: string, controls?: ApprovalAction[]): Promise<Permission>
   /**
    * Asks the user a question: the answer's text, or `null` when the user declined or dismissed
-   * it, or the turn was cancelled (`ask` tells those apart).
+   * it, or the turn was cancelled. A shorthand of `ask` that keeps only the answer:
+   * `ask` tells those apart.
    */
   askUser(question: string): Promise<unknown>
   /**
    * Asks the user a question: a form elicitation with one required string field (`answer`)
    * when the client advertised `elicitation.form`; otherwise it waits until the turn is
-   * cancelled.
+   * cancelled. The primary form of a question (`askUser` is a shorthand).
    */
   ask(question: string): Promise<Reply>
   /**
@@ -702,7 +733,8 @@ export declare class Turn {
   /**
    * Asks for permission to run a tool call offering `controls` and then the host-defined
    * `options` (ACP permission options, e.g. `{ optionId: "reject_always", name: "Never", kind:
-   * "reject_always" }`); the answer is checked against what was offered.
+   * "reject_always" }`); the answer is checked against what was offered. The primary form of
+   * a permission request (`requestPermission` is a shorthand).
    * @param controls - the controls offered first. @default `["approve", "approve_always", "deny"]`
    */
   requestPermissionWithOptions(callId: string, title: string, controls?: ApprovalAction[] | null, options?: PermissionOption[]): Promise<PermissionAnswer>
@@ -719,9 +751,9 @@ export declare class Turn {
    * Reports context usage (`usage_update`), with the session's cumulative `cost` when known;
    * closes the current step first.
    */
-  usage(used: number, size: number, cost?: Cost | null): Promise<void> | null
+  usage(used: number, size: number, cost?: Cost | null): Promise<void>
   /** Closes the current step, if it has content. */
-  endStep(): Promise<void> | null
+  endStep(): Promise<void>
   /**
    * The host-defined slash command this prompt invokes (`/name input`, see
    * `TurnRunner.commands`), or `null`.
@@ -739,12 +771,12 @@ export declare class Turn {
    * the one before at the client; send it again, whole, as entries progress. `session/load`
    * replays the session's latest plan. Paced like `text`.
    */
-  plan(plan: Plan): Promise<void> | null
+  plan(plan: Plan): Promise<void>
   /**
    * Sets the `_meta` of the prompt's response, whatever the turn's outcome (the last call
    * counts).
    */
-  setResponseMeta(meta: Meta): Promise<void> | null
+  setResponseMeta(meta: Meta): Promise<void>
   /**
    * Switches the session to mode `modeId` (the config option `mode`), as if the client had
    * asked: the client gets `current_mode_update`, then `config_option_update`, before the

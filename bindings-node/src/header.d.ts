@@ -249,50 +249,62 @@ export interface Gate {
   id: string
   kind: 'permission' | 'ask_user' | 'form' | 'open_url'
   resolver: 'loop' | 'session'
-  tool_call_id?: string | null
+  toolCallId?: string | null
   title: string
   controls?: ApprovalAction[]
+  /** Host-defined options of a permission gate, offered after the controls'. */
+  options?: PermissionOption[]
+  /** The form of a `form` gate. */
+  schema?: ElicitationSchema
+  /** The URL of an `open_url` gate (absolute). */
+  url?: string
 }
 
 /** An answer to a gate, handed to `LiveSession.respondGate`. */
-export type GateResponse = { approval: ApprovalAction } | { values: unknown }
+export type GateResponse = { approval: ApprovalAction } | { values: unknown } | { selected: string } | 'declined' | 'dismissed'
 
 /** One message of a conversation (replayed by `session/load`). */
 export type Message =
   | { role: 'user'; content: ContentBlock[] }
-  | { role: 'ai'; content: ContentBlock[]; thoughts?: ContentBlock[]; tool_calls?: { call_id: string; name: string; kind: ToolKind; input?: unknown }[] }
-  | { role: 'tool_result'; call_id: string; output: ContentBlock[]; is_error: boolean }
+  | { role: 'ai'; content: ContentBlock[]; thoughts?: ContentBlock[]; toolCalls?: { callId: string; name: string; kind: ToolKind; input?: unknown; locations?: ToolCallLocation[] }[] }
+  | ({ role: 'toolResult'; callId: string; output: (ToolCallContent | ContentBlock)[]; isError: boolean } & ToolCallChanges)
 
 /** The fields of a tool call that changed, beside status and content (`acp_facade::harness::ToolCallChanges`). */
-export interface ToolCallChanges { title?: string | null; kind?: ToolKind | null; locations?: ToolCallLocation[] | null; raw_input?: unknown; raw_output?: unknown }
+export interface ToolCallChanges { title?: string | null; kind?: ToolKind | null; locations?: ToolCallLocation[] | null; rawInput?: unknown; rawOutput?: unknown }
 
-/** What happened (`acp_facade::harness::EventKind`, in its serde form). */
+/**
+ * What happened (`acp_facade::harness::EventKind`). Tags and field names are camelCase, as
+ * everywhere in the Node API (the journal and the wire keep the core's own form); payloads
+ * (`input`, `rawOutput`, content, plans, `meta`) pass untouched and string values keep their
+ * spelling (`"end_turn"`, `"in_progress"`, `"ask_user"`). A snake_case tag or field name is
+ * refused (`publish` throws `ERR_ACP_INVALID_ARG`) with the name to use.
+ */
 export type EventKind =
-  | { type: 'turn_started'; message: { content: ContentBlock[] } }
-  | { type: 'token_delta'; text: string; channel: 'message' | 'thought' }
-  | { type: 'tool_call_started'; call_id: string; name: string; kind: ToolKind; input: unknown; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[]; locations?: ToolCallLocation[]; raw_output?: unknown }
+  | { type: 'turnStarted'; message: { content: ContentBlock[] } }
+  | { type: 'tokenDelta'; text: string; channel: 'message' | 'thought' }
+  | { type: 'toolCallStarted'; callId: string; name: string; kind: ToolKind; input: unknown; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[]; locations?: ToolCallLocation[]; rawOutput?: unknown }
   /** Any subset of a call's fields changed; each present replaces the call's. */
-  | ({ type: 'tool_call_progress'; call_id: string; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[] | null } & ToolCallChanges)
-  | ({ type: 'tool_call_completed'; call_id: string; output: (ToolCallContent | ContentBlock)[]; is_error: boolean } & ToolCallChanges)
-  | { type: 'step_done'; messages: Message[] }
-  | { type: 'context_measured'; used: number; size: number; cost?: Cost | null }
-  | { type: 'gate_opened'; gate: Gate }
-  | { type: 'gate_resolved'; gate_id: string }
-  | { type: 'turn_done'; message?: Message | null; stop?: StopReason | null }
-  | { type: 'turn_failed'; error: string }
-  | { type: 'turn_interrupted' }
-  | { type: 'compact_waiter_resolved' }
-  | { type: 'compact_waiter_rejected'; reason: string }
-  | { type: 'session_meta_changed'; title?: string | null; updated_at?: string | null }
+  | ({ type: 'toolCallProgress'; callId: string; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[] | null } & ToolCallChanges)
+  | ({ type: 'toolCallCompleted'; callId: string; output: (ToolCallContent | ContentBlock)[]; isError: boolean } & ToolCallChanges)
+  | { type: 'stepDone'; messages: Message[] }
+  | { type: 'contextMeasured'; used: number; size: number; cost?: Cost | null }
+  | { type: 'gateOpened'; gate: Gate }
+  | { type: 'gateResolved'; gateId: string }
+  | { type: 'turnDone'; message?: Message | null; stop?: StopReason | null }
+  | { type: 'turnFailed'; error: string }
+  | { type: 'turnInterrupted' }
+  | { type: 'compactWaiterResolved' }
+  | { type: 'compactWaiterRejected'; reason: string }
+  | { type: 'sessionMetaChanged'; title?: string | null; updatedAt?: string | null }
   /** The turn's plan, whole (publish it enduring: `session/load` replays the latest). */
-  | { type: 'plan_updated'; plan: Plan }
+  | { type: 'planUpdated'; plan: Plan }
   /** `_meta` for the turn's `session/prompt` response (the last one before the turn ends counts); never an update. */
-  | { type: 'response_meta'; meta: Meta }
+  | { type: 'responseMeta'; meta: Meta }
 
 /**
  * A harness event as a host publishes it. `class` defaults to `"ephemeral"` (never journaled),
  * `visibility` to `"public"` (only public events reach the client); `commandId` is the cause
- * (set it on `turn_started` to the id `submit` returned), `loopId`/`turnId` the coordinates.
+ * (set it on `turnStarted` to the id `submit` returned), `loopId`/`turnId` the coordinates.
  */
 export interface HarnessEvent {
   kind: EventKind
@@ -315,9 +327,9 @@ export interface LiveSession {
   readonly id: string
   /** The hub the session publishes its events to; the agent subscribes to it. */
   readonly events: EventHub
-  /** Starts a turn; returns the command id its `turn_started` event carries as `commandId`. */
+  /** Starts a turn; returns the command id its `turnStarted` event carries as `commandId`. */
   submit(prompt: ContentBlock[]): MaybePromise<string>
-  /** Interrupts the running turn, which should end with `turn_interrupted`. */
+  /** Interrupts the running turn, which should end with `turnInterrupted`. */
   interrupt(): MaybePromise<void>
   /** Answers a gate the session opened. */
   respondGate(gateId: string, response: GateResponse): MaybePromise<void>

@@ -1,9 +1,9 @@
 //! `EventHub`: the core's [`EventHub`] a JS live session publishes to, through the core's
 //! [`Publisher`] (in order, without awaiting; bounded back-pressure, see [`crate::pace`]).
 //!
-//! `publish` converts the event and hands it to the publisher. It returns `null` while the
-//! client keeps up, and a Promise that resolves once the backlog has drained when it does not;
-//! awaiting the result (which is cheap either way) is how a producer follows the client's pace.
+//! `publish` converts the event and hands it to the publisher. It returns a Promise, already
+//! resolved while the client keeps up, resolved once the backlog has drained when it does not;
+//! awaiting it is how a producer follows the client's pace.
 
 use std::sync::Arc;
 
@@ -35,11 +35,11 @@ impl JsEventHub {
         Self { publisher }
     }
 
-    /// Publishes one event, in order. Returns `null`, or a Promise to await when the client
-    /// reads slower than the host publishes. A caller that never awaits is refused (throws
-    /// `ERR_ACP_QUEUE_FULL`) at 16384 queued events.
-    #[napi(ts_args_type = "event: HarnessEvent", ts_return_type = "Promise<void> | null")]
-    pub fn publish<'env>(&self, env: &'env Env, event: serde_json::Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+    /// Publishes one event, in order. Returns a Promise: already resolved, or resolved once the
+    /// backlog is down when the client reads slower than the host publishes; `await` it. A
+    /// caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued events.
+    #[napi(ts_args_type = "event: HarnessEvent", ts_return_type = "Promise<void>")]
+    pub fn publish<'env>(&self, env: &'env Env, event: serde_json::Value) -> Result<PromiseRaw<'env, ()>> {
         let event = event_from_json(event).map_err(|e| js_error(Code::InvalidArg, e))?;
         let pace = self
             .publisher

@@ -1,31 +1,44 @@
-//! The core's [`pace`](acp_facade::binding::pace) policy as JavaScript sees it: a streaming call returns
-//! `null`, or a Promise to await when the client reads slower than the caller writes, and throws
-//! `ERR_ACP_QUEUE_FULL` when its caller never awaited and the queue reached its hard bound.
+//! The core's [`pace`](acp_facade::binding::pace) policy as JavaScript sees it: a streaming call
+//! always returns a Promise — already resolved, or (when the client reads slower than the caller
+//! writes) resolved once the backlog is down — and throws `ERR_ACP_QUEUE_FULL` when its caller
+//! never awaited and the queue reached its hard bound.
 
 use std::future::Future;
 
 use acp_facade::binding::pace::{Pace, Refused};
-use napi::Env;
-use napi::bindgen_prelude::PromiseRaw;
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::{Env, sys};
 
 use crate::error::{Code, Result, js_error, recode};
 
-/// `null`, or (on [`Pace::Wait`]) a Promise for the future `drained` makes.
+/// A resolved Promise, or (on [`Pace::Wait`]) a Promise for the future `drained` makes.
 pub fn promise<F: Future<Output = ()> + Send + 'static>(
     env: &Env,
     pace: Pace,
     drained: impl FnOnce() -> F,
-) -> Result<Option<PromiseRaw<'_, ()>>> {
+) -> Result<PromiseRaw<'_, ()>> {
     if !pace.should_wait() {
-        return Ok(None);
+        return resolved(env).map_err(recode);
     }
     let drained = drained();
     env.spawn_future(async move {
         drained.await;
         Ok(())
     })
-    .map(Some)
     .map_err(recode)
+}
+
+/// A Promise resolved with `undefined` (`Promise.resolve()`), made on the JS thread.
+fn resolved(env: &Env) -> napi::Result<PromiseRaw<'_, ()>> {
+    let mut deferred = std::ptr::null_mut();
+    let mut promise = std::ptr::null_mut();
+    // SAFETY: on the JS thread, with out-pointers to locals; the deferred is resolved once, here.
+    unsafe {
+        napi::check_status!(sys::napi_create_promise(env.raw(), &raw mut deferred, &raw mut promise))?;
+        let undefined = ToNapiValue::to_napi_value(env.raw(), ())?;
+        napi::check_status!(sys::napi_resolve_deferred(env.raw(), deferred, undefined))?;
+    }
+    Ok(PromiseRaw::new(env.raw(), promise))
 }
 
 /// The error a refused call throws; `closed` is what a closed queue means to the caller.

@@ -456,12 +456,12 @@ describe('the session handle (setup.client) of a host', () => {
           events,
           submit(prompt) {
             const at = { loopId: 'main', turnId: 't1', commandId: 'c1' }
-            events.publish({ ...at, class: 'enduring', kind: { type: 'turn_started', message: { content: prompt } } })
-            events.publish({ ...at, kind: { type: 'token_delta', text: 'before', channel: 'message' } })
+            events.publish({ ...at, class: 'enduring', kind: { type: 'turnStarted', message: { content: prompt } } })
+            events.publish({ ...at, kind: { type: 'tokenDelta', text: 'before', channel: 'message' } })
             // The turn goes on after `submit` returned (the agent matches its events by command id).
             setup.client.readTextFile('/work/notes.txt', 1, 1).then((content) => {
-              events.publish({ ...at, kind: { type: 'token_delta', text: ` ${content}`, channel: 'message' } })
-              events.publish({ ...at, class: 'enduring', kind: { type: 'turn_done', stop: 'end_turn' } })
+              events.publish({ ...at, kind: { type: 'tokenDelta', text: ` ${content}`, channel: 'message' } })
+              events.publish({ ...at, class: 'enduring', kind: { type: 'turnDone', stop: 'end_turn' } })
             })
             return 'c1'
           },

@@ -32,21 +32,21 @@ class EchoSession {
     const commandId = `${this.id}/c${n}`
     const at = { loopId: 'main', turnId: `t${n}` }
     const text = prompt.find((b) => b.type === 'text')?.text ?? ''
-    this.events.publish({ ...at, class: 'enduring', commandId, kind: { type: 'turn_started', message: { content: prompt } } })
+    this.events.publish({ ...at, class: 'enduring', commandId, kind: { type: 'turnStarted', message: { content: prompt } } })
     if (text === 'hang') {
       this.running = at
       return commandId
     }
-    this.events.publish({ ...at, kind: { type: 'token_delta', text: `echo: ${text}`, channel: 'message' } })
-    this.events.publish({ ...at, kind: { type: 'token_delta', text: 'secret', channel: 'message' }, visibility: 'internal' })
-    this.events.publish({ ...at, class: 'enduring', kind: { type: 'turn_done', stop: 'end_turn' } })
+    this.events.publish({ ...at, kind: { type: 'tokenDelta', text: `echo: ${text}`, channel: 'message' } })
+    this.events.publish({ ...at, kind: { type: 'tokenDelta', text: 'secret', channel: 'message' }, visibility: 'internal' })
+    this.events.publish({ ...at, class: 'enduring', kind: { type: 'turnDone', stop: 'end_turn' } })
     return Promise.resolve(commandId)
   }
 
   async interrupt() {
     this.interrupted++
     if (this.running) {
-      this.events.publish({ ...this.running, class: 'enduring', kind: { type: 'turn_interrupted' } })
+      this.events.publish({ ...this.running, class: 'enduring', kind: { type: 'turnInterrupted' } })
       this.running = null
     }
   }
@@ -241,6 +241,22 @@ describe('host interfaces', () => {
     await conn.end()
   })
 
+  test('publish always returns a Promise, takes camelCase kinds and refuses snake_case ones with the name to use', async () => {
+    const hub = new EventHub()
+    const paced = hub.publish({ kind: { type: 'tokenDelta', text: 'x', channel: 'message' } })
+    assert.ok(paced instanceof Promise)
+    await paced
+    await hub.publish({ kind: { type: 'toolCallCompleted', callId: 'c', output: [], isError: false, rawOutput: { keep_me: 1 } } })
+    assert.throws(
+      () => hub.publish({ kind: { type: 'token_delta', text: 'x', channel: 'message' } }),
+      (e) => e.code === 'ERR_ACP_INVALID_ARG' && /`type: "tokenDelta"`/.test(e.message),
+    )
+    assert.throws(
+      () => hub.publish({ kind: { type: 'gateResolved', gate_id: 'g' } }),
+      (e) => e.code === 'ERR_ACP_INVALID_ARG' && /`gateId`/.test(e.message),
+    )
+  })
+
   test('a host without newSession is refused with a stable code', () => {
     assert.throws(() => new Agent({}), (e) => e.code === 'ERR_ACP_INVALID_ARG')
   })
@@ -298,9 +314,9 @@ describe('turn runner in-process', () => {
         const answer = await turn.requestPermission(call, 'Read /x?')
         assert.equal(answer, 'allowed')
         await turn.completeToolCall(call, [{ type: 'text', text: 'contents' }])
-        await turn.thought('hmm')
-        await turn.text('done')
-        await turn.usage(10, 100)
+        const paced = [turn.thought('hmm'), turn.text('done'), turn.usage(10, 100), turn.endStep()]
+        assert.ok(paced.every((p) => p instanceof Promise), 'every paced turn call returns a Promise')
+        await Promise.all(paced)
       },
     })
     const conn = serveInProcess(runner.agent({ agentName: 'custom', agentVersion: '9.9.9' }))

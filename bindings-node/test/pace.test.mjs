@@ -59,11 +59,11 @@ class FloodSession {
   submit(prompt) {
     const at = { loopId: 'main', turnId: 't1' }
     const commandId = `${this.id}/c1`
-    this.events.publish({ ...at, class: 'enduring', commandId, kind: { type: 'turn_started', message: { content: prompt } } })
+    this.events.publish({ ...at, class: 'enduring', commandId, kind: { type: 'turnStarted', message: { content: prompt } } })
     setImmediate(async () => {
-      this.result = flood((n) => this.events.publish({ ...at, kind: { type: 'token_delta', text: `${n} `, channel: 'message' } }))
+      this.result = flood((n) => this.events.publish({ ...at, kind: { type: 'tokenDelta', text: `${n} `, channel: 'message' } }))
       await this.result.last
-      await this.events.publish({ ...at, class: 'enduring', kind: { type: 'turn_done', stop: 'end_turn' } })
+      await this.events.publish({ ...at, class: 'enduring', kind: { type: 'turnDone', stop: 'end_turn' } })
     })
     return commandId
   }

@@ -79,11 +79,11 @@ class RichSession {
     const commandId = `${this.id}/c${n}`
     const at = { loopId: 'main', turnId: `t${n}` }
     const publish = (kind, durable) => this.events.publish({ ...at, class: durable ? 'enduring' : 'ephemeral', kind })
-    this.events.publish({ ...at, class: 'enduring', commandId, kind: { type: 'turn_started', message: { content: prompt.content } } })
+    this.events.publish({ ...at, class: 'enduring', commandId, kind: { type: 'turnStarted', message: { content: prompt.content } } })
     if (prompt.content[0]?.text === 'tools') {
       publish({
-        type: 'tool_call_started',
-        call_id: 'c1',
+        type: 'toolCallStarted',
+        callId: 'c1',
         name: 'edit a.rs',
         kind: 'edit',
         input: { path: 'a.rs' },
@@ -95,17 +95,17 @@ class RichSession {
         ],
         locations: [{ path: '/w/a.rs', line: 1 }],
       })
-      publish({ type: 'tool_call_progress', call_id: 'c1', title: 'edit a.rs (2)', kind: 'read' })
-      publish({ type: 'tool_call_completed', call_id: 'c1', output: [], is_error: false, raw_output: { ok: true } })
+      publish({ type: 'toolCallProgress', callId: 'c1', title: 'edit a.rs (2)', kind: 'read' })
+      publish({ type: 'toolCallCompleted', callId: 'c1', output: [], isError: false, rawOutput: { ok: true } })
     } else {
       const first = prompt.content[0]
       const said = prompt.command ? `${prompt.command.name}: ${prompt.command.input}` : first.type
-      publish({ type: 'plan_updated', plan: { entries: [{ content: 'answer', priority: 'medium', status: 'in_progress' }] } }, true)
-      if (prompt.meta?.traceparent) publish({ type: 'response_meta', meta: { traceparent: prompt.meta.traceparent } })
-      publish({ type: 'token_delta', text: said, channel: 'message' })
-      publish({ type: 'context_measured', used: 5, size: 100, cost: { amount: 0.01, currency: 'USD' } }, true)
+      publish({ type: 'planUpdated', plan: { entries: [{ content: 'answer', priority: 'medium', status: 'in_progress' }] } }, true)
+      if (prompt.meta?.traceparent) publish({ type: 'responseMeta', meta: { traceparent: prompt.meta.traceparent } })
+      publish({ type: 'tokenDelta', text: said, channel: 'message' })
+      publish({ type: 'contextMeasured', used: 5, size: 100, cost: { amount: 0.01, currency: 'USD' } }, true)
     }
-    this.events.publish({ ...at, class: 'enduring', kind: { type: 'turn_done' } })
+    this.events.publish({ ...at, class: 'enduring', kind: { type: 'turnDone' } })
     return commandId
   }
 
@@ -248,9 +248,9 @@ describe('the rich turn: host interfaces', () => {
     session.submitPrompt = function (prompt) {
       const n = ++this.turns
       const at = { loopId: 'main', turnId: `t${n}`, class: 'enduring' }
-      this.events.publish({ ...at, commandId: `c${n}`, kind: { type: 'turn_started', message: { content: prompt.content } } })
-      for (const title of ['Same', 'Same', 'Other', 'Other']) this.events.publish({ ...at, kind: { type: 'session_meta_changed', title } })
-      this.events.publish({ ...at, kind: { type: 'turn_done' } })
+      this.events.publish({ ...at, commandId: `c${n}`, kind: { type: 'turnStarted', message: { content: prompt.content } } })
+      for (const title of ['Same', 'Same', 'Other', 'Other']) this.events.publish({ ...at, kind: { type: 'sessionMetaChanged', title } })
+      this.events.publish({ ...at, kind: { type: 'turnDone' } })
       return `c${n}`
     }
     const conn = serveInProcess(new Agent({ newSession: () => session }))

@@ -36,9 +36,9 @@ new PostgresStore()
 // @ts-expect-error: a turn runner needs runTurn
 new Runner(new MemoryStore(), {})
 
-const event: HarnessEvent = { kind: { type: 'token_delta', text: 'x', channel: 'message' }, turnId: 't1' }
+const event: HarnessEvent = { kind: { type: 'tokenDelta', text: 'x', channel: 'message' }, turnId: 't1' }
 const hub = new EventHub()
-const paced: Promise<void> | null = hub.publish(event)
+const paced: Promise<void> = hub.publish(event)
 // @ts-expect-error: unknown event type
 hub.publish({ kind: { type: 'nope' } })
 
@@ -123,11 +123,11 @@ const richSession = (setup: Setup): LiveSession => ({
   respondGate: () => {},
 })
 const toolEvents: HarnessEvent[] = [
-  { kind: { type: 'tool_call_started', call_id: 'c', name: 'edit', kind: 'edit', input: null, status: 'in_progress', content: [{ type: 'diff', path: '/a', newText: 'x' }], locations: [{ path: '/a' }] } },
-  { kind: { type: 'tool_call_progress', call_id: 'c', title: 'renamed', kind: 'read', raw_output: 1 } },
-  { kind: { type: 'tool_call_completed', call_id: 'c', output: [], is_error: false, raw_output: { ok: true } } },
-  { kind: { type: 'plan_updated', plan: { entries: [] } } },
-  { kind: { type: 'response_meta', meta: { traceparent: 'x' } } },
-  { kind: { type: 'context_measured', used: 1, size: 2, cost: { amount: 1, currency: 'EUR' } } },
+  { kind: { type: 'toolCallStarted', callId: 'c', name: 'edit', kind: 'edit', input: null, status: 'in_progress', content: [{ type: 'diff', path: '/a', newText: 'x' }], locations: [{ path: '/a' }] } },
+  { kind: { type: 'toolCallProgress', callId: 'c', title: 'renamed', kind: 'read', rawOutput: 1 } },
+  { kind: { type: 'toolCallCompleted', callId: 'c', output: [], isError: false, rawOutput: { ok: true } } },
+  { kind: { type: 'planUpdated', plan: { entries: [] } } },
+  { kind: { type: 'responseMeta', meta: { traceparent: 'x' } } },
+  { kind: { type: 'contextMeasured', used: 1, size: 2, cost: { amount: 1, currency: 'EUR' } } },
 ]
 void [richSession, toolEvents]

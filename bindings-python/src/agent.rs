@@ -24,6 +24,30 @@ use crate::bridge;
 use crate::harness::extract;
 use crate::host::{PyAuthenticator, PyHost, args};
 
+/// The optional host parts a host object implements, as the Python side detected them
+/// (`acp_facade.host._HostParts`, read by attribute).
+#[derive(FromPyObject, Clone, Copy)]
+#[allow(clippy::struct_excessive_bools, reason = "one flag per optional part, as the Python side detected them")]
+struct HostParts {
+    /// `load_session` (`loadSession`).
+    load_session: bool,
+    /// `resume_session` (`sessionCapabilities.resume`).
+    resume_session: bool,
+    /// `list_sessions` (`sessionCapabilities.list`).
+    list_sessions: bool,
+    /// `delete_session` (`sessionCapabilities.delete`).
+    delete_session: bool,
+}
+
+/// The authentication part of a host or authenticator (`acp_facade.host._AuthParts`, read by
+/// attribute): the advertised methods (ACP `AuthMethod`s in their wire form) and whether it has
+/// `logout`.
+#[derive(FromPyObject)]
+struct AuthParts<'py> {
+    methods: Bound<'py, PyAny>,
+    logout: bool,
+}
+
 /// The host parts and settings of an agent (the core `Options`).
 #[pyclass(name = "Options", module = "acp_facade._native", frozen)]
 pub struct PyOptions {
@@ -37,58 +61,50 @@ fn duration(seconds: f64, what: &str) -> PyResult<Duration> {
 
 #[pymethods]
 impl PyOptions {
-    /// Options over one host adapter object that serves every part switched on here; `auth`, when
-    /// given, is `(methods, logout)`: the advertised methods (ACP `AuthMethod`s in their wire
-    /// form) and whether the host has `logout`.
+    /// Options over one host adapter object that serves every part `parts` switches on; `auth`,
+    /// when given, is the host's authentication part.
     #[staticmethod]
-    #[pyo3(signature = (host, loader, resumer, catalog, deleter, auth=None))]
-    // One flag per optional host part, as the Python side detected them.
-    #[allow(clippy::fn_params_excessive_bools)]
-    fn for_host(
-        host: Py<PyAny>,
-        loader: bool,
-        resumer: bool,
-        catalog: bool,
-        deleter: bool,
-        auth: Option<(Bound<'_, PyAny>, bool)>,
-    ) -> PyResult<Self> {
+    #[pyo3(signature = (host, parts, auth=None))]
+    fn for_host(host: Py<PyAny>, parts: HostParts, auth: Option<AuthParts<'_>>) -> PyResult<Self> {
         let host = Arc::new(PyHost::new(host));
         let mut options = Options::new(host.clone());
-        if let Some((methods, logout)) = auth {
-            options = options.authenticator(Arc::new(PyAuthenticator::new(host.target.clone(), &methods, logout)?));
+        if let Some(auth) = auth {
+            options =
+                options.authenticator(Arc::new(PyAuthenticator::new(host.target.clone(), &auth.methods, auth.logout)?));
         }
-        if loader {
+        if parts.load_session {
             options = options.loader(host.clone());
         }
-        if resumer {
+        if parts.resume_session {
             options = options.resumer(host.clone());
         }
-        if catalog {
+        if parts.list_sessions {
             options = options.catalog(host.clone());
         }
-        if deleter {
+        if parts.delete_session {
             options = options.deleter(host);
         }
         Ok(Self { inner: options })
     }
 
     /// A copy whose authentication is served by `adapter` (a host adapter over the product's
-    /// authenticator): `methods` are the advertised methods (ACP `AuthMethod`s in their wire
-    /// form), `logout` whether it has `logout`.
-    fn with_authenticator(&self, adapter: Py<PyAny>, methods: &Bound<'_, PyAny>, logout: bool) -> PyResult<Self> {
-        let authenticator = PyAuthenticator::new(Arc::new(adapter), methods, logout)?;
+    /// authenticator), with its authentication part `auth`.
+    fn with_authenticator(&self, adapter: Py<PyAny>, auth: AuthParts<'_>) -> PyResult<Self> {
+        let AuthParts { methods, logout } = auth;
+        let authenticator = PyAuthenticator::new(Arc::new(adapter), &methods, logout)?;
         Ok(Self { inner: self.inner.clone().authenticator(Arc::new(authenticator)) })
     }
 
     /// A copy with the given settings changed (`None` keeps a setting); extension handlers, as
     /// `(name, adapter)` pairs, are added to those registered.
-    #[pyo3(signature = (*, agent_info=None, compaction=None, close=None, prompt_capabilities=None,
+    #[pyo3(signature = (*, agent_name=None, agent_version=None, compaction=None, close=None, prompt_capabilities=None,
         mcp_capabilities=None, extension_methods=None, extension_notifications=None,
         max_sessions=None, max_page_size=None, close_grace=None, cancel_grace=None, max_message_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn replace(
         &self,
-        agent_info: Option<(String, String)>,
+        agent_name: Option<String>,
+        agent_version: Option<String>,
         compaction: Option<bool>,
         close: Option<bool>,
         prompt_capabilities: Option<&Bound<'_, PyAny>>,
@@ -102,7 +118,9 @@ impl PyOptions {
         max_message_size: Option<usize>,
     ) -> PyResult<Self> {
         let mut options = self.inner.clone();
-        if let Some((name, version)) = agent_info {
+        if agent_name.is_some() || agent_version.is_some() {
+            let name = agent_name.unwrap_or_else(|| options.agent_info.name.clone());
+            let version = agent_version.unwrap_or_else(|| options.agent_info.version.clone());
             options = options.agent_info(name, version);
         }
         if let Some(on) = compaction {

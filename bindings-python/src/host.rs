@@ -89,32 +89,58 @@ fn setup_args<'py>(
     }
 }
 
-/// The optional parts of a live session, as the Python side reports them: `shutdown`, `compact`,
-/// `config_options` + `set_config_option`, `submit_prompt`, `set_control`.
-type LiveCapabilities = (bool, bool, bool, bool, bool);
+/// The optional parts of a live session, as the Python side reports them
+/// (`acp_facade.host._LiveParts`, read by attribute).
+#[derive(FromPyObject)]
+#[allow(clippy::struct_excessive_bools, reason = "one flag per optional part, as the Python side detected them")]
+struct LiveParts {
+    /// `shutdown` (graceful `session/close`).
+    shutdown: bool,
+    /// `compact` (`/compact`).
+    compact: bool,
+    /// `config_options` and `set_config_option`, both.
+    config_options: bool,
+    /// `submit_prompt` (the whole prompt rather than its content).
+    submit_prompt: bool,
+    /// `set_control` (the facade's control of the session).
+    set_control: bool,
+}
 
-/// Adapts the `(id, hub, live adapter, capabilities, commands)` tuple a session-opening call
-/// returns; its hub goes in `slot`.
+/// A live session as a session-opening call returns it (`acp_facade.host._LiveReturn`, read by
+/// attribute): its id, hub, adapter, optional parts and slash commands.
+#[derive(FromPyObject)]
+struct LiveReturn<'py> {
+    id: String,
+    hub: Bound<'py, PyEventHub>,
+    adapter: Py<PyAny>,
+    parts: LiveParts,
+    commands: Bound<'py, PyAny>,
+}
+
+/// What `load_session` returns (`acp_facade.host._LoadedReturn`, read by attribute): the live
+/// session and its history in wire form.
+#[derive(FromPyObject)]
+struct LoadedReturn<'py> {
+    live: Bound<'py, PyAny>,
+    history: Bound<'py, PyAny>,
+}
+
+/// Adapts the live session a session-opening call returns ([`LiveReturn`]); its hub goes in
+/// `slot`.
 fn live_from_py(value: &Bound<'_, PyAny>, slot: &HubSlot) -> Result<Arc<dyn LiveSession>, Error> {
     let invalid = |e: PyErr| Error::internal_msg(format!("the host returned an invalid live session: {e}"));
-    let (id, hub, target, caps, commands): (
-        String,
-        Bound<'_, PyEventHub>,
-        Py<PyAny>,
-        LiveCapabilities,
-        Bound<'_, PyAny>,
-    ) = value.extract().map_err(invalid)?;
+    let LiveReturn { id, hub, adapter, parts, commands } = value.extract().map_err(invalid)?;
     let hub = hub.get().hub();
     let _ = slot.set(Arc::downgrade(&hub));
     Ok(Arc::new(PyLiveSession {
         id: SessionId::new(id),
         hub,
-        target: Arc::new(target),
-        closer: caps.0,
-        compactor: caps.1,
-        config: caps.2,
-        submit_prompt: caps.3,
-        set_control: caps.4,
+        target: Arc::new(adapter),
+        closer: parts.shutdown,
+        compactor: parts.compact,
+        config: parts.config_options,
+        submit_prompt: parts.submit_prompt,
+        set_control: parts.set_control,
         commands: decode(&commands, "command list")?,
     }))
 }
@@ -142,7 +168,7 @@ impl SessionLoader for PyHost {
             "load_session",
             move |py| setup_args(py, Some(session_id), &setup, client),
             move |value| {
-                let (live, history): (Bound<'_, PyAny>, Bound<'_, PyAny>) = value
+                let LoadedReturn { live, history } = value
                     .extract()
                     .map_err(|e| Error::internal_msg(format!("the host returned an invalid loaded session: {e}")))?;
                 let session = live_from_py(&live, &slot)?;

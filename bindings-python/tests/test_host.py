@@ -165,6 +165,19 @@ def test_echo_host_over_streams() -> None:
     run(body)
 
 
+def test_agent_name_and_version_are_keyword_arguments_each_defaulting_on_its_own() -> None:
+    async def body() -> None:
+        async with connect(Agent(Options(EchoHost(), agent_name="echo"))) as conn:
+            info = conn.init_response.agent_info  # type: ignore[attr-defined]
+            assert (info.name, info.version) == ("echo", acp_facade.__version__)
+        options = Options(EchoHost(), agent_name="echo", agent_version="2.0.0").agent_info("other", "3.0.0")
+        async with connect(Agent(options)) as conn:
+            info = conn.init_response.agent_info  # type: ignore[attr-defined]
+            assert (info.name, info.version) == ("other", "3.0.0")
+
+    run(body)
+
+
 class Forever(TurnRunner):
     """A turn runner whose turns never return by themselves."""
 

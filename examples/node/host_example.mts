@@ -21,9 +21,9 @@ class EchoSession implements LiveSession {
     const at = { loopId: 'main', turnId: `t${n}` }
     const text = prompt.map((b) => (b.type === 'text' ? b.text : '')).join('')
     // Publishing is a cheap call into a Rust queue; await it to follow the client's pace.
-    await this.events.publish({ ...at, commandId, class: 'enduring', kind: { type: 'turn_started', message: { content: prompt } } })
-    await this.events.publish({ ...at, kind: { type: 'token_delta', text, channel: 'message' } })
-    await this.events.publish({ ...at, class: 'enduring', kind: { type: 'turn_done', stop: 'end_turn' } })
+    await this.events.publish({ ...at, commandId, class: 'enduring', kind: { type: 'turnStarted', message: { content: prompt } } })
+    await this.events.publish({ ...at, kind: { type: 'tokenDelta', text, channel: 'message' } })
+    await this.events.publish({ ...at, class: 'enduring', kind: { type: 'turnDone', stop: 'end_turn' } })
     return commandId
   }
 

@@ -82,7 +82,7 @@ class EchoHost(SessionHost):
 
 
 def main() -> None:
-    Agent(Options(EchoHost(), agent_info=("acp-facade-host-example", "0.1.0"))).run_stdio()
+    Agent(Options(EchoHost(), agent_name="acp-facade-host-example", agent_version="0.1.0")).run_stdio()
 
 
 if __name__ == "__main__":

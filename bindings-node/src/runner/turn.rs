@@ -4,14 +4,21 @@
 //! the turn, so the JS handle drives it through the core's turn-operation queue
 //! ([`acp_facade_runner::binding::ops`]): each method converts its arguments and pushes one [`TurnOp`],
 //! which [`run`] applies in call order while it awaits the JS `runTurn` Promise. Streaming calls
-//! (`text`, `thought`, tool progress, usage) return `null`, or a Promise to await when the client
-//! reads slower than the turn writes (see [`crate::pace`]); calls with an answer
+//! (`text`, `thought`, tool progress, usage, …) always return a Promise: already resolved, or
+//! resolved once the backlog is down when the client reads slower than the turn writes (see
+//! [`crate::pace`]); calls with an answer
 //! (`startToolCall`, `requestPermission`, `askUser`, and the session's own changes `setMode`,
 //! `setConfigOption`, `setCommands`) return a Promise of it.
 //!
 //! Cancellation: `turn.signal` is an `AbortSignal` aborted on `session/cancel`, `$/cancel_request`
 //! or close; `turn.isCancelled` reads the same state synchronously. A turn whose `runTurn` has
 //! not settled [`CANCEL_GRACE`] after cancellation ends `cancelled` anyway.
+//!
+//! Each call has one primary form; the others are shorthands of it, documented as such: tool
+//! calls are `startTool` and `updateTool` (`startToolCall`, `toolProgress`, `completeToolCall`,
+//! `failToolCall` are shorthands), a permission request is `requestPermissionWithOptions`
+//! (`requestPermission` its shorthand without options), a question is `ask` (`askUser` its
+//! shorthand for the answer alone).
 //!
 //! The turn's handle on the client (`turn.client`) is a [`Client`] over the core turn's client
 //! whose calls go through the same queue (see [`crate::client`]).
@@ -209,7 +216,7 @@ impl Turn {
         self.config.get(&config_id).cloned()
     }
 
-    fn push<'env>(&self, env: &'env Env, op: TurnOp) -> Result<Option<PromiseRaw<'env, ()>>> {
+    fn push<'env>(&self, env: &'env Env, op: TurnOp) -> Result<PromiseRaw<'env, ()>> {
         let pace = self.ops.push(op).map_err(|e| crate::pace::refused(e, ended))?;
         crate::pace::promise(env, pace, || self.ops.drained())
     }
@@ -232,21 +239,23 @@ impl Turn {
         Ok(promise)
     }
 
-    /// Streams reply text (`agent_message_chunk`). Returns `null`, or a Promise to await when
-    /// the client reads slower than the turn writes; `await turn.text(..)` works either way. A
-    /// caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384 queued calls.
-    #[napi(ts_return_type = "Promise<void> | null")]
-    pub fn text<'env>(&self, env: &'env Env, text: String) -> Result<Option<PromiseRaw<'env, ()>>> {
+    /// Streams reply text (`agent_message_chunk`). Returns a Promise: already resolved, or
+    /// resolved once the backlog is down when the client reads slower than the turn writes;
+    /// `await` it. A caller that never awaits is refused (throws `ERR_ACP_QUEUE_FULL`) at 16384
+    /// queued calls.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn text<'env>(&self, env: &'env Env, text: String) -> Result<PromiseRaw<'env, ()>> {
         self.push(env, TurnOp::Text(text))
     }
 
     /// Streams reasoning (`agent_thought_chunk`); paced like `text`.
-    #[napi(ts_return_type = "Promise<void> | null")]
-    pub fn thought<'env>(&self, env: &'env Env, text: String) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn thought<'env>(&self, env: &'env Env, text: String) -> Result<PromiseRaw<'env, ()>> {
         self.push(env, TurnOp::Thought(text))
     }
 
-    /// Announces a tool call (`tool_call`, status pending); resolves with its id.
+    /// Announces a tool call (`tool_call`, status pending); resolves with its id. A shorthand of
+    /// `startTool({ title, kind, rawInput: input })`.
     /// @param kind - the ACP tool kind. @default "other"
     #[napi(ts_args_type = "title: string, kind?: ToolKind, input?: unknown")]
     pub fn start_tool_call<'env>(
@@ -264,10 +273,12 @@ impl Turn {
         self.ask(env, |reply| TurnOp::StartToolCall { title, kind, input, reply }, |id: ToolCallId| id.to_string())
     }
 
-    /// Reports progress of a tool call (`tool_call_update`); paced like `text`.
+    /// Reports progress of a tool call (`tool_call_update`): a new status and/or new content
+    /// (replacing earlier content); paced like `text`. A shorthand of
+    /// `updateTool(callId, { status, content })`.
     #[napi(
         ts_args_type = "callId: string, status?: ToolCallStatus | null, content?: ContentBlock[] | string | null",
-        ts_return_type = "Promise<void> | null"
+        ts_return_type = "Promise<void>"
     )]
     pub fn tool_progress<'env>(
         &self,
@@ -275,7 +286,7 @@ impl Turn {
         call_id: String,
         status: Option<String>,
         content: Option<Value>,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let status = status.map(|s| enum_value::<ToolCallStatus>("tool call status", &s)).transpose()?;
         let content = match content {
             None | Some(Value::Null) => None,
@@ -284,26 +295,30 @@ impl Turn {
         self.push(env, TurnOp::ToolProgress { call_id: ToolCallId::new(call_id), status, content })
     }
 
-    /// Finishes a tool call successfully (`tool_call_update`, status completed).
-    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void> | null")]
+    /// Finishes a tool call successfully (`tool_call_update`, status completed), with `output`
+    /// as its content when not empty. A shorthand of
+    /// `updateTool(callId, { status: "completed", content: output })`.
+    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void>")]
     pub fn complete_tool_call<'env>(
         &self,
         env: &'env Env,
         call_id: String,
         output: Option<Value>,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let output = content(output)?;
         self.push(env, TurnOp::CompleteToolCall { call_id: ToolCallId::new(call_id), output })
     }
 
-    /// Finishes a tool call as failed (`tool_call_update`, status failed).
-    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void> | null")]
+    /// Finishes a tool call as failed (`tool_call_update`, status failed), with `output` as its
+    /// content when not empty. A shorthand of
+    /// `updateTool(callId, { status: "failed", content: output })`.
+    #[napi(ts_args_type = "callId: string, output?: ContentBlock[] | string", ts_return_type = "Promise<void>")]
     pub fn fail_tool_call<'env>(
         &self,
         env: &'env Env,
         call_id: String,
         output: Option<Value>,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let output = content(output)?;
         self.push(env, TurnOp::FailToolCall { call_id: ToolCallId::new(call_id), output })
     }
@@ -313,6 +328,7 @@ impl Turn {
     /// blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
     /// `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
     /// `session/load` as it ended, less its terminals (only the live turn's client has them).
+    /// The primary form of announcing a tool call (`startToolCall` is a shorthand).
     #[napi(ts_args_type = "call: ToolCallSpec", ts_return_type = "Promise<string>")]
     pub fn start_tool<'env>(&self, env: &'env Env, call: Value) -> Result<PromiseRaw<'env, String>> {
         let spec = tool_fields(call)?.into_spec().map_err(|e| js_error(Code::InvalidArg, e))?;
@@ -322,20 +338,18 @@ impl Turn {
 
     /// Changes any subset of a tool call's fields (`tool_call_update`): each one given replaces
     /// the call's (`content` and `locations` as whole lists); a `status` of `"completed"` or
-    /// `"failed"` finishes the call. Paced like `text`.
-    #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void> | null")]
-    pub fn update_tool<'env>(
-        &self,
-        env: &'env Env,
-        call_id: String,
-        fields: Value,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    /// `"failed"` finishes the call. Paced like `text`. The primary form of changing a tool call
+    /// (`toolProgress`, `completeToolCall`, `failToolCall` are shorthands).
+    #[napi(ts_args_type = "callId: string, fields: ToolCallFields", ts_return_type = "Promise<void>")]
+    pub fn update_tool<'env>(&self, env: &'env Env, call_id: String, fields: Value) -> Result<PromiseRaw<'env, ()>> {
         let fields = Box::new(tool_fields(fields)?.into_update());
         self.push(env, TurnOp::UpdateTool { call_id: ToolCallId::new(call_id), fields })
     }
 
     /// Asks the client for permission to run a tool call (`session/request_permission`);
-    /// resolves with the answer, `"cancelled"` when the turn is cancelled while waiting.
+    /// resolves with the answer, `"cancelled"` when the turn is cancelled while waiting. A
+    /// shorthand of `requestPermissionWithOptions` without host-defined options, its answer as a
+    /// `Permission`.
     /// @param controls - the choices offered. @default `["approve", "approve_always", "deny"]`
     #[napi(
         ts_args_type = "callId: string, title: string, controls?: ApprovalAction[]",
@@ -363,7 +377,8 @@ impl Turn {
     }
 
     /// Asks the user a question: the answer's text, or `null` when the user declined or dismissed
-    /// it, or the turn was cancelled (`ask` tells those apart).
+    /// it, or the turn was cancelled. A shorthand of `ask` that keeps only the answer:
+    /// `ask` tells those apart.
     #[napi(ts_return_type = "Promise<unknown>")]
     pub fn ask_user<'env>(&self, env: &'env Env, question: String) -> Result<PromiseRaw<'env, Option<Value>>> {
         self.ask(env, |reply| TurnOp::AskUser { question, reply }, |answer| answer)
@@ -371,7 +386,7 @@ impl Turn {
 
     /// Asks the user a question: a form elicitation with one required string field (`answer`)
     /// when the client advertised `elicitation.form`; otherwise it waits until the turn is
-    /// cancelled.
+    /// cancelled. The primary form of a question (`askUser` is a shorthand).
     #[napi(js_name = "ask", ts_return_type = "Promise<Reply>")]
     pub fn ask_question<'env>(&self, env: &'env Env, question: String) -> Result<PromiseRaw<'env, Value>> {
         self.ask(env, |reply| TurnOp::Ask { question, reply }, user_reply)
@@ -399,7 +414,8 @@ impl Turn {
 
     /// Asks for permission to run a tool call offering `controls` and then the host-defined
     /// `options` (ACP permission options, e.g. `{ optionId: "reject_always", name: "Never", kind:
-    /// "reject_always" }`); the answer is checked against what was offered.
+    /// "reject_always" }`); the answer is checked against what was offered. The primary form of
+    /// a permission request (`requestPermission` is a shorthand).
     /// @param controls - the controls offered first. @default `["approve", "approve_always", "deny"]`
     #[napi(
         ts_args_type = "callId: string, title: string, controls?: ApprovalAction[] | null, options?: PermissionOption[]",
@@ -445,14 +461,14 @@ impl Turn {
 
     /// Reports context usage (`usage_update`), with the session's cumulative `cost` when known;
     /// closes the current step first.
-    #[napi(ts_args_type = "used: number, size: number, cost?: Cost | null", ts_return_type = "Promise<void> | null")]
+    #[napi(ts_args_type = "used: number, size: number, cost?: Cost | null", ts_return_type = "Promise<void>")]
     pub fn usage<'env>(
         &self,
         env: &'env Env,
         used: f64,
         size: f64,
         cost: Option<Value>,
-    ) -> Result<Option<PromiseRaw<'env, ()>>> {
+    ) -> Result<PromiseRaw<'env, ()>> {
         let (used, size) = (u64_arg("used", used)?, u64_arg("size", size)?);
         match cost {
             None | Some(Value::Null) => self.push(env, TurnOp::Usage { used, size }),
@@ -465,8 +481,8 @@ impl Turn {
     }
 
     /// Closes the current step, if it has content.
-    #[napi(ts_return_type = "Promise<void> | null")]
-    pub fn end_step<'env>(&self, env: &'env Env) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn end_step<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         self.push(env, TurnOp::EndStep)
     }
 }
@@ -498,8 +514,8 @@ impl Turn {
     /// Sends the turn's plan (`plan`): every entry with its current status. Each plan replaces
     /// the one before at the client; send it again, whole, as entries progress. `session/load`
     /// replays the session's latest plan. Paced like `text`.
-    #[napi(ts_args_type = "plan: Plan", ts_return_type = "Promise<void> | null")]
-    pub fn plan<'env>(&self, env: &'env Env, plan: Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_args_type = "plan: Plan", ts_return_type = "Promise<void>")]
+    pub fn plan<'env>(&self, env: &'env Env, plan: Value) -> Result<PromiseRaw<'env, ()>> {
         let plan =
             serde_json::from_value(plan).map_err(|e| js_error(Code::InvalidArg, format!("invalid plan: {e}")))?;
         self.push(env, TurnOp::Plan(Box::new(plan)))
@@ -507,8 +523,8 @@ impl Turn {
 
     /// Sets the `_meta` of the prompt's response, whatever the turn's outcome (the last call
     /// counts).
-    #[napi(ts_args_type = "meta: Meta", ts_return_type = "Promise<void> | null")]
-    pub fn set_response_meta<'env>(&self, env: &'env Env, meta: Value) -> Result<Option<PromiseRaw<'env, ()>>> {
+    #[napi(ts_args_type = "meta: Meta", ts_return_type = "Promise<void>")]
+    pub fn set_response_meta<'env>(&self, env: &'env Env, meta: Value) -> Result<PromiseRaw<'env, ()>> {
         let meta =
             serde_json::from_value(meta).map_err(|e| js_error(Code::InvalidArg, format!("invalid _meta: {e}")))?;
         self.push(env, TurnOp::ResponseMeta(Box::new(meta)))

@@ -2,6 +2,9 @@
 
 from typing import Any, Optional, Tuple, final
 
+from .acp import McpCapabilities, PromptCapabilities
+from .host import HostAdapter, _AuthParts, _HostParts
+
 __version__: str
 
 def bridge_fileno() -> int: ...
@@ -40,7 +43,14 @@ class MemoryStore:
 @final
 class Runner:
     def __new__(
-        cls, store: Any, adapter: Any, config_options: Any, has_title: bool, compaction: bool, commands: Any = None
+        cls,
+        store: Any,
+        adapter: Any,
+        config_options: Any,
+        *,
+        has_title: bool,
+        compaction: bool,
+        commands: Any = None,
     ) -> "Runner": ...
     def options(self) -> Options: ...
     def agent(self, options: Options) -> Agent: ...
@@ -52,7 +62,8 @@ class Turn:
     def drained(self, future: int) -> None: ...
     def start_tool_call(self, title: str, kind: Any, input: Any, future: int) -> None: ...
     def tool_progress(self, call_id: str, status: Any, content: Any) -> bool: ...
-    def finish_tool_call(self, call_id: str, output: Any, failed: bool) -> bool: ...
+    def complete_tool_call(self, call_id: str, output: Any) -> bool: ...
+    def fail_tool_call(self, call_id: str, output: Any) -> bool: ...
     def start_tool(self, fields: Any, future: int) -> None: ...
     def update_tool(self, call_id: str, fields: Any) -> bool: ...
     def request_permission(self, call_id: str, title: str, controls: Any, future: int) -> None: ...
@@ -138,23 +149,17 @@ class SessionControl:
 @final
 class Options:
     @staticmethod
-    def for_host(
-        host: Any,
-        loader: bool,
-        resumer: bool,
-        catalog: bool,
-        deleter: bool,
-        auth: Optional[Tuple[Any, bool]] = None,
-    ) -> Options: ...
-    def with_authenticator(self, adapter: Any, methods: Any, logout: bool) -> Options: ...
+    def for_host(host: HostAdapter, parts: _HostParts, auth: Optional[_AuthParts] = None) -> Options: ...
+    def with_authenticator(self, adapter: HostAdapter, auth: _AuthParts) -> Options: ...
     def replace(
         self,
         *,
-        agent_info: Optional[Tuple[str, str]] = None,
+        agent_name: Optional[str] = None,
+        agent_version: Optional[str] = None,
         compaction: Optional[bool] = None,
         close: Optional[bool] = None,
-        prompt_capabilities: Any = None,
-        mcp_capabilities: Any = None,
+        prompt_capabilities: Optional[PromptCapabilities] = None,
+        mcp_capabilities: Optional[McpCapabilities] = None,
         extension_methods: Optional[list[Tuple[str, Any]]] = None,
         extension_notifications: Optional[list[Tuple[str, Any]]] = None,
         max_sessions: Optional[int] = None,

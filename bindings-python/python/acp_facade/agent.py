@@ -11,39 +11,61 @@ from . import _native
 from ._bridge import dispatcher
 from .acp import McpCapabilities, PromptCapabilities
 from .extensions import adapted
-from .host import HostAdapter, host_auth, host_capabilities, require_async
+from .host import HostAdapter, host_auth, host_parts, require_async
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Mapping, Optional, Tuple, Union
+    from typing import Any, Callable, Mapping, Optional
     from .extensions import ExtensionMethod, ExtensionNotification
+    from .host import Authenticator, SessionHost
     import asyncio
 
 __all__ = ["Agent", "Options", "run_stdio", "serve", "serve_stdio"]
-
-_UNSET: Any = None
 
 
 class Options:
     """The host parts and settings of an agent (the Rust ``acp_facade::Options``).
 
-    Build it over a host object (its optional methods switch capabilities on, authentication
-    included: see :class:`acp_facade.Authenticator`) or get one from
-    :meth:`acp_facade.Runner.options`. The builder methods return a changed copy, as in Rust.
+    Build it over a host (its optional methods switch capabilities on, authentication included:
+    see :class:`acp_facade.Authenticator`) or get one from :meth:`acp_facade.Runner.options`.
+    Every setting is a keyword argument of the constructor, and also a builder method of the same
+    name that returns a changed copy, as in Rust (``Options(host, max_sessions=8)`` and
+    ``Options(host).max_sessions(8)`` are the same options; :meth:`agent_info` sets
+    ``agent_name`` and ``agent_version`` together).
 
-    What the agent accepts beyond text prompts and stdio MCP servers is advertised from
-    ``prompt_capabilities`` and ``mcp_capabilities`` (anything else a client sends is refused with
-    ``-32602`` before the host sees it); ``extension_methods`` and ``extension_notifications`` map
-    ``_``-prefixed names to ``async def`` handlers (see :mod:`acp_facade.extensions`).
+    :param host: the :class:`acp_facade.SessionHost` that creates sessions; its ``load_session``,
+        ``resume_session``, ``list_sessions``, ``delete_session`` and ``authenticate`` methods,
+        when defined, switch the matching capabilities on.
+    :param agent_name: ``agentInfo.name`` (default ``"acp-facade"``).
+    :param agent_version: ``agentInfo.version`` (default the package's version).
+    :param compaction: whether ``/compact`` is offered (the live session needs ``compact``).
+    :param close: whether ``session/close`` is offered.
+    :param prompt_capabilities: the prompt content accepted beyond text and resource links
+        (``promptCapabilities``: image, audio, embedded context); anything else a client sends is
+        refused with ``-32602`` before the host sees it.
+    :param mcp_capabilities: the MCP transports accepted beyond stdio (``mcpCapabilities``: http,
+        sse).
+    :param extension_methods: ``_``-prefixed request names mapped to ``async def`` handlers (see
+        :mod:`acp_facade.extensions`), advertised under ``agentCapabilities._meta``.
+    :param extension_notifications: ``_``-prefixed notification names mapped to ``async def``
+        handlers.
+    :param max_sessions: the most live sessions at once (default 1024).
+    :param max_page_size: the largest ``session/list`` page, at least 1 (default 50).
+    :param close_grace: how long ``session/close`` waits for a session's ``shutdown``, in seconds
+        (default 5).
+    :param cancel_grace: how long a cancelled prompt waits for its turn to end, in seconds
+        (default 10).
+    :param max_message_size: the largest incoming message, in bytes (default 64 MiB).
     """
 
     __slots__ = ("_native",)
 
     def __init__(
         self,
-        host: Any,
+        host: SessionHost,
         *,
-        agent_info: Optional[Tuple[str, str]] = None,
+        agent_name: Optional[str] = None,
+        agent_version: Optional[str] = None,
         compaction: bool = False,
         close: bool = True,
         prompt_capabilities: Optional[PromptCapabilities] = None,
@@ -56,17 +78,10 @@ class Options:
         cancel_grace: Optional[float] = None,
         max_message_size: Optional[int] = None,
     ) -> None:
-        caps = host_capabilities(host)
-        native = _native.Options.for_host(
-            HostAdapter(host),
-            caps["load_session"],
-            caps["resume_session"],
-            caps["list_sessions"],
-            caps["delete_session"],
-            host_auth(host),
-        )
+        native = _native.Options.for_host(HostAdapter(host), host_parts(host), host_auth(host))
         self._native = native.replace(
-            agent_info=agent_info,
+            agent_name=agent_name,
+            agent_version=agent_version,
             compaction=compaction,
             close=close,
             prompt_capabilities=prompt_capabilities,
@@ -88,10 +103,10 @@ class Options:
         self._native = native
         return self
 
-    def _with(self, **changes: Any) -> "Options":
-        return Options._wrap(self._native.replace(**changes))
+    def _with(self, change: Callable[[_native.Options], _native.Options]) -> "Options":
+        return Options._wrap(change(self._native))
 
-    def authenticator(self, authenticator: Any) -> "Options":
+    def authenticator(self, authenticator: Authenticator) -> "Options":
         """A copy whose authentication is served by ``authenticator``: an object with the methods
         of :class:`acp_facade.Authenticator` (``auth_methods``, ``authenticate``, optionally
         ``requires_authentication`` and ``logout``). This is how a :class:`acp_facade.Runner`'s
@@ -101,59 +116,58 @@ class Options:
         if auth is None:
             raise TypeError(f"{type(authenticator).__name__} has no `authenticate` method")
         require_async(authenticator, ("authenticate", "logout"), type(authenticator).__name__)
-        methods, logout = auth
-        return Options._wrap(self._native.with_authenticator(HostAdapter(authenticator), methods, logout))
+        return Options._wrap(self._native.with_authenticator(HostAdapter(authenticator), auth))
 
     def agent_info(self, name: str, version: str) -> "Options":
-        """Sets ``agentInfo``."""
-        return self._with(agent_info=(name, version))
+        """Sets ``agentInfo`` (the ``agent_name`` and ``agent_version`` keyword arguments)."""
+        return self._with(lambda o: o.replace(agent_name=name, agent_version=version))
 
     def compaction(self, on: bool) -> "Options":
         """Turns ``/compact`` on or off."""
-        return self._with(compaction=on)
+        return self._with(lambda o: o.replace(compaction=on))
 
     def close(self, on: bool) -> "Options":
         """Turns ``session/close`` on or off."""
-        return self._with(close=on)
+        return self._with(lambda o: o.replace(close=on))
 
-    def prompt_capabilities(self, capabilities: Union[PromptCapabilities, Dict[str, Any]]) -> "Options":
+    def prompt_capabilities(self, capabilities: PromptCapabilities) -> "Options":
         """Sets the prompt content the agent accepts beyond text and resource links
         (``promptCapabilities``: image, audio, embedded context)."""
-        return self._with(prompt_capabilities=capabilities)
+        return self._with(lambda o: o.replace(prompt_capabilities=capabilities))
 
-    def mcp_capabilities(self, capabilities: Union[McpCapabilities, Dict[str, Any]]) -> "Options":
+    def mcp_capabilities(self, capabilities: McpCapabilities) -> "Options":
         """Sets the MCP transports the agent accepts beyond stdio (``mcpCapabilities``: http,
         sse)."""
-        return self._with(mcp_capabilities=capabilities)
+        return self._with(lambda o: o.replace(mcp_capabilities=capabilities))
 
     def extension_methods(self, handlers: Mapping[str, ExtensionMethod]) -> "Options":
         """Adds extension request handlers, by name (each ``_``-prefixed, else ``ValueError``;
         an ``async def``, else ``TypeError``); a name registered before is replaced."""
-        return self._with(extension_methods=adapted(handlers, "extension method"))
+        return self._with(lambda o: o.replace(extension_methods=adapted(handlers, "extension method")))
 
     def extension_notifications(self, handlers: Mapping[str, ExtensionNotification]) -> "Options":
         """Adds extension notification handlers, by name (see :meth:`extension_methods`)."""
-        return self._with(extension_notifications=adapted(handlers, "extension notification"))
+        return self._with(lambda o: o.replace(extension_notifications=adapted(handlers, "extension notification")))
 
     def max_sessions(self, max: int) -> "Options":
         """Sets the live-session limit."""
-        return self._with(max_sessions=max)
+        return self._with(lambda o: o.replace(max_sessions=max))
 
     def max_page_size(self, max: int) -> "Options":
         """Sets the largest ``session/list`` page (at least 1)."""
-        return self._with(max_page_size=max)
+        return self._with(lambda o: o.replace(max_page_size=max))
 
     def close_grace(self, seconds: float) -> "Options":
         """Sets how long ``session/close`` waits for a session's ``shutdown``."""
-        return self._with(close_grace=seconds)
+        return self._with(lambda o: o.replace(close_grace=seconds))
 
     def cancel_grace(self, seconds: float) -> "Options":
         """Sets how long a cancelled prompt waits for its turn to end."""
-        return self._with(cancel_grace=seconds)
+        return self._with(lambda o: o.replace(cancel_grace=seconds))
 
     def max_message_size(self, max: int) -> "Options":
         """Sets the largest incoming message, in bytes."""
-        return self._with(max_message_size=max)
+        return self._with(lambda o: o.replace(max_message_size=max))
 
     def __repr__(self) -> str:
         return repr(self._native)

@@ -334,18 +334,87 @@ def commands_json(commands: Sequence[Any]) -> List[Any]:
     return [c.to_json() if isinstance(c, AvailableCommand) else c for c in commands]
 
 
-def host_capabilities(host: object) -> Dict[str, bool]:
+class _HostParts:
+    """The optional parts a host object implements, as the native ``Options.for_host`` reads
+    them (by attribute)."""
+
+    __slots__ = ("load_session", "resume_session", "list_sessions", "delete_session")
+
+    def __init__(self, host: object) -> None:
+        self.load_session: bool = callable(getattr(host, "load_session", None))
+        """``load_session`` (``loadSession``)."""
+        self.resume_session: bool = callable(getattr(host, "resume_session", None))
+        """``resume_session`` (``sessionCapabilities.resume``)."""
+        self.list_sessions: bool = callable(getattr(host, "list_sessions", None))
+        """``list_sessions`` (``sessionCapabilities.list``)."""
+        self.delete_session: bool = callable(getattr(host, "delete_session", None))
+        """``delete_session`` (``sessionCapabilities.delete``)."""
+
+
+class _AuthParts:
+    """The authentication part of a host or authenticator, as the native module reads it (by
+    attribute): the advertised methods in their ACP wire form, and whether it has ``logout``."""
+
+    __slots__ = ("methods", "logout")
+
+    def __init__(self, methods: List[Dict[str, Any]], logout: bool) -> None:
+        self.methods = methods
+        self.logout = logout
+
+
+class _LiveParts:
+    """The optional parts a live session implements, as the native module reads them (by
+    attribute)."""
+
+    __slots__ = ("shutdown", "compact", "config_options", "submit_prompt", "set_control")
+
+    def __init__(self, session: object) -> None:
+        self.shutdown: bool = callable(getattr(session, "shutdown", None))
+        self.compact: bool = callable(getattr(session, "compact", None))
+        self.config_options: bool = callable(getattr(session, "config_options", None)) and callable(
+            getattr(session, "set_config_option", None)
+        )
+        self.submit_prompt: bool = callable(getattr(session, "submit_prompt", None))
+        self.set_control: bool = callable(getattr(session, "set_control", None))
+
+
+class _LiveReturn:
+    """A live session as a session-opening call hands it to the native module (read by
+    attribute)."""
+
+    __slots__ = ("id", "hub", "adapter", "parts", "commands")
+
+    def __init__(self, id: str, hub: Any, adapter: _LiveAdapter, parts: _LiveParts, commands: List[Any]) -> None:
+        self.id = id
+        self.hub = hub
+        self.adapter = adapter
+        self.parts = parts
+        self.commands = commands
+
+
+class _LoadedReturn:
+    """What ``load_session`` hands the native module (read by attribute): the live session and
+    its history in wire form."""
+
+    __slots__ = ("live", "history")
+
+    def __init__(self, live: _LiveReturn, history: List[Dict[str, Any]]) -> None:
+        self.live = live
+        self.history = history
+
+
+def host_parts(host: object) -> _HostParts:
     """Which optional host parts ``host`` implements (checked to be ``async def``)."""
     if getattr(host, "new_session", None) is None:
         raise TypeError(f"{type(host).__name__} has no `new_session` method")
     require_async(host, ("new_session", *_HOST_OPTIONAL, "authenticate", "logout"), type(host).__name__)
-    return {name: callable(getattr(host, name, None)) for name in _HOST_OPTIONAL}
+    return _HostParts(host)
 
 
-def host_auth(host: object) -> Optional[Tuple[List[Dict[str, Any]], bool]]:
-    """The authentication part of ``host`` as the native module takes it, ``(methods, logout)``
-    (the methods in their ACP wire form), or ``None`` when ``host`` has no ``authenticate``
-    method."""
+def host_auth(host: object) -> Optional[_AuthParts]:
+    """The authentication part of ``host`` as the native module takes it (the methods in their
+    ACP wire form, and whether it has ``logout``), or ``None`` when ``host`` has no
+    ``authenticate`` method."""
     if not callable(getattr(host, "authenticate", None)):
         return None
     name = type(host).__name__
@@ -358,10 +427,10 @@ def host_auth(host: object) -> Optional[Tuple[List[Dict[str, Any]], bool]]:
         else:
             id_, label, *rest = method
             methods.append(AuthMethod(id_, label, rest[0] if rest else None).to_json())
-    return (methods, callable(getattr(host, "logout", None)))
+    return _AuthParts(methods, callable(getattr(host, "logout", None)))
 
 
-def _live(session: LiveSession) -> Tuple[str, Any, Any, Tuple[bool, bool, bool, bool, bool], List[Any]]:
+def _live(session: LiveSession) -> _LiveReturn:
     name = type(session).__name__
     for required in _LIVE_REQUIRED:
         if not callable(getattr(session, required, None)):
@@ -371,16 +440,9 @@ def _live(session: LiveSession) -> Tuple[str, Any, Any, Tuple[bool, bool, bool, 
     events = getattr(session, "events", None)
     if not isinstance(events, EventHub):
         raise TypeError(f"{name}.events must be an acp_facade.EventHub")
-    caps = (
-        callable(getattr(session, "shutdown", None)),
-        callable(getattr(session, "compact", None)),
-        callable(getattr(session, "config_options", None)) and callable(getattr(session, "set_config_option", None)),
-        callable(getattr(session, "submit_prompt", None)),
-        callable(getattr(session, "set_control", None)),
-    )
     commands = getattr(session, "commands", None)
     listed = commands_json(commands()) if callable(commands) else []
-    return (str(session.id), events._native, _LiveAdapter(session), caps, listed)
+    return _LiveReturn(str(session.id), events._native, _LiveAdapter(session), _LiveParts(session), listed)
 
 
 class _LiveAdapter:
@@ -434,7 +496,7 @@ class HostAdapter:
         loaded = await self._h.load_session(session_id, Setup.from_json(setup, client))
         if not isinstance(loaded, LoadedSession):
             raise TypeError("load_session must return an acp_facade.LoadedSession")
-        return (_live(loaded.session), [e.to_json() for e in loaded.history])
+        return _LoadedReturn(_live(loaded.session), [e.to_json() for e in loaded.history])
 
     async def resume_session(self, session_id: str, setup: Dict[str, Any], client: Any = None) -> Any:
         return _live(await self._h.resume_session(session_id, Setup.from_json(setup, client)))

@@ -166,6 +166,15 @@ class Turn:
     (nothing is queued then; memory stays bounded). When the turn is cancelled
     (``session/cancel``, close) the ``run_turn`` task is cancelled too; a loop that never awaits
     should check :meth:`is_cancelled`.
+
+    Each call has one primary form; the others are shorthands of it, documented as such:
+
+    - tool calls: :meth:`start_tool` announces one, :meth:`update_tool` changes it;
+      :meth:`start_tool_call`, :meth:`tool_progress`, :meth:`complete_tool_call` and
+      :meth:`fail_tool_call` are shorthands of those two;
+    - permission: :meth:`request_permission_with_options`; :meth:`request_permission` is its
+      shorthand without host-defined options;
+    - questions: :meth:`ask`; :meth:`ask_user` is its shorthand for the answer alone.
     """
 
     __slots__ = ("_n",)
@@ -250,23 +259,30 @@ class Turn:
         return DONE
 
     async def start_tool_call(self, title: str, kind: ToolKind = ToolKind.OTHER, input: Any = None) -> str:
-        """Announces a tool call (``tool_call``, status pending); returns its id."""
+        """Announces a tool call (``tool_call``, status pending); returns its id. A shorthand of
+        ``start_tool(title, kind=kind, raw_input=input)``."""
         result: str = await dispatcher.wait(self._n.start_tool_call, title, _value(kind), input)
         return result
 
     async def tool_progress(
         self, call_id: str, status: Optional[ToolCallStatus] = None, content: Optional[List[ContentBlock]] = None
     ) -> None:
-        """Reports progress of a tool call (``tool_call_update``)."""
+        """Reports progress of a tool call (``tool_call_update``): a new status and/or new
+        content (replacing earlier content). A shorthand of
+        ``update_tool(call_id, status=status, content=content)``."""
         await self._paced(self._n.tool_progress(call_id, _value(status), content))
 
     async def complete_tool_call(self, call_id: str, output: Sequence[ContentBlock] = ()) -> None:
-        """Finishes a tool call successfully (``tool_call_update``, status completed)."""
-        await self._paced(self._n.finish_tool_call(call_id, list(output), False))
+        """Finishes a tool call successfully (``tool_call_update``, status completed), with
+        ``output`` as its content when not empty. A shorthand of
+        ``update_tool(call_id, status=ToolCallStatus.COMPLETED, content=output)``."""
+        await self._paced(self._n.complete_tool_call(call_id, list(output)))
 
     async def fail_tool_call(self, call_id: str, output: Sequence[ContentBlock] = ()) -> None:
-        """Finishes a tool call as failed (``tool_call_update``, status failed)."""
-        await self._paced(self._n.finish_tool_call(call_id, list(output), True))
+        """Finishes a tool call as failed (``tool_call_update``, status failed), with ``output``
+        as its content when not empty. A shorthand of
+        ``update_tool(call_id, status=ToolCallStatus.FAILED, content=output)``."""
+        await self._paced(self._n.fail_tool_call(call_id, list(output)))
 
     async def start_tool(
         self,
@@ -283,7 +299,8 @@ class Turn:
         absent), ``status`` (``pending``), ``content`` (content blocks, :class:`Diff`,
         :class:`TerminalContent` or a :class:`Terminal`'s ``content``), ``locations``, ``raw_input``, ``raw_output``; returns its id. A call
         finished with :meth:`update_tool` is replayed by ``session/load`` as it ended, less its
-        terminals (only the live turn's client has them)."""
+        terminals (only the live turn's client has them). The primary form of announcing a
+        tool call (:meth:`start_tool_call` is a shorthand)."""
         fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
         result: str = await dispatcher.wait(self._n.start_tool, fields)
         return result
@@ -302,26 +319,32 @@ class Turn:
     ) -> None:
         """Changes any subset of a tool call's fields (``tool_call_update``): each one given
         replaces the call's (``content`` and ``locations`` as whole lists); a ``status`` of
-        ``completed`` or ``failed`` finishes the call."""
+        ``completed`` or ``failed`` finishes the call. The primary form of changing a tool call
+        (:meth:`tool_progress`, :meth:`complete_tool_call`, :meth:`fail_tool_call` are
+        shorthands)."""
         fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
         await self._paced(self._n.update_tool(call_id, fields))
 
     async def request_permission(
         self, call_id: str, title: str, controls: Sequence[ApprovalAction] = _ALL_CONTROLS
     ) -> Permission:
-        """Asks the client for permission to run ``call_id`` (``session/request_permission``)."""
+        """Asks the client for permission to run ``call_id`` (``session/request_permission``),
+        offering ``controls``. A shorthand of :meth:`request_permission_with_options` without
+        host-defined options, its answer as a :class:`Permission`."""
         answer = await dispatcher.wait(self._n.request_permission, call_id, title, [_value(c) for c in controls])
         return Permission(answer)
 
     async def ask_user(self, question: str) -> Any:
         """Asks the user a question: the answer's text, or ``None`` when the user declined or
-        dismissed it, or the turn was cancelled (:meth:`ask` tells those apart)."""
+        dismissed it, or the turn was cancelled. A shorthand of :meth:`ask` that keeps only
+        ``reply.value`` when ``reply.answered`` (``None`` otherwise): :meth:`ask` tells those
+        apart."""
         return await dispatcher.wait(self._n.ask_user, question)
 
     async def ask(self, question: str) -> Reply:
         """Asks the user a question: a form elicitation with one required string field
         (``answer``) when the client advertised ``elicitation.form``; otherwise it waits until the
-        turn is cancelled."""
+        turn is cancelled. The primary form of a question (:meth:`ask_user` is a shorthand)."""
         kind, value = await dispatcher.wait(self._n.ask, question)
         return Reply(kind, value)
 
@@ -349,7 +372,8 @@ class Turn:
     ) -> PermissionAnswer:
         """Asks for permission to run ``call_id`` offering ``controls`` and then the host-defined
         ``options`` (ACP permission options, e.g. ``{"optionId": "reject_always", "name": "Never",
-        "kind": "reject_always"}``); the answer is checked against what was offered."""
+        "kind": "reject_always"}``); the answer is checked against what was offered. The primary
+        form of a permission request (:meth:`request_permission` is a shorthand)."""
         answer = await dispatcher.wait(
             self._n.request_permission_with_options, call_id, title, [_value(c) for c in controls], list(options)
         )
@@ -477,9 +501,9 @@ class Runner:
             store,
             _TurnRunnerAdapter(turn_runner),
             options,
-            callable(getattr(turn_runner, "title", None)),
-            callable(getattr(turn_runner, "compact", None)),
-            commands_json(commands()) if callable(commands) else [],
+            has_title=callable(getattr(turn_runner, "title", None)),
+            compaction=callable(getattr(turn_runner, "compact", None)),
+            commands=commands_json(commands()) if callable(commands) else [],
         )
 
     def options(self) -> "Options":

@@ -37,9 +37,10 @@ pub struct PyRunner {
 #[pymethods]
 impl PyRunner {
     /// `adapter` is the package's turn-runner adapter; `config_options`, `has_title`,
-    /// `compaction` and `commands` describe the product's turn runner (read once, here).
+    /// `compaction` and `commands` describe the product's turn runner (read once, here); the two
+    /// flags are keyword-only, so that a call site names them.
     #[new]
-    #[pyo3(signature = (store, adapter, config_options, has_title, compaction, commands=None))]
+    #[pyo3(signature = (store, adapter, config_options, *, has_title, compaction, commands=None))]
     fn new(
         store: &Bound<'_, PyAny>,
         adapter: Py<PyAny>,

@@ -202,15 +202,14 @@ impl PyTurn {
         self.push(TurnOp::ToolProgress { call_id: ToolCallId::new(call_id), status, content })
     }
 
-    fn finish_tool_call(&self, call_id: String, output: &Bound<'_, PyAny>, failed: bool) -> PyResult<bool> {
-        let call_id = ToolCallId::new(call_id);
+    fn complete_tool_call(&self, call_id: String, output: &Bound<'_, PyAny>) -> PyResult<bool> {
         let output = extract(output, "content")?;
-        let op = if failed {
-            TurnOp::FailToolCall { call_id, output }
-        } else {
-            TurnOp::CompleteToolCall { call_id, output }
-        };
-        self.push(op)
+        self.push(TurnOp::CompleteToolCall { call_id: ToolCallId::new(call_id), output })
+    }
+
+    fn fail_tool_call(&self, call_id: String, output: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let output = extract(output, "content")?;
+        self.push(TurnOp::FailToolCall { call_id: ToolCallId::new(call_id), output })
     }
 
     /// Announces a tool call with any of its fields (ACP's wire form; `title` required).

@@ -59,7 +59,8 @@ pub enum PermissionAnswer {
 
 impl Turn {
     /// Asks the user a question: a form elicitation with one required string field (`answer`)
-    /// when the client advertised `elicitation.form`.
+    /// when the client advertised `elicitation.form`. The primary form of a question;
+    /// [`Turn::ask_user`] is its shorthand for the answer alone.
     ///
     /// ```no_run
     /// # async fn demo(turn: &acp_facade_runner::Turn) {
@@ -98,7 +99,8 @@ impl Turn {
 
     /// Asks for permission to run `call_id` offering `controls` and then the host-defined
     /// `options` (e.g. a `reject_always` option, custom names); the answer is checked against
-    /// what was offered, an unusable one is a denial.
+    /// what was offered, an unusable one is a denial. The primary form of a permission request;
+    /// [`Turn::request_permission`] is its shorthand without options.
     pub async fn request_permission_with_options(
         &self,
         call_id: &ToolCallId,

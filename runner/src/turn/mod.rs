@@ -282,7 +282,7 @@ impl Turn {
         self.emit(EventClass::Ephemeral, EventKind::TokenDelta { text, channel: TokenChannel::Message }).await;
     }
 
-    /// Like [`Turn::text`] but never waits, for callers that cannot await (bindings): when a
+    /// [`Turn::text`] for callers that cannot await (bindings), not a second spelling: when a
     /// subscriber's queue is full it delivers nothing and hands the text back, so the caller can
     /// fall back to the awaiting form.
     pub fn try_text(&self, text: String) -> Result<(), String> {
@@ -318,7 +318,9 @@ impl Turn {
     }
 
     /// Asks the client for permission to run `call_id` (`session/request_permission`), offering
-    /// `controls`; waits for the answer or the turn's cancellation.
+    /// `controls`; waits for the answer or the turn's cancellation. A shorthand of
+    /// [`Turn::request_permission_with_options`] with no host-defined options, its answer
+    /// mapped to a [`Permission`] (any action but approve and approve-always is a denial).
     pub async fn request_permission(
         &self,
         call_id: &ToolCallId,
@@ -337,7 +339,8 @@ impl Turn {
     }
 
     /// Asks the user a question (an ask-user gate): the answer's text, or `None` when the user
-    /// declined or dismissed it, or the turn was cancelled. [`Turn::ask`] tells those apart.
+    /// declined or dismissed it, or the turn was cancelled. A shorthand of
+    /// `turn.ask(question).await.answered()`: [`Turn::ask`] tells those apart.
     ///
     /// Over ACP it is a form elicitation when the client advertised `elicitation.form`; otherwise
     /// it waits until the turn is cancelled, unless the product answers it out of band through
@@ -376,12 +379,15 @@ impl Turn {
     }
 
     /// Reports context usage; closes the current step first (`StepDone`, then `usage_update`).
+    /// A shorthand of [`Turn::usage_with_cost`] for an agent that reports no cost.
     pub async fn usage(&self, used: u64, size: u64) {
         self.end_step().await;
         self.emit(EventClass::Enduring, EventKind::ContextMeasured { used, size, cost: None }).await;
     }
 
-    /// Like [`Turn::usage`], with the session's cumulative cost (`usage_update.cost`).
+    /// Reports context usage with the session's cumulative cost (`usage_update.cost`); closes
+    /// the current step first (`StepDone`, then `usage_update`). The primary form of
+    /// [`Turn::usage`] (Python's and Node's `usage` take the cost as an optional argument).
     pub async fn usage_with_cost(&self, used: u64, size: u64, cost: Cost) {
         self.end_step().await;
         self.emit(EventClass::Enduring, EventKind::ContextMeasured { used, size, cost: Some(Box::new(cost)) }).await;

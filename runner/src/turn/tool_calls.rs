@@ -4,11 +4,16 @@
 //! the call, which is then journaled as it ended and replayed so by `session/load` (less its
 //! terminals, which only the live turn's client has; see `agent/replay.rs`).
 //!
-//! Two forms of the same calls: plain data ([`Turn::start_tool`] with a [`ToolCallSpec`],
-//! [`Turn::update_tool`] with ACP's [`ToolCallUpdateFields`]) for code that builds values, and
-//! builders for code that reads top to bottom ([`Turn::tool_call`], [`Turn::tool_call_update`]).
-//! The first methods ([`Turn::start_tool_call`], [`Turn::tool_progress`],
-//! [`Turn::complete_tool_call`], [`Turn::fail_tool_call`]) are shorthands for common cases.
+//! The primary form is plain data: [`Turn::start_tool`] with a [`ToolCallSpec`] announces a call,
+//! [`Turn::update_tool`] with ACP's [`ToolCallUpdateFields`] changes it (the same two calls as
+//! Python's `start_tool` / `update_tool` and Node's `startTool` / `updateTool`). Everything else
+//! here is a shorthand of those two, documented with what it stands for:
+//!
+//! - the builders [`Turn::tool_call`] (… [`ToolCallBuilder::start`]) and
+//!   [`Turn::tool_call_update`] (… [`ToolCallUpdateBuilder::send`], `complete`, `fail`) build the
+//!   spec or the fields step by step, for code that reads top to bottom;
+//! - [`Turn::start_tool_call`], [`Turn::tool_progress`], [`Turn::complete_tool_call`] and
+//!   [`Turn::fail_tool_call`] cover the common cases in one call.
 
 use std::path::PathBuf;
 
@@ -44,6 +49,7 @@ impl Turn {
     }
 
     /// Starts building a tool call titled `title`; [`ToolCallBuilder::start`] announces it.
+    /// A shorthand of [`Turn::start_tool`]: it builds the [`ToolCallSpec`] step by step.
     ///
     /// ```no_run
     /// # async fn demo(turn: &acp_facade_runner::Turn) {
@@ -66,18 +72,21 @@ impl Turn {
     }
 
     /// Starts building a change of tool call `call_id`; [`ToolCallUpdateBuilder::send`] sends it.
+    /// A shorthand of [`Turn::update_tool`]: it builds the [`ToolCallUpdateFields`] step by step.
     pub fn tool_call_update(&self, call_id: &ToolCallId) -> ToolCallUpdateBuilder<'_> {
         ToolCallUpdateBuilder { turn: self, call_id: call_id.clone(), fields: ToolCallUpdateFields::new() }
     }
 
     /// Announces a tool call (`tool_call`, status pending) titled `title`, of `kind`, with raw
-    /// input `input`; returns its id.
+    /// input `input`; returns its id. A shorthand of
+    /// `start_tool(ToolCallSpec::new(title).kind(kind).raw_input(input))`.
     pub async fn start_tool_call(&self, title: impl Into<String>, kind: ToolKind, input: Value) -> ToolCallId {
         self.start_tool(ToolCallSpec::new(title).kind(kind).raw_input(input)).await
     }
 
     /// Reports progress of a tool call (`tool_call_update`): a new status and/or new content
-    /// blocks (replacing earlier content).
+    /// blocks (replacing earlier content). A shorthand of [`Turn::update_tool`] with
+    /// `ToolCallUpdateFields::new().status(status).content(content)`.
     pub async fn tool_progress(
         &self,
         call_id: &ToolCallId,
@@ -89,13 +98,15 @@ impl Turn {
     }
 
     /// Finishes a tool call successfully (`tool_call_update`, status completed), with `output`
-    /// as its content when not empty.
+    /// as its content when not empty. A shorthand of [`Turn::update_tool`] with status
+    /// `Completed` (and `output` as the content).
     pub async fn complete_tool_call(&self, call_id: &ToolCallId, output: Vec<ContentBlock>) {
         self.finish_tool_call(call_id, output, ToolCallStatus::Completed).await;
     }
 
     /// Finishes a tool call as failed (`tool_call_update`, status failed), with `output` as its
-    /// content when not empty.
+    /// content when not empty. A shorthand of [`Turn::update_tool`] with status `Failed` (and
+    /// `output` as the content).
     pub async fn fail_tool_call(&self, call_id: &ToolCallId, output: Vec<ContentBlock>) {
         self.finish_tool_call(call_id, output, ToolCallStatus::Failed).await;
     }
