@@ -66,9 +66,9 @@ release_build() {
     mkdir -p "$DIST"
     echo "-- release $version: python wheel and sdist"
     release_build_python "$version"
-    echo "-- release $version: npm packages"
+    echo "-- release $version: npm packages (at $((SECONDS - started)) s)"
     release_build_node
-    echo "-- release $version: crate"
+    echo "-- release $version: crates (at $((SECONDS - started)) s)"
     release_build_crate "$version"
     echo "-- release $version built in $((SECONDS - started)) s:"
     ls -l "$DIST"
