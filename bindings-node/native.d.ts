@@ -385,7 +385,7 @@ export type Authenticator = Pick<Host, 'authMethods' | 'requiresAuthentication' 
   authenticate(methodId: string): MaybePromise<void>
 }
 
-/** The turn runner (`acp_facade::runner::TurnRunner`): how one turn runs, plus optional hooks. */
+/** The turn runner (`acp_facade_runner::TurnRunner`): how one turn runs, plus optional hooks. */
 export interface TurnRunner {
   /** Runs one turn; resolve with why it stopped (`undefined` is `"end_turn"`), throw to fail it (-32603, or an `AcpError`'s code). */
   runTurn(turn: Turn): MaybePromise<StopReason | undefined | void>
