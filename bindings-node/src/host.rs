@@ -22,18 +22,20 @@
 //!
 //! A session-opening call hands the host the session's handle on the client as `setup.client`
 //! (a [`Client`]), ordered after the session's own updates: its calls wait until the facade has
-//! forwarded what the session published to its hub before them ([`in_order_with`](acp_facade::client::Client::in_order_with),
-//! told which hub once the host returned the session).
+//! forwarded what the session published to its hub before them (the core's
+//! [`session_order`](acp_facade::binding::session_order), told which hub once the host returned
+//! the session).
 
 pub mod control;
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::Arc;
 
 use acp_facade::acp::{
     AuthMethod, AuthMethodId, AvailableCommand, ContentBlock, SessionConfigId, SessionConfigOption,
     SessionConfigOptionValue, SessionId,
 };
+use acp_facade::binding::session_order::{HubSlot, session_client};
 use acp_facade::error::{Error as AcpError, ErrorExt};
 use acp_facade::harness::{CommandId, Event, GateId, GateResponse, Prompt};
 use acp_facade::host::{
@@ -54,18 +56,11 @@ use crate::callback::{
 use crate::client::Client;
 use crate::harness::event_from_json;
 
-/// The hub a session publishes to, once the host returned the session: what its handle on the
-/// client orders its calls after.
-type HubSlot = Arc<OnceLock<Weak<EventHub>>>;
-
 /// `([sessionId,] setup)` as JS arguments, the setup with the session's handle on the client as
 /// `client`; the core gives the setup its shape (see [`Setup`]). The returned slot takes the
 /// session's hub.
 fn setup_args(session_id: Option<SessionId>, setup: Setup) -> (BuildArgs, HubSlot) {
-    let slot: HubSlot = Arc::default();
-    let hub = slot.clone();
-    let published = Arc::new(move || hub.get().and_then(Weak::upgrade).map_or(0, |hub| hub.published()));
-    let client = setup.client().in_order_with(published);
+    let (client, slot) = session_client(&setup);
     let args: BuildArgs = Box::new(move |env| {
         let mut args = Vec::with_capacity(2);
         if let Some(id) = &session_id {
@@ -341,7 +336,7 @@ fn live_session_from(
         _ => None,
     };
     let hub = hub.hub();
-    let _ = slot.set(Arc::downgrade(&hub));
+    slot.set(&hub);
     Ok(Arc::new(JsLiveSession {
         id: SessionId::new(id),
         hub,

@@ -25,7 +25,8 @@
 //! relay ([`Relay::local`]) before it makes the function.
 //!
 //! libuv's functions are looked up in the process (Node exports them for addons); where they are
-//! not found, there is no relay and calls go to the threadsafe function directly, as before. The
+//! not found, or `ACP_FACADE_NO_UV_RELAY=1` ([`switches::uv_relay`]), there is no relay and calls
+//! go to the threadsafe function directly: the same order and results, other wake-ups. The
 //! handle is unreferenced (it never keeps the event loop alive, like the weak threadsafe functions
 //! it feeds) and closed when the environment is torn down; jobs queued then are dropped, which
 //! their callers read as the host gone.
@@ -35,6 +36,7 @@ use std::collections::VecDeque;
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
+use acp_facade::binding::switches;
 use napi::sys;
 
 /// A call to make on the JS thread.
@@ -59,10 +61,13 @@ struct Uv {
     unref: Unref,
 }
 
-/// libuv's functions, looked up once in the process.
+/// libuv's functions, looked up once in the process; none when the relay is switched off.
 fn uv() -> Option<&'static Uv> {
     static UV: OnceLock<Option<Uv>> = OnceLock::new();
     UV.get_or_init(|| {
+        if !switches::uv_relay() {
+            return None;
+        }
         let find = |name: &CStr| {
             // SAFETY: `dlsym` over the process's global symbols with a C string.
             let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
@@ -105,7 +110,8 @@ thread_local! {
 }
 
 impl Relay {
-    /// The relay of `env`'s JS thread (on that thread); `None` where libuv cannot be reached.
+    /// The relay of `env`'s JS thread (on that thread); `None` where libuv cannot be reached or
+    /// the relay is switched off.
     pub fn local(env: sys::napi_env) -> Option<Arc<Self>> {
         LOCAL.with_borrow_mut(|local| match local {
             Some((owner, relay)) if *owner == env => relay.clone(),
@@ -202,4 +208,12 @@ unsafe extern "C" fn closed(handle: *mut UvAsync) {
         drop(Arc::from_raw(handle.cast::<*const Relay>().read()));
         drop(Box::from_raw(handle));
     }
+}
+
+/// Whether calls and settles of this JS thread go through its relay (`false`: to the threadsafe
+/// functions directly, where libuv cannot be reached or `ACP_FACADE_NO_UV_RELAY=1`). For the
+/// tests, which check that the switch is honoured; not part of the API.
+#[napi_derive::napi(skip_typescript, js_name = "__usesUvRelay")]
+pub fn uses_uv_relay(env: napi::Env) -> bool {
+    Relay::local(env.raw()).is_some()
 }

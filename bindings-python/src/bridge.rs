@@ -3,7 +3,8 @@
 //!
 //! Tokio threads never touch the interpreter. A call into Python ([`call`]) is queued here as plain
 //! Rust data and the loop is woken through a file descriptor that it watches with
-//! `loop.add_reader` ([`Wake`]: an eventfd on Linux, a socket pair elsewhere). The loop then drains
+//! `loop.add_reader` ([`Wake`]: an eventfd on Linux, a socket pair elsewhere or with
+//! `ACP_FACADE_NO_EVENTFD=1`). The loop then drains
 //! the queue on its own thread with one call (`bridge_drain`), which delivers every item in queue
 //! order: a call is handed to the dispatcher, which runs the host's coroutine as an asyncio task
 //! and answers with a synchronous call (`bridge_reply`, `bridge_reply_error`,
@@ -17,12 +18,14 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 
 use acp_facade::Error;
+use acp_facade::binding::switches;
 use acp_facade::error::ErrorExt;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -52,20 +55,30 @@ enum Item {
 ///
 /// On Linux an eventfd: one signal and one clear cost about a third of a byte sent and received
 /// over a Unix socket (no socket buffer is allocated per wake-up), once per hand-over to the loop,
-/// so about once per host call. Elsewhere a non-blocking socket pair carrying one byte.
-struct Wake {
+/// so about once per host call. Elsewhere, or with `ACP_FACADE_NO_EVENTFD=1`
+/// ([`switches::eventfd`]), a non-blocking socket pair carrying one byte: the plain path, with
+/// the same wake-ups.
+enum Wake {
     #[cfg(target_os = "linux")]
-    event: std::fs::File,
-    #[cfg(not(target_os = "linux"))]
-    tx: std::os::unix::net::UnixStream,
-    #[cfg(not(target_os = "linux"))]
-    rx: std::os::unix::net::UnixStream,
+    Event(std::fs::File),
+    Pair {
+        tx: UnixStream,
+        rx: UnixStream,
+    },
 }
 
 impl Wake {
+    fn new() -> std::io::Result<Self> {
+        #[cfg(target_os = "linux")]
+        if switches::eventfd() {
+            return Self::eventfd();
+        }
+        Self::pair()
+    }
+
     #[cfg(target_os = "linux")]
     #[allow(unsafe_code, reason = "eventfd has no safe wrapper in std")]
-    fn new() -> std::io::Result<Self> {
+    fn eventfd() -> std::io::Result<Self> {
         use std::os::fd::{FromRawFd, OwnedFd};
         // SAFETY: `eventfd` takes no pointers; the descriptor it returns is new and ours alone.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -74,64 +87,63 @@ impl Wake {
         }
         // SAFETY: `fd` is a valid descriptor that nothing else owns.
         let event = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-        Ok(Self { event })
+        Ok(Self::Event(event))
     }
 
-    #[cfg(not(target_os = "linux"))]
-    fn new() -> std::io::Result<Self> {
-        let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
+    fn pair() -> std::io::Result<Self> {
+        let (tx, rx) = UnixStream::pair()?;
         tx.set_nonblocking(true)?;
         rx.set_nonblocking(true)?;
-        Ok(Self { tx, rx })
+        Ok(Self::Pair { tx, rx })
     }
 
     /// Makes the descriptor readable. Nothing can go wrong here that the next signal would not
     /// retry: a full eventfd counter or socket buffer is readable already.
     fn signal(&self) {
-        #[cfg(target_os = "linux")]
-        let _ = (&self.event).write(&1u64.to_ne_bytes());
-        #[cfg(not(target_os = "linux"))]
-        let _ = (&self.tx).write(&[1]);
+        let _ = match self {
+            #[cfg(target_os = "linux")]
+            Self::Event(event) => (&*event).write(&1u64.to_ne_bytes()),
+            Self::Pair { tx, .. } => (&*tx).write(&[1]),
+        };
     }
 
     /// Makes the descriptor unreadable again (whatever signals came before).
-    #[cfg(target_os = "linux")]
     fn clear(&self) {
-        // One read takes the whole count.
-        let mut count = [0u8; 8];
-        while let Err(e) = (&self.event).read(&mut count) {
-            if e.kind() != ErrorKind::Interrupted {
-                break;
+        match self {
+            #[cfg(target_os = "linux")]
+            Self::Event(event) => {
+                // One read takes the whole count.
+                let mut count = [0u8; 8];
+                while let Err(e) = (&*event).read(&mut count) {
+                    if e.kind() != ErrorKind::Interrupted {
+                        break;
+                    }
+                }
             }
-        }
-    }
-
-    /// Makes the descriptor unreadable again (whatever signals came before).
-    #[cfg(not(target_os = "linux"))]
-    fn clear(&self) {
-        let mut sink = [0u8; 256];
-        loop {
-            match (&self.rx).read(&mut sink) {
-                // Less than asked for: the socket is empty now (one byte, usually: a push signals
-                // only while `woken` is clear), so no second read to hear `WouldBlock`.
-                Ok(n) if n < sink.len() => break,
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => break,
+            Self::Pair { rx, .. } => {
+                let mut sink = [0u8; 256];
+                loop {
+                    match (&*rx).read(&mut sink) {
+                        // Less than asked for: the socket is empty now (one byte, usually: a push
+                        // signals only while `woken` is clear), so no second read to hear
+                        // `WouldBlock`.
+                        Ok(n) if n < sink.len() => break,
+                        Ok(_) => {}
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
             }
         }
     }
 
     /// The descriptor the loop watches.
-    #[cfg(target_os = "linux")]
     fn fd(&self) -> RawFd {
-        self.event.as_raw_fd()
-    }
-
-    /// The descriptor the loop watches.
-    #[cfg(not(target_os = "linux"))]
-    fn fd(&self) -> RawFd {
-        self.rx.as_raw_fd()
+        match self {
+            #[cfg(target_os = "linux")]
+            Self::Event(event) => event.as_raw_fd(),
+            Self::Pair { rx, .. } => rx.as_raw_fd(),
+        }
     }
 }
 

@@ -10,18 +10,20 @@
 //! A session-opening call hands the host the session's handle on the client (`Setup.client`, a
 //! [`PyClient`]) beside the setup, ordered after the session's own updates: its calls wait until
 //! the facade has forwarded what the session published to its hub before them
-//! ([`Client::in_order_with`], told which hub once the host returned the session).
+//! (the core's [`session_order`](acp_facade::binding::session_order), told which hub once the host
+//! returned the session).
 
 mod control;
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::Arc;
 
 use acp_facade::Error;
 use acp_facade::acp::{
     AuthMethod, AuthMethodId, AvailableCommand, ContentBlock, SessionConfigId, SessionConfigOption,
     SessionConfigOptionValue, SessionId,
 };
+use acp_facade::binding::session_order::{HubSlot, session_client};
 use acp_facade::client::Client;
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::{CommandId, Event, GateId, GateResponse, Prompt};
@@ -60,18 +62,6 @@ impl PyHost {
     pub(crate) fn new(target: Py<PyAny>) -> Self {
         Self { target: Arc::new(target) }
     }
-}
-
-/// The hub a session publishes to, once the host returned the session: what its handle on the
-/// client orders its calls after.
-type HubSlot = Arc<OnceLock<Weak<EventHub>>>;
-
-/// The session's handle on the client for a session-opening call, and the slot its hub goes in.
-fn session_client(setup: &Setup) -> (Client, HubSlot) {
-    let slot: HubSlot = Arc::default();
-    let hub = slot.clone();
-    let published = Arc::new(move || hub.get().and_then(Weak::upgrade).map_or(0, |hub| hub.published()));
-    (setup.client().in_order_with(published), slot)
 }
 
 /// The arguments of a session-opening call: `([session_id,] setup, client)`.
@@ -131,7 +121,7 @@ fn live_from_py(value: &Bound<'_, PyAny>, slot: &HubSlot) -> Result<Arc<dyn Live
     let invalid = |e: PyErr| Error::internal_msg(format!("the host returned an invalid live session: {e}"));
     let LiveReturn { id, hub, adapter, parts, commands } = value.extract().map_err(invalid)?;
     let hub = hub.get().hub();
-    let _ = slot.set(Arc::downgrade(&hub));
+    slot.set(&hub);
     Ok(Arc::new(PyLiveSession {
         id: SessionId::new(id),
         hub,

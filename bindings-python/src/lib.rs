@@ -6,8 +6,8 @@
 //! Tokio runtime and the caller's asyncio loop.
 //!
 //! Architecture invariant: Tokio threads never touch the interpreter. A call into Python is
-//! queued in Rust and the asyncio loop is woken through a socket it watches; the loop drains the
-//! queue, runs the host's coroutines as tasks, and answers with plain synchronous calls.
+//! queued in Rust and the asyncio loop is woken through a file descriptor it watches; the loop
+//! drains the queue, runs the host's coroutines as tasks, and answers with plain synchronous calls.
 
 // These docs are for the binding's maintainers (its users read the Python API), so they may point
 // at private items.
@@ -28,8 +28,8 @@ pub mod pace;
 pub mod runner;
 
 /// The one process-wide Tokio runtime of the binding: the core's
-/// [`binding_runtime`](acp_facade::binding::runtime), one worker thread in `SCHED_BATCH`
-/// (ARCHITECTURE.md, "The bindings' threads").
+/// [`binding_runtime`](acp_facade::binding::runtime), one worker thread in `SCHED_BATCH` (unless
+/// `ACP_FACADE_NO_SCHED_BATCH=1`; ARCHITECTURE.md, "The bindings' threads").
 pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {

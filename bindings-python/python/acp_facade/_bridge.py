@@ -1,7 +1,8 @@
 """The asyncio half of the bridge between the Rust core and the caller's event loop.
 
-Rust queues calls into Python and wakes the loop through a file descriptor (an eventfd on Linux)
-that the loop watches with ``loop.add_reader``. :class:`Dispatcher` drains the queue on the loop's
+Rust queues calls into Python and wakes the loop through a file descriptor (an eventfd on Linux,
+else or with ``ACP_FACADE_NO_EVENTFD=1`` a socket pair: whichever ``bridge_fileno()`` gives) that
+the loop watches with ``loop.add_reader``. :class:`Dispatcher` drains the queue on the loop's
 thread with one call into Rust, which delivers every item in queue order (and completes the futures
 that Rust work resolved itself); it runs each host coroutine in an :class:`asyncio.Task`, and
 answers from that task with plain synchronous calls into Rust. Rust

@@ -12,7 +12,7 @@ use crate::acp::{
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use crate::harness::{Event, EventKind, TokenChannel, ToolCallChanges};
-use crate::rpc::message::notification_line;
+use crate::rpc::message::{notification_head, notification_line, notification_tail};
 
 use super::method::SESSION_UPDATE;
 
@@ -130,19 +130,20 @@ pub(crate) fn completed_fields(output: &[ToolCallContent], is_error: bool) -> To
 }
 
 /// The start of a session's `session/update` lines, up to their update's tag:
-/// `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"…","update":{"sessionUpdate":"`.
-/// The same for every update of the session, so it is written once, when the session is
-/// registered, and copied into each directly written line.
+/// `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"…","update":{"sessionUpdate":"`
+/// (the envelope's bytes are [`notification_head`]'s). The same for every update of the session,
+/// so it is written once, when the session is registered, and copied into each directly written
+/// line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UpdateHead(Box<[u8]>);
 
 impl UpdateHead {
     /// The head of the lines of the session `session_id`.
     pub(crate) fn new(session_id: &str) -> Self {
-        const START: &[u8] = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#;
+        const SESSION: &[u8] = br#"{"sessionId":"#;
         const TAG: &[u8] = br#","update":{"sessionUpdate":""#;
-        let mut head = Vec::with_capacity(START.len() + session_id.len() + 2 + TAG.len());
-        head.extend_from_slice(START);
+        let mut head = notification_head(SESSION_UPDATE, SESSION.len() + session_id.len() + 2 + TAG.len());
+        head.extend_from_slice(SESSION);
         json_string(&mut head, session_id);
         head.extend_from_slice(TAG);
         Self(head.into_boxed_slice())
@@ -162,7 +163,8 @@ impl UpdateHead {
 /// [`SessionNotification`] (a test holds it to that).
 pub(crate) fn text_chunk_line(head: &UpdateHead, channel: TokenChannel, text: &str) -> Vec<u8> {
     const CONTENT: &[u8] = br#"","content":{"type":"text","text":"#;
-    const TAIL: &[u8] = b"}}}}\n";
+    // The content's, the update's and the params' braces, then the envelope's end.
+    const TAIL: &[u8] = &notification_tail::<5>(b"}}}");
     let kind = match channel {
         TokenChannel::Message => "agent_message_chunk",
         TokenChannel::Thought => "agent_thought_chunk",
@@ -181,7 +183,8 @@ pub(crate) fn text_chunk_line(head: &UpdateHead, channel: TokenChannel, text: &s
 pub(crate) fn usage_line(head: &UpdateHead, used: u64, size: u64) -> Vec<u8> {
     const USED: &[u8] = br#"usage_update","used":"#;
     const SIZE: &[u8] = br#","size":"#;
-    const TAIL: &[u8] = b"}}}\n";
+    // The update's and the params' braces, then the envelope's end.
+    const TAIL: &[u8] = &notification_tail::<4>(b"}}");
     // Two numbers of at most 20 digits each.
     let mut line = head.line(USED.len() + SIZE.len() + TAIL.len() + 40);
     line.extend_from_slice(USED);

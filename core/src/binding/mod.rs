@@ -8,8 +8,14 @@
 //!   mark, hard limit);
 //! - [`publisher`]: in-order publishing into an [`EventHub`](crate::hub::EventHub) for such
 //!   callers;
-//! - [`runtime`]: the Tokio runtime a binding runs the core on, beside the host language's loop.
+//! - [`runtime`]: the Tokio runtime a binding runs the core on, beside the host language's loop;
+//! - [`switches`]: the one reading of each performance mechanism's off switch
+//!   (`ACP_FACADE_NO_…=1`);
+//! - [`session_order`]: a host's client calls ordered after the updates of what its session
+//!   published, for hosts whose hub is known only once they returned the session.
 
 pub mod pace;
 pub mod publisher;
 pub mod runtime;
+pub mod session_order;
+pub mod switches;

@@ -9,11 +9,14 @@
 //!   never preempts the running thread. The loop's thread wakes the worker at every call it queues
 //!   (a turn's `text`, `usage`, a client call); on a shared CPU the worker would preempt it at
 //!   each, and a turn would bounce between the two threads once per call instead of once per
-//!   turn. Where the policy cannot be set, the threads keep the default one.
+//!   turn. Where the policy cannot be set, or `ACP_FACADE_NO_SCHED_BATCH=1`
+//!   ([`switches::sched_batch`]), the threads keep the policy they inherit.
 
 use std::io;
 
 use tokio::runtime::{Builder, Runtime};
+
+use super::switches;
 
 /// Builds the runtime a binding runs the core on (see the module doc); its threads are named
 /// `acp-facade`.
@@ -21,12 +24,17 @@ use tokio::runtime::{Builder, Runtime};
 /// # Errors
 /// The runtime's I/O driver or threads could not be created.
 pub fn binding_runtime() -> io::Result<Runtime> {
-    Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("acp-facade")
-        .on_thread_start(batch_policy)
-        .enable_all()
-        .build()
+    runtime(switches::sched_batch())
+}
+
+/// The runtime of [`binding_runtime`], its threads in `SCHED_BATCH` when `batch`.
+fn runtime(batch: bool) -> io::Result<Runtime> {
+    let mut builder = Builder::new_multi_thread();
+    builder.worker_threads(1).thread_name("acp-facade").enable_all();
+    if batch {
+        builder.on_thread_start(batch_policy);
+    }
+    builder.build()
 }
 
 /// Puts the calling thread in the `SCHED_BATCH` scheduling policy (Linux; elsewhere nothing).
@@ -44,11 +52,10 @@ fn batch_policy() {
 mod tests {
     use super::*;
 
-    #[test]
+    /// The name and scheduling policy of the runtime's worker thread.
     #[allow(unsafe_code, reason = "sched_getscheduler has no safe wrapper")]
-    fn the_worker_runs_in_sched_batch() {
-        let runtime = binding_runtime().expect("runtime");
-        let (name, policy) = runtime.block_on(async {
+    fn worker(runtime: &Runtime) -> (Option<String>, i32) {
+        runtime.block_on(async {
             tokio::spawn(async {
                 // SAFETY: `sched_getscheduler` of the calling thread.
                 let policy = unsafe { libc::sched_getscheduler(0) };
@@ -56,10 +63,25 @@ mod tests {
             })
             .await
             .expect("task")
-        });
+        })
+    }
+
+    #[test]
+    fn the_worker_runs_in_sched_batch() {
+        let (name, policy) = worker(&runtime(true).expect("runtime"));
         assert_eq!(name.as_deref(), Some("acp-facade"));
         #[cfg(target_os = "linux")]
         assert_eq!(policy, libc::SCHED_BATCH);
         let _ = policy;
+    }
+
+    #[test]
+    fn switched_off_the_worker_keeps_the_inherited_policy() {
+        #[allow(unsafe_code, reason = "sched_getscheduler has no safe wrapper")]
+        // SAFETY: `sched_getscheduler` of the calling thread.
+        let inherited = unsafe { libc::sched_getscheduler(0) };
+        let (name, policy) = worker(&runtime(false).expect("runtime"));
+        assert_eq!(name.as_deref(), Some("acp-facade"));
+        assert_eq!(policy, inherited);
     }
 }

@@ -18,6 +18,11 @@
 //! one; on anything unusual (an error of any kind, an `error` response, a message with both a
 //! `method` and a `result`, a duplicate or escaped member name, an escaped `jsonrpc`, a line that
 //! is not UTF-8) it gives up and the reference path decides.
+//!
+//! And writing the lines that go out: every JSON-RPC envelope byte the crate writes is written
+//! here — requests, notifications and responses through one generic envelope, a successful
+//! response's and a directly written notification's head and tail (the hot paths) by hand, with
+//! the same bytes.
 
 // Public (not `pub(crate)`) for the `fuzzing` feature, which re-exports what the fuzz targets and
 // property tests drive directly; without it nothing outside the crate can reach this module.
@@ -437,6 +442,45 @@ fn line<P: Serialize>(envelope: &Envelope<'_, P>) -> Vec<u8> {
     out
 }
 
+/// The start of a notification line up to its params, `{"jsonrpc":"2.0","method":"<method>","params":`,
+/// in a buffer with room for `rest` more bytes: for the lines a caller writes directly, params
+/// included (the agent's most frequent `session/update`s), so that the envelope's bytes are still
+/// written here. Such a line ends with [`notification_tail`]; it must be byte-identical to the
+/// [`notification_line`] of the same params (the caller's tests hold it to that).
+pub(crate) fn notification_head(method: &str, rest: usize) -> Vec<u8> {
+    const START: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
+    const PARAMS: &[u8] = br#","params":"#;
+    let mut head = Vec::with_capacity(START.len() + method.len() + 2 + PARAMS.len() + rest);
+    head.extend_from_slice(START);
+    // Writing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut head, method);
+    head.extend_from_slice(PARAMS);
+    head
+}
+
+/// What closes a notification line after its params: the envelope's brace, the line's newline.
+const NOTIFICATION_END: &[u8] = b"}\n";
+
+/// The last bytes of a directly written notification line (see [`notification_head`]):
+/// `params_end`, the end of its params, then what closes the envelope and the line — one
+/// constant, so that the line's last bytes are copied at once. `N` is `params_end.len() + 2`,
+/// checked where the constant is evaluated.
+pub(crate) const fn notification_tail<const N: usize>(params_end: &[u8]) -> [u8; N] {
+    assert!(N == params_end.len() + NOTIFICATION_END.len(), "N is the length of the params' end + 2");
+    let mut tail = [0u8; N];
+    let mut i = 0;
+    while i < params_end.len() {
+        tail[i] = params_end[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < NOTIFICATION_END.len() {
+        tail[i + j] = NOTIFICATION_END[j];
+        j += 1;
+    }
+    tail
+}
+
 /// One line holding a notification.
 pub(crate) fn notification_line<P: Serialize>(method: &str, params: &P) -> Vec<u8> {
     line(&Envelope { jsonrpc: "2.0", id: None, method: Some(method), params: Some(params), result: None, error: None })
@@ -573,6 +617,20 @@ mod tests {
     fn lines_are_compact_and_terminated() {
         let l = response_line(&RequestId::Number(1), &Ok(serde_json::json!({"a": "b\nc"}).into()));
         assert_eq!(l, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"b\\nc\"}}\n");
+    }
+
+    #[test]
+    fn a_directly_written_notification_equals_the_generic_envelope() {
+        for method in ["session/update", "a\"b/c", ""] {
+            let params = serde_json::json!({"k": [1, "v"]});
+            let mut line = notification_head(method, 0);
+            line.extend_from_slice(br#"{"k":[1,"v"]"#);
+            line.extend_from_slice(&notification_tail::<3>(b"}"));
+            assert_eq!(
+                String::from_utf8(line).unwrap(),
+                String::from_utf8(notification_line(method, &params)).unwrap()
+            );
+        }
     }
 
     /// The generic envelope, which the direct response line must equal byte for byte.
