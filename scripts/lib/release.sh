@@ -57,18 +57,32 @@ release_build_crate() {
     cp "$RELEASE_TARGET/package/acp-facade-$version.crate" "$RELEASE_TARGET/package/acp-facade-runner-$version.crate" "$DIST/"
 }
 
+# The Python and the Node artifacts are built side by side: each ends in one long single-threaded
+# step (whole-program optimisation into one codegen unit), which the other's build fills in on a
+# second core. Their output goes to a log each, printed whole once both are done.
 release_build() {
-    local version started
+    local version started logs python node status=0
     version="$(release_version)"
     started=$SECONDS
     release_tools
     rm -rf "$DIST"
     mkdir -p "$DIST"
-    echo "-- release $version: python wheel and sdist"
-    release_build_python "$version"
-    echo "-- release $version: npm packages (at $((SECONDS - started)) s)"
-    release_build_node
-    echo "-- release $version: crates (at $((SECONDS - started)) s)"
+    logs="$RELEASE_TARGET/release-logs"
+    mkdir -p "$logs"
+    echo "-- release $version: python wheel and sdist, npm packages (side by side)"
+    (set -euo pipefail; release_build_python "$version") >"$logs/python.log" 2>&1 &
+    python=$!
+    (set -euo pipefail; release_build_node) >"$logs/node.log" 2>&1 &
+    node=$!
+    wait "$python" || status=$?
+    echo "-- release $version: python wheel and sdist (exit $status, done at $((SECONDS - started)) s):"
+    cat "$logs/python.log"
+    [ "$status" -eq 0 ] || { wait "$node" || true; return "$status"; }
+    wait "$node" || status=$?
+    echo "-- release $version: npm packages (exit $status, done at $((SECONDS - started)) s):"
+    cat "$logs/node.log"
+    [ "$status" -eq 0 ] || return "$status"
+    echo "-- release $version: crates"
     release_build_crate "$version"
     echo "-- release $version built in $((SECONDS - started)) s:"
     ls -l "$DIST"
