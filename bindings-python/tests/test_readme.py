@@ -141,7 +141,9 @@ def test_rust_dependencies_match_the_release() -> None:
         version = tomllib.load(f)["workspace"]["package"]["version"]
     (manifest,) = [tomllib.loads(text) for text in of("toml")]
     dependencies = manifest["dependencies"]
-    assert dependencies["acp-facade"]["path"] == f"vendor/acp-facade-{version}"
     assert {"async-trait", "tokio", "serde_json"} <= set(dependencies)
     (extract,) = [text for lang, section, text in blocks() if lang == "sh" and section == "Install" and ".crate" in text]
-    assert re.search(rf"dist/acp-facade-{re.escape(version)}\.crate -C vendor", extract), extract
+    # Both crates: the facade, and the runner on top of it.
+    for crate in ("acp-facade", "acp-facade-runner"):
+        assert dependencies[crate]["path"] == f"vendor/{crate}-{version}"
+        assert re.search(rf"dist/{re.escape(crate)}-{re.escape(version)}\.crate -C vendor", extract), extract
