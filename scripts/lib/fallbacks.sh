@@ -17,7 +17,7 @@ track_bindings_without_tuning() {
     ) || status=1
     (
         export ACP_FACADE_NO_UV_RELAY=1 ACP_FACADE_NO_SCHED_BATCH=1 ACP_FACADE_NO_EVENTFD=1
-        node --test --test-timeout=120000 bindings-node/test/*.test.mjs
+        node --test --test-concurrency=2 --test-timeout=120000 bindings-node/test/*.test.mjs
     ) || status=1
     return "$status"
 }
