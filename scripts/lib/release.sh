@@ -57,11 +57,13 @@ release_build_crate() {
     cp "$RELEASE_TARGET/package/acp-facade-$version.crate" "$RELEASE_TARGET/package/acp-facade-runner-$version.crate" "$DIST/"
 }
 
-# The Python and the Node artifacts are built side by side: each ends in one long single-threaded
-# step (whole-program optimisation into one codegen unit), which the other's build fills in on a
-# second core. Their output goes to a log each, printed whole once both are done.
+# The three builds run side by side: the Python and the Node artifacts each end in one long
+# single-threaded step (whole-program optimisation into one codegen unit), which the others' work
+# fills in on the second core; the crates' check compiles only our two crates (their dependencies
+# are cargo's debug builds). Each build's output goes to a log, printed whole once all are done.
 release_build() {
-    local version started logs python node status=0
+    local version started logs build status failed=0
+    local -a pids=()
     version="$(release_version)"
     started=$SECONDS
     release_tools
@@ -69,21 +71,21 @@ release_build() {
     mkdir -p "$DIST"
     logs="$RELEASE_TARGET/release-logs"
     mkdir -p "$logs"
-    echo "-- release $version: python wheel and sdist, npm packages (side by side)"
-    (set -euo pipefail; release_build_python "$version") >"$logs/python.log" 2>&1 &
-    python=$!
-    (set -euo pipefail; release_build_node) >"$logs/node.log" 2>&1 &
-    node=$!
-    wait "$python" || status=$?
-    echo "-- release $version: python wheel and sdist (exit $status, done at $((SECONDS - started)) s):"
-    cat "$logs/python.log"
-    [ "$status" -eq 0 ] || { wait "$node" || true; return "$status"; }
-    wait "$node" || status=$?
-    echo "-- release $version: npm packages (exit $status, done at $((SECONDS - started)) s):"
-    cat "$logs/node.log"
-    [ "$status" -eq 0 ] || return "$status"
-    echo "-- release $version: crates"
-    release_build_crate "$version"
+    echo "-- release $version: the python wheel and sdist, the npm packages and the crates, side by side"
+    for build in python node crate; do
+        (set -euo pipefail; "release_build_$build" "$version") >"$logs/$build.log" 2>&1 &
+        pids+=("$!")
+    done
+    local i=0
+    for build in python node crate; do
+        status=0
+        wait "${pids[$i]}" || status=$?
+        i=$((i + 1))
+        echo "-- release $version: $build (exit $status, done by $((SECONDS - started)) s):"
+        cat "$logs/$build.log"
+        [ "$status" -eq 0 ] || failed=1
+    done
+    [ "$failed" -eq 0 ] || return 1
     echo "-- release $version built in $((SECONDS - started)) s:"
     ls -l "$DIST"
 }
