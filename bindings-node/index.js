@@ -95,7 +95,8 @@ function clientError({ kind, code, message, data, ...details }) {
   const cls = CLIENT_ERRORS.get(kind) ?? ClientError
   return new cls(code, message, data ?? undefined, { kind, ...details })
 }
-native.__registerClientErrors(clientError)
+// One resolved Promise for every paced call that need not wait (see src/pace.rs).
+native.__registerEnv(clientError, Promise.resolve())
 
 /** Leaving `await using` releases the terminal (once; a released terminal sends nothing). */
 if (Symbol.asyncDispose) {

@@ -18,8 +18,8 @@
 
 use acp_facade::client::ClientError;
 use acp_facade::error::{Error as AcpError, ErrorExt};
-use napi::bindgen_prelude::{Function, FunctionRef, JsObjectValue, Object, Unknown};
-use napi::{Env, JsValue, ValueType};
+use napi::bindgen_prelude::{Function, FunctionRef, JsObjectValue, Object, ObjectRef, Unknown};
+use napi::{Env, JsValue, ValueType, sys};
 use napi_derive::napi;
 use serde_json::{Value, json};
 
@@ -149,15 +149,32 @@ const ACP_ERROR_NAMES: [&str; 9] = [
     "ReleasedError",
 ];
 
-/// The factory of client errors `index.js` registers: `({ kind, code, message, data, method,
-/// ...details }) => Error`.
-struct ClientErrors(FunctionRef<Value, Unknown<'static>>);
+/// What `index.js` registers once in each environment: the factory of client errors (`({ kind,
+/// code, message, data, method, ...details }) => Error`) and one resolved Promise, which every
+/// paced call that need not wait returns (see [`crate::pace`]): one object for all, not one per
+/// call.
+struct EnvData {
+    client_errors: FunctionRef<Value, Unknown<'static>>,
+    resolved: ObjectRef<false>,
+}
 
-/// Registers the factory of client errors (called once by `index.js` in each environment).
-#[napi(skip_typescript, js_name = "__registerClientErrors")]
-pub fn register_client_errors(env: Env, factory: Function<'_, Value, Unknown<'static>>) -> Result<()> {
-    let factory = ClientErrors(factory.create_ref().map_err(recode)?);
-    env.set_instance_data(factory, (), |_| {}).map_err(recode)
+/// Registers the factory of client errors and the shared resolved Promise (called once by
+/// `index.js` in each environment, with `Promise.resolve()`).
+#[napi(skip_typescript, js_name = "__registerEnv")]
+pub fn register_env(env: Env, factory: Function<'_, Value, Unknown<'static>>, resolved: Object<'_>) -> Result<()> {
+    let data = EnvData {
+        client_errors: factory.create_ref().map_err(recode)?,
+        resolved: resolved.create_ref::<false>().map_err(recode)?,
+    };
+    env.set_instance_data(data, (), |_| {}).map_err(recode)
+}
+
+/// The resolved Promise `index.js` registered in this environment.
+pub fn resolved_promise(env: &Env) -> napi::Result<sys::napi_value> {
+    let data = env
+        .get_instance_data::<EnvData>()?
+        .ok_or_else(|| napi::Error::from_reason("acp-facade: index.js did not register its environment"))?;
+    Ok(data.resolved.get_value(env)?.raw())
 }
 
 /// A failed call to the client as the JavaScript error of its kind (see the module doc).
@@ -187,9 +204,9 @@ pub fn client_error(env: &Env, error: &ClientError) -> napi::Error {
     }
     let built = || -> napi::Result<napi::Error> {
         let factory = env
-            .get_instance_data::<ClientErrors>()?
+            .get_instance_data::<EnvData>()?
             .ok_or_else(|| napi::Error::from_reason("the client errors were not registered"))?;
-        let value = factory.0.borrow_back(env)?.call(details)?;
+        let value = factory.client_errors.borrow_back(env)?.call(details)?;
         Ok(napi::Error::from(value))
     };
     built().unwrap_or_else(|e| {
