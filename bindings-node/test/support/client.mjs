@@ -13,10 +13,15 @@ export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 export const DEMO_HOST = `${ROOT}examples/node/demo_host.mjs`
 
 /**
- * Builds the Rust demo agent (examples/demo-agent) with cargo — incremental after `cargo test` —
- * and returns its path, wherever cargo builds (CARGO_TARGET_DIR, or the workspace's target/).
+ * The Rust demo agent (examples/demo-agent): the binary ACP_FACADE_RUST_DEMO names (the test
+ * command's, built by `cargo test`), else built here with cargo and found wherever cargo builds
+ * (CARGO_TARGET_DIR, or the workspace's target/).
  */
 export function rustDemo() {
+  // The test command passes the binary `cargo test` built: building it here would compile the
+  // crates again with other features, while other test files (and builds) wait on cargo's lock.
+  const given = process.env.ACP_FACADE_RUST_DEMO
+  if (given) return given
   execFileSync('cargo', ['build', '--quiet', '-p', 'acp-facade-demo'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 })
   const metadata = execFileSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], { cwd: ROOT, maxBuffer: 64 << 20 })
   return `${JSON.parse(metadata).target_directory}/debug/acp-facade-demo`
