@@ -13,7 +13,7 @@
 //! `kind`, `method` and the kind's details. A cancelled call rejects with an `AbortError`
 //! (`name` `"AbortError"`, `code` `"ABORT_ERR"`, as Node's own cancellations). The classes are
 //! JavaScript's (`index.js`), which hands this binding their factory once
-//! ([`register_client_errors`]); thrown back from a host method, a `ClientError` answers with its
+//! ([`register_env`]); thrown back from a host method, a `ClientError` answers with its
 //! code like any `AcpError`.
 
 use acp_facade::client::ClientError;
