@@ -12,7 +12,7 @@ pub use agent_client_protocol_schema::v1::{Error, ErrorCode};
 
 /// Named constructors for the errors the facade answers with.
 ///
-/// Implemented for [`Error`] so call sites read `Error::session_not_found(..)`.
+/// Implemented for [`Error`] so call sites read `Error::unknown_session(..)`.
 pub trait ErrorExt: Sized {
     /// `-32602`: the params failed to decode or broke a rule; `message` says which field.
     fn invalid_params_msg(message: impl Into<String>) -> Self;
@@ -23,7 +23,7 @@ pub trait ErrorExt: Sized {
     /// `-32601`: the method is unknown, or not advertised by this agent.
     fn method_not_found_msg(method: &str) -> Self;
     /// `-32002`: the session id is well formed but names no live session.
-    fn session_not_found(session_id: &str) -> Self;
+    fn unknown_session(session_id: &str) -> Self;
     /// `-32800`: the request was cancelled.
     fn cancelled_msg(message: impl Into<String>) -> Self;
 }
@@ -45,7 +45,7 @@ impl ErrorExt for Error {
         Error::new(ErrorCode::MethodNotFound.into(), format!("method not found: {method}"))
     }
 
-    fn session_not_found(session_id: &str) -> Self {
+    fn unknown_session(session_id: &str) -> Self {
         Error::new(ErrorCode::ResourceNotFound.into(), format!("session not found: {session_id}"))
             .data(serde_json::json!({ "sessionId": session_id }))
     }

@@ -233,7 +233,7 @@ impl Runner {
         reservation.claiming();
         self.claim(id).await?;
         // Read after the claim: every write of the previous owner is in.
-        let record = self.inner.store.session(id).await?.ok_or_else(|| Error::session_not_found(&id.0))?;
+        let record = self.inner.store.session(id).await?.ok_or_else(|| Error::unknown_session(&id.0))?;
         let journal = self.inner.store.events(id).await?;
         let history = History::of(id, &journal, record.title.is_some());
         let session = RunnerSession::new(self.inner.clone(), id.clone(), setup, history);

@@ -38,7 +38,7 @@ impl Control {
 
     /// The agent and the session, while the session is served and not closing.
     fn served(&self) -> Result<(Arc<AgentInner>, Arc<SessionEntry>), Error> {
-        let gone = || Error::session_not_found(&self.id.0);
+        let gone = || Error::unknown_session(&self.id.0);
         let agent = self.agent.upgrade().ok_or_else(gone)?;
         let entry = self.entry.upgrade().ok_or_else(gone)?;
         let current = agent.registry.get(&self.id).ok_or_else(gone)?;

@@ -28,7 +28,7 @@ pub(super) fn initialize(this: &Arc<AgentInner>, params: Value) -> Reply {
     let version = if request.protocol_version == ProtocolVersion::V1 {
         request.protocol_version
     } else {
-        ProtocolVersion::LATEST
+        ProtocolVersion::V1
     };
     let mut response = InitializeResponse::new(version)
         .agent_capabilities(capabilities::advertised(&this.options))

@@ -76,7 +76,7 @@ impl AgentInner {
     /// Validates `id`, then finds its live session (`-32602` malformed, `-32002` not live).
     pub(crate) fn resolve_session(&self, id: &SessionId) -> Result<Arc<SessionEntry>, Error> {
         validate_session_id(&id.0)?;
-        self.registry.get(id).ok_or_else(|| Error::session_not_found(&id.0))
+        self.registry.get(id).ok_or_else(|| Error::unknown_session(&id.0))
     }
 
     /// Sends one `session/update` through the ordered writer (serialised before the returned

@@ -122,7 +122,7 @@ impl SessionCore {
 
     /// The facade's control, or `-32002` while no connection serves the session.
     pub(crate) fn served_control(&self) -> Result<Arc<dyn SessionControl>, Error> {
-        self.control().ok_or_else(|| Error::session_not_found(&self.id.0))
+        self.control().ok_or_else(|| Error::unknown_session(&self.id.0))
     }
 
     /// The session's host-defined slash commands.

@@ -223,7 +223,7 @@ impl ChaosHost {
 
     fn reopen(&self, id: &SessionId, setup: &Setup) -> HostResult<Arc<ChaosSession>> {
         if !self.stored.lock().unwrap().contains_key(&*id.0) {
-            return Err(Error::session_not_found(&id.0));
+            return Err(Error::unknown_session(&id.0));
         }
         Ok(self.open(&id.0, Some(setup.cwd().to_path_buf())))
     }

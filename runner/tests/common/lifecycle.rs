@@ -463,7 +463,7 @@ impl RichHost {
     }
 
     fn stored_history(&self, id: &SessionId) -> HostResult<Vec<Event>> {
-        self.stored.lock().unwrap().get(&*id.0).cloned().ok_or_else(|| Error::session_not_found(&id.0))
+        self.stored.lock().unwrap().get(&*id.0).cloned().ok_or_else(|| Error::unknown_session(&id.0))
     }
 }
 
