@@ -117,7 +117,7 @@ use futures::stream::BoxStream;
 
 use crate::acp::{
     AuthMethod, AuthMethodId, AvailableCommand, ContentBlock, McpServer, Meta, SessionConfigId, SessionConfigOption,
-    SessionConfigOptionValue, SessionId, SessionModeId,
+    SessionConfigOptionValue, SessionId, SessionModeId, SystemPrompt,
 };
 use crate::client::{Capabilities, Client};
 use crate::error::{Error, ErrorExt};
@@ -138,6 +138,7 @@ pub struct Setup {
     mcp_servers: Vec<McpServer>,
     client: Client,
     meta: Option<Meta>,
+    system_prompt: Option<SystemPrompt>,
 }
 
 /// Setups compare by their values and the client's capabilities (not by which handle they carry).
@@ -147,6 +148,7 @@ impl PartialEq for Setup {
             && self.additional_directories == other.additional_directories
             && self.mcp_servers == other.mcp_servers
             && self.meta == other.meta
+            && self.system_prompt == other.system_prompt
             && self.client.capabilities() == other.client.capabilities()
     }
 }
@@ -166,7 +168,14 @@ impl Setup {
             .into_iter()
             .map(|dir| absolute("additionalDirectories", dir))
             .collect::<Result<_, _>>()?;
-        Ok(Self { cwd, additional_directories, mcp_servers, client: Client::detached(), meta: None })
+        Ok(Self {
+            cwd,
+            additional_directories,
+            mcp_servers,
+            client: Client::detached(),
+            meta: None,
+            system_prompt: None,
+        })
     }
 
     /// The same setup with `client` as the session's handle.
@@ -198,6 +207,21 @@ impl Setup {
         self
     }
 
+    /// The same setup carrying the client's system prompt.
+    #[must_use]
+    pub fn with_system_prompt(mut self, system_prompt: Option<SystemPrompt>) -> Self {
+        self.system_prompt = system_prompt;
+        self
+    }
+
+    /// The client's system prompt (`systemPrompt`: content and a mode, `append` to the agent's
+    /// own or `override` it) as the `session/new`, `load` or `resume` request carried it; only
+    /// when [`Options::system_prompt`](crate::Options) declares that the host takes it. On `load`
+    /// and `resume`, `None` means "keep the one the session has".
+    pub fn system_prompt(&self) -> Option<&SystemPrompt> {
+        self.system_prompt.as_ref()
+    }
+
     /// The session's working directory: absolute and canonical.
     pub fn cwd(&self) -> &Path {
         &self.cwd
@@ -224,18 +248,23 @@ impl Setup {
 
 /// The form hosts in other languages receive (the bindings pass it on as is):
 /// `{"cwd": "/abs/path", "additionalDirectories": ["/abs/other"], "mcpServers": [<ACP McpServer>]}`,
-/// in that order, then `"meta": {...}` when the request had a `_meta`. Paths are strings (a path
-/// that is not UTF-8 is converted lossily); MCP servers keep their ACP wire form.
+/// in that order, then `"meta": {...}` when the request had a `_meta` and `"systemPrompt": {...}`
+/// (its ACP wire form) when it carried one the host takes. Paths are strings (a path that is not
+/// UTF-8 is converted lossily); MCP servers keep their ACP wire form.
 impl serde::Serialize for Setup {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut setup = serializer.serialize_struct("Setup", 3 + usize::from(self.meta.is_some()))?;
+        let fields = 3 + usize::from(self.meta.is_some()) + usize::from(self.system_prompt.is_some());
+        let mut setup = serializer.serialize_struct("Setup", fields)?;
         setup.serialize_field("cwd", &self.cwd.to_string_lossy())?;
         let directories: Vec<_> = self.additional_directories.iter().map(|d| d.to_string_lossy()).collect();
         setup.serialize_field("additionalDirectories", &directories)?;
         setup.serialize_field("mcpServers", &self.mcp_servers)?;
         if let Some(meta) = &self.meta {
             setup.serialize_field("meta", meta)?;
+        }
+        if let Some(system_prompt) = &self.system_prompt {
+            setup.serialize_field("systemPrompt", system_prompt)?;
         }
         setup.end()
     }

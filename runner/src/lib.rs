@@ -57,6 +57,7 @@ pub use store::postgres::{PostgresOptions, PostgresStore};
 pub use store::sqlite::SqliteStore;
 pub use store::{Claim, MemoryStore, SessionRecord, Store, StoreError, StoreErrorKind};
 pub use turn::gates::{PermissionAnswer, Reply};
+pub use turn::session_updates::Subagent;
 pub use turn::tool_calls::{ToolCallBuilder, ToolCallUpdateBuilder};
 pub use turn::tool_fields::ToolCallFields;
 pub use turn::tool_state::ToolCallSpec;
@@ -103,13 +104,22 @@ pub trait TurnRunner: Send + Sync + 'static {
         None
     }
 
+    /// Whether the turns take the client's system prompt ([`Turn::system_prompt`]): advertised as
+    /// `sessionCapabilities.systemPrompt`. Default: no.
+    fn accepts_system_prompt(&self) -> bool {
+        false
+    }
+
     /// Whether `/compact` is offered.
     fn supports_compaction(&self) -> bool {
         false
     }
 
-    /// Compacts a session's context (`/compact`).
-    async fn compact(&self, session: &RunnerSession) -> Result<(), Error> {
+    /// Compacts a session's context (`/compact`). Returns the summary that replaces what was
+    /// compacted, if there is one: a client that advertised `session.compaction` sees the
+    /// compaction start (`compaction_update`), the summary (`compaction_summary_chunk`) and its
+    /// end; any other client only the prompt's `end_turn`.
+    async fn compact(&self, session: &RunnerSession) -> Result<Option<String>, Error> {
         let _ = session;
         Err(Error::invalid_request_msg("compaction is not supported"))
     }
@@ -200,7 +210,8 @@ impl Runner {
             .resumer(Arc::new(self.clone()))
             .catalog(Arc::new(self.clone()))
             .deleter(Arc::new(self.clone()))
-            .compaction(self.inner.turns.supports_compaction());
+            .compaction(self.inner.turns.supports_compaction())
+            .system_prompt(self.inner.turns.accepts_system_prompt());
         match self.inner.store.cursor_key() {
             Some(key) => options.cursor_key(key),
             None => options,
@@ -236,7 +247,15 @@ impl Runner {
         let record = self.inner.store.session(id).await?.ok_or_else(|| Error::unknown_session(&id.0))?;
         let journal = self.inner.store.events(id).await?;
         let history = History::of(id, &journal, record.title.is_some());
-        let session = RunnerSession::new(self.inner.clone(), id.clone(), setup, history);
+        // A system prompt on the request replaces the kept one; none keeps it.
+        let system_prompt = match setup.system_prompt() {
+            Some(given) => {
+                self.inner.store.set_system_prompt(id, given).await?;
+                Some(given.clone())
+            }
+            None => record.system_prompt,
+        };
+        let session = RunnerSession::new(self.inner.clone(), id.clone(), setup, system_prompt, history);
         reservation.live(&session);
         Ok((session, journal))
     }
@@ -281,9 +300,11 @@ impl SessionHost for Runner {
                 title: None,
                 created_at: now.clone(),
                 updated_at: now,
+                system_prompt: setup.system_prompt().cloned(),
             })
             .await?;
-        let session = RunnerSession::new(self.inner.clone(), id, &setup, History::default());
+        let system_prompt = setup.system_prompt().cloned();
+        let session = RunnerSession::new(self.inner.clone(), id, &setup, system_prompt, History::default());
         self.inner.live.insert_new(session.session_id(), &session)?;
         Ok(session)
     }

@@ -90,9 +90,11 @@ impl TurnRunner for JsTurnRunner {
         self.compact.is_some()
     }
 
-    async fn compact(&self, session: &RunnerSession) -> Result<(), AcpError> {
+    async fn compact(&self, session: &RunnerSession) -> Result<Option<String>, AcpError> {
         match &self.compact {
-            Some(method) => method.call(serde_args(vec![json!({ "sessionId": session.id().0 })]), ignore()).await,
+            Some(method) => {
+                method.call(serde_args(vec![json!({ "sessionId": session.id().0 })]), ignore()).await.map(|()| None)
+            }
             None => Err(acp_facade::error::ErrorExt::invalid_request_msg("compaction is not supported")),
         }
     }

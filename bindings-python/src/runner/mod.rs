@@ -130,9 +130,9 @@ impl TurnRunner for PyTurnRunner {
         self.compaction
     }
 
-    async fn compact(&self, session: &RunnerSession) -> Result<(), Error> {
+    async fn compact(&self, session: &RunnerSession) -> Result<Option<String>, Error> {
         let session_id = acp_facade::host::LiveSession::id(session).0.to_string();
-        bridge::call(&self.target, "compact", move |py| args(py, (session_id,)), |_| Ok(())).await
+        bridge::call(&self.target, "compact", move |py| args(py, (session_id,)), |_| Ok(None)).await
     }
 }
 

@@ -8,7 +8,8 @@ use super::options::Options;
 use crate::acp::{
     AgentAuthCapabilities, AgentCapabilities, AuthMethod, ClientCapabilities, ContentBlock, LogoutCapabilities,
     McpCapabilities, McpServer, PromptCapabilities, SessionCapabilities, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    SessionDeleteCapabilities, SessionListCapabilities, SessionResumeCapabilities, SessionSystemPromptCapabilities,
+    SystemPrompt,
 };
 use crate::error::{Error, ErrorExt};
 
@@ -27,6 +28,9 @@ pub(super) fn advertised(options: &Options) -> AgentCapabilities {
     if options.close {
         session = session.close(SessionCloseCapabilities::new());
     }
+    if options.system_prompt {
+        session = session.system_prompt(SessionSystemPromptCapabilities::new());
+    }
     let mut auth = AgentAuthCapabilities::new();
     if options.authenticator.as_ref().is_some_and(|a| a.supports_logout()) {
         auth = auth.logout(LogoutCapabilities::new());
@@ -38,6 +42,16 @@ pub(super) fn advertised(options: &Options) -> AgentCapabilities {
         .session_capabilities(session)
         .auth(auth)
         .meta(options.extensions.advertised())
+}
+
+/// The client's system prompt as the host gets it: only when the host takes system prompts (and
+/// so advertised them); otherwise it is left out (logged), since ACP forbids sending it then.
+pub(crate) fn accepted_system_prompt(options: &Options, system_prompt: Option<SystemPrompt>) -> Option<SystemPrompt> {
+    if system_prompt.is_some() && !options.system_prompt {
+        tracing::debug!("a `systemPrompt` the agent did not advertise: left out");
+        return None;
+    }
+    system_prompt
 }
 
 /// Rejects prompt content the agent did not advertise (`-32602`, naming the block). Text and

@@ -7,6 +7,10 @@
 //! `CompactWaiterRejected` (→ an error with the reason, or a generic one when the event is
 //! `Internal`: its reason never reaches the client, but it still ends the compaction).
 //!
+//! Events the command causes besides its outcome — the compaction's progress
+//! (`compaction_update`) and summary (`compaction_summary_chunk`) — are sent as they arrive, before
+//! the response, to a client that advertised `session.compaction`; others see only the response.
+//!
 //! It is advertised as `compact` in `available_commands_update`, beside the host's own commands
 //! (see [`commands`](super::commands)).
 
@@ -17,6 +21,7 @@ use futures::StreamExt;
 use super::cancellation::Cancellation;
 use super::session_state::SessionEntry;
 use super::state::AgentInner;
+use super::translate::translate;
 use crate::acp::{AvailableCommand, ContentBlock, StopReason};
 use crate::error::{Error, ErrorExt};
 use crate::harness::EventKind;
@@ -51,7 +56,6 @@ pub(crate) async fn run(
     entry: &Arc<SessionEntry>,
     cancel: &mut Cancellation<'_>,
 ) -> Result<StopReason, Error> {
-    let _ = agent;
     let Some(compactor) = entry.live.compactor() else {
         return Err(Error::invalid_request_msg(format!("session {} cannot be compacted", entry.id)));
     };
@@ -94,7 +98,13 @@ pub(crate) async fn run(
                 tracing::warn!(session = %entry.id, reason = %reason, "compaction failed (internal)");
                 return Err(Error::internal_msg("compaction failed"));
             }
-            _ => {}
+            // The compaction's progress and summary, to a client that opted in (the translator
+            // checks), before the prompt's response.
+            _ => {
+                if let Some(update) = translate(&event, entry.setup.client_capabilities()) {
+                    agent.send_update(&entry.id, update).await?;
+                }
+            }
         }
     }
 }

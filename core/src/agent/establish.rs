@@ -27,6 +27,7 @@ use super::session_set_config_option::initial_state;
 use super::session_state::{SessionEntry, Work, validate_session_id};
 use super::state::AgentInner;
 use crate::acp::{SessionConfigOption, SessionId, SessionModeState};
+use crate::client::Capabilities;
 use crate::error::{Error, ErrorExt};
 use crate::harness::Event;
 use crate::host::{LiveSession, Setup};
@@ -151,7 +152,7 @@ pub(crate) async fn reopen(
     // The replay is written before the session is registered: no prompt can reach it meanwhile.
     let replayed = async {
         ensure_same_id(id, live.as_ref())?;
-        replay(agent, id, &history).await
+        replay(agent, id, &history, setup.client_capabilities()).await
     }
     .await;
     if let Err(e) = replayed {
@@ -185,7 +186,7 @@ async fn reattach(
             Error::invalid_request_msg(format!("session {} is already live, and its host cannot replay it", entry.id))
         })?;
         let history = cancellable(&cx.cancelled, how.method(), source.history()).await?;
-        replay(agent, &entry.id, &history).await?;
+        replay(agent, &entry.id, &history, entry.setup.client_capabilities()).await?;
     }
     let config = initial_config(agent, entry).await?;
     tracing::info!(session = %entry.id, method = how.method(), "live session re-attached");
@@ -196,8 +197,8 @@ async fn reattach(
 }
 
 /// Sends `history`'s replay (see [`replay_updates`]) for session `id`.
-async fn replay(agent: &AgentInner, id: &SessionId, history: &[Event]) -> Result<(), Error> {
-    for update in replay_updates(history) {
+async fn replay(agent: &AgentInner, id: &SessionId, history: &[Event], client: &Capabilities) -> Result<(), Error> {
+    for update in replay_updates(history, client) {
         agent.send_update(id, update).await?;
     }
     Ok(())

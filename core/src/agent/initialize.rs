@@ -25,11 +25,8 @@ pub(super) fn initialize(this: &Arc<AgentInner>, params: Value) -> Reply {
         tracing::debug!("`initialize` again: answered, the first one's client capabilities kept");
     }
     // Echo the client's version when we speak it; otherwise answer the newest we speak.
-    let version = if request.protocol_version == ProtocolVersion::V1 {
-        request.protocol_version
-    } else {
-        ProtocolVersion::V1
-    };
+    let version =
+        if request.protocol_version == ProtocolVersion::V1 { request.protocol_version } else { ProtocolVersion::V1 };
     let mut response = InitializeResponse::new(version)
         .agent_capabilities(capabilities::advertised(&this.options))
         .agent_info(this.options.agent_info.clone());

@@ -50,6 +50,11 @@ pub struct Options {
     /// Whether `/compact` is offered (each session's own [`Compactor`](crate::host::Compactor)
     /// performs it).
     pub compaction: bool,
+    /// Whether the host takes the client's system prompt (`systemPrompt` on `session/new`, `load`
+    /// and `resume`, handed over in [`Setup::system_prompt`](crate::host::Setup::system_prompt)):
+    /// advertised as `sessionCapabilities.systemPrompt`. Off by default; a client's system prompt
+    /// sent anyway is then left out of the setup (ACP: clients must not send it).
+    pub system_prompt: bool,
     /// Whether `session/close` is offered. On by default: closing needs no host part (a
     /// session's [`SessionCloser`](crate::host::SessionCloser) is used when it has one).
     pub close: bool,
@@ -94,6 +99,7 @@ impl Options {
             deleter: None,
             authenticator: None,
             compaction: false,
+            system_prompt: false,
             close: true,
             prompt_capabilities: PromptCapabilities::new(),
             mcp_capabilities: McpCapabilities::new(),
@@ -153,6 +159,13 @@ impl Options {
     #[must_use]
     pub fn compaction(mut self, on: bool) -> Self {
         self.compaction = on;
+        self
+    }
+
+    /// Declares whether the host takes the client's system prompt (see [`Options::system_prompt`]).
+    #[must_use]
+    pub fn system_prompt(mut self, accepted: bool) -> Self {
+        self.system_prompt = accepted;
         self
     }
 
@@ -237,6 +250,7 @@ impl std::fmt::Debug for Options {
             .field("deleter", &self.deleter.is_some())
             .field("authenticator", &self.authenticator.is_some())
             .field("compaction", &self.compaction)
+            .field("system_prompt", &self.system_prompt)
             .field("close", &self.close)
             .field("prompt_capabilities", &self.prompt_capabilities)
             .field("mcp_capabilities", &self.mcp_capabilities)

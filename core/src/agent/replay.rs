@@ -28,26 +28,40 @@
 //! ones would only redraw states long gone. It comes last, beside the usage: both are the
 //! session's state now, not its history.
 //!
+//! Between the tool calls and the usage come the session's exchanges with its subagents
+//! (`subagent_update`, `session_message`, `session_message_chunk`) and its compactions
+//! (`compaction_update`, `compaction_summary_chunk`), in the order recorded — each only to a
+//! client that advertised its capability, as live. Plans with ids replay as their latest form
+//! each (`plan_update`, in the order they were first created; a removed one not at all) to a
+//! client that advertised plan operations; any other client gets the latest plan as one whole
+//! `plan`, whichever kind of event set it last.
+//!
 //! `TurnDone` is never translated: its message repeats content the steps already hold. Only
 //! `Public` events are replayed. The grouping deliberately does not interleave turns.
 
 use std::collections::HashMap;
 
 use crate::acp::{
-    ContentBlock, ContentChunk, MessageId, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolKind,
-    UsageUpdate,
+    ContentBlock, ContentChunk, MessageId, Plan, PlanId, PlanUpdate, PlanUpdateContent, SessionUpdate, ToolCall,
+    ToolCallContent, ToolCallStatus, ToolKind, UsageUpdate,
 };
+use crate::client::Capabilities;
 use crate::harness::{Event, EventClass, EventKind, Message, ToolCallId, ToolCallRequest, ToolResultMessage};
 
-/// The replay of `history`, in the four-bucket order, then the latest plan.
-pub(super) fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
+use super::translate::{translate, whole_plan};
+
+/// The replay of `history` for a client with `client` capabilities, in the four-bucket order
+/// (the exchanges with subagents and the compactions before the usage), then the plans.
+pub(super) fn replay_updates(history: &[Event], client: &Capabilities) -> Vec<SessionUpdate> {
     let mut users = Vec::new();
     let mut assistants = Vec::new();
     let mut requested: HashMap<ToolCallId, ToolCallRequest> = HashMap::new();
     let mut tools: Vec<ToolCall> = Vec::new();
     let mut replayed: HashMap<ToolCallId, usize> = HashMap::new();
     let mut usage = None;
-    let mut plan = None;
+    let mut plan: Option<Plan> = None;
+    let mut plans: Vec<(PlanId, PlanUpdate)> = Vec::new();
+    let mut exchanges = Vec::new();
     let durable = history.iter().filter(|e| e.header.class == EventClass::Enduring && e.is_public());
     for event in durable {
         match &event.kind {
@@ -86,16 +100,47 @@ pub(super) fn replay_updates(history: &[Event]) -> Vec<SessionUpdate> {
             EventKind::ContextMeasured { used, size, cost } => {
                 usage = Some(UsageUpdate::new(*used, *size).cost(cost.as_deref().cloned()));
             }
-            EventKind::PlanUpdated { plan: latest } => plan = Some(latest),
+            EventKind::PlanUpdated { plan: latest } => plan = Some(latest.clone()),
+            EventKind::PlanChanged { update } => {
+                let Some(id) = plan_id(&update.plan) else { continue };
+                match plans.iter_mut().find(|(known, _)| known == id) {
+                    Some((_, latest)) => *latest = update.as_ref().clone(),
+                    None => plans.push((id.clone(), update.as_ref().clone())),
+                }
+                plan = Some(whole_plan(&update.plan));
+            }
+            EventKind::PlanRemoved { removed } => {
+                plans.retain(|(known, _)| known != &removed.plan_id);
+                plan = Some(Plan::new(Vec::new()));
+            }
+            EventKind::SubagentChanged { .. }
+            | EventKind::SessionMessage { .. }
+            | EventKind::SessionMessageChunk { .. }
+            | EventKind::CompactionChanged { .. }
+            | EventKind::CompactionSummary { .. } => exchanges.extend(translate(event, client)),
             _ => {}
         }
     }
     let mut out = users;
     out.extend(assistants);
     out.extend(tools.into_iter().map(SessionUpdate::ToolCall));
+    out.extend(exchanges);
     out.extend(usage.map(SessionUpdate::UsageUpdate));
-    out.extend(plan.filter(|p| !p.entries.is_empty()).cloned().map(SessionUpdate::Plan));
+    if client.plan_operations() && !plans.is_empty() {
+        out.extend(plans.into_iter().map(|(_, update)| SessionUpdate::PlanUpdate(update)));
+    } else {
+        out.extend(plan.filter(|p| !p.entries.is_empty()).map(SessionUpdate::Plan));
+    }
     out
+}
+
+/// The id of a plan with an id (`None` for a kind of plan this crate does not know).
+fn plan_id(plan: &PlanUpdateContent) -> Option<&PlanId> {
+    match plan {
+        PlanUpdateContent::Items(items) => Some(&items.plan_id),
+        PlanUpdateContent::Markdown(markdown) => Some(&markdown.plan_id),
+        _ => None,
+    }
 }
 
 /// One replayed chunk of the message `id`.
@@ -111,6 +156,7 @@ fn completed_tool_call(result: &ToolResultMessage, call: Option<&ToolCallRequest
     let kind = result.changes.kind.or(call.map(|c| c.kind)).unwrap_or(ToolKind::Other);
     let locations = result.changes.locations.clone().or_else(|| call.map(|c| c.locations.clone())).unwrap_or_default();
     let mut tool = ToolCall::new(id.to_owned(), title)
+        .name(result.changes.tool_name.clone().or_else(|| call.and_then(|c| c.tool_name.clone())))
         .kind(kind)
         .status(if result.is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
         .content(result.output.iter().filter(|c| !matches!(c, ToolCallContent::Terminal(_))).cloned().collect())

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::cancellation::cancellable;
-use super::capabilities::check_mcp_servers;
+use super::capabilities::{accepted_system_prompt, check_mcp_servers};
 use super::establish::{initial_config_or_close, register};
 use super::state::AgentInner;
 use super::wire::{Reply, decode, encode};
@@ -20,8 +20,9 @@ pub(crate) fn new_session(agent: &Arc<AgentInner>, params: Value, cancelled: Can
     Box::pin(async move {
         let request: NewSessionRequest = decode(params)?;
         check_mcp_servers(&agent.options.mcp_capabilities, &request.mcp_servers)?;
-        let setup =
-            Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?.with_meta(request.meta);
+        let setup = Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?
+            .with_meta(request.meta)
+            .with_system_prompt(accepted_system_prompt(&agent.options, request.system_prompt));
         let setup = agent.attach_client(setup);
         let reservation = agent.registry.reserve()?;
         let live = cancellable(&cancelled, "session/new", agent.options.host.new_session(setup.clone())).await?;

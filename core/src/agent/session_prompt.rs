@@ -344,15 +344,22 @@ impl Drain<'_> {
                 Step::Send(line)
             }
             EventKind::ToolCallProgress { call_id, .. } | EventKind::ToolCallCompleted { call_id, .. } if public => {
-                let Some(update) = translate::translate(event) else { return Step::Skip };
+                let Some(update) = translate::translate(event, self.entry.setup.client_capabilities()) else {
+                    return Step::Skip;
+                };
                 if let (SessionUpdate::ToolCallUpdate(update), Some(call)) = (&update, self.tool_calls.get_mut(call_id))
                 {
                     call.update(update.fields.clone());
                 }
                 Step::Send(translate::update_line(&self.entry.id, update))
             }
-            _ => translate::live_update_line(&self.entry.id, &self.entry.update_head, event)
-                .map_or(Step::Skip, Step::Send),
+            _ => translate::live_update_line(
+                &self.entry.id,
+                &self.entry.update_head,
+                event,
+                self.entry.setup.client_capabilities(),
+            )
+            .map_or(Step::Skip, Step::Send),
         }
     }
 }

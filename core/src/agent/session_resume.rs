@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::capabilities::check_mcp_servers;
+use super::capabilities::{accepted_system_prompt, check_mcp_servers};
 use super::establish::{Reopen, reopen};
 use super::session_state::validate_session_id;
 use super::state::AgentInner;
@@ -22,8 +22,9 @@ pub(crate) fn resume_session(agent: &Arc<AgentInner>, params: Value, cx: Request
         let request: ResumeSessionRequest = decode(params)?;
         validate_session_id(&request.session_id.0)?;
         check_mcp_servers(&agent.options.mcp_capabilities, &request.mcp_servers)?;
-        let setup =
-            Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?.with_meta(request.meta);
+        let setup = Setup::new(request.cwd, request.additional_directories, request.mcp_servers)?
+            .with_meta(request.meta)
+            .with_system_prompt(accepted_system_prompt(&agent.options, request.system_prompt));
         let setup = agent.attach_client(setup);
         let config = reopen(&agent, &request.session_id, setup, Reopen::Resume, &cx).await?;
         encode(&ResumeSessionResponse::new().config_options(config.options).modes(config.modes))

@@ -1,35 +1,41 @@
 //! The live translator: one `Public` harness event → at most one `session/update`.
 //!
 //! Visibility is checked here, by the translator itself, and not trusted to any filter upstream:
-//! an `Internal` event never becomes an update. `TurnStarted`, `StepDone` and `TurnDone` are not
+//! an `Internal` event never becomes an update. So are the client's capabilities: an update that
+//! the schema gates behind a capability reaches only a client that advertised it (`notice`,
+//! `compaction_*`, `subagent_update`, `session_message*`, `plan_update`, `plan_removed`); for any
+//! other client it degrades to what that client understands (a plan with an id becomes a whole
+//! `plan`) or is skipped. Hosts emit one event whatever the client. `TurnStarted`, `StepDone` and `TurnDone` are not
 //! translated live (their content was already streamed); anything without a faithful ACP form is
 //! skipped, never guessed. The prompt's drain handles two kinds itself before asking here:
 //! `SessionMetaChanged` (sent only when it changes what the client was told) and `ResponseMeta`
 //! (never an update).
 
 use crate::acp::{
-    ContentBlock, ContentChunk, SessionId, SessionInfoUpdate, SessionNotification, SessionUpdate, ToolCall,
-    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    ContentBlock, ContentChunk, Plan, PlanUpdateContent, SessionId, SessionInfoUpdate, SessionNotification,
+    SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
+use crate::client::Capabilities;
 use crate::harness::{Event, EventKind, TokenChannel, ToolCallChanges};
 use crate::rpc::message::{notification_head, notification_line, notification_tail};
 
 use super::method::SESSION_UPDATE;
 
-/// The update for `event`, or `None` when it is internal or has no live form.
-pub(super) fn translate(event: &Event) -> Option<SessionUpdate> {
+/// The update for `event` as a client with `client` capabilities may receive it, or `None` when
+/// it is internal, has no live form, or is gated behind a capability the client lacks.
+pub(super) fn translate(event: &Event, client: &Capabilities) -> Option<SessionUpdate> {
     if !event.is_public() {
         return None;
     }
     if let EventKind::TokenDelta { .. } = &event.kind {
         // Token deltas are the hot path; the owned form moves their text instead of copying it.
-        return translate_owned(event.clone());
+        return translate_owned(event.clone(), client);
     }
-    translate_borrowed(event)
+    translate_borrowed(event, client)
 }
 
 /// Like [`translate`], consuming the event (no copy of streamed text).
-pub(super) fn translate_owned(event: Event) -> Option<SessionUpdate> {
+pub(super) fn translate_owned(event: Event, client: &Capabilities) -> Option<SessionUpdate> {
     if !event.is_public() {
         return None;
     }
@@ -41,11 +47,11 @@ pub(super) fn translate_owned(event: Event) -> Option<SessionUpdate> {
                 TokenChannel::Thought => SessionUpdate::AgentThoughtChunk(chunk),
             })
         }
-        _ => translate_borrowed(&event),
+        _ => translate_borrowed(&event, client),
     }
 }
 
-fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
+fn translate_borrowed(event: &Event, client: &Capabilities) -> Option<SessionUpdate> {
     match &event.kind {
         EventKind::ToolCallStarted { .. } => tool_call(event).map(SessionUpdate::ToolCall),
         EventKind::ToolCallProgress { call_id, status, content, changes } => {
@@ -70,7 +76,40 @@ fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
             Some(SessionUpdate::SessionInfoUpdate(info))
         }
         EventKind::PlanUpdated { plan } => Some(SessionUpdate::Plan(plan.clone())),
+        EventKind::PlanChanged { update } if client.plan_operations() => {
+            Some(SessionUpdate::PlanUpdate(update.as_ref().clone()))
+        }
+        EventKind::PlanChanged { update } => Some(SessionUpdate::Plan(whole_plan(&update.plan))),
+        EventKind::PlanRemoved { removed } if client.plan_operations() => {
+            Some(SessionUpdate::PlanRemoved(removed.as_ref().clone()))
+        }
+        EventKind::PlanRemoved { .. } => Some(SessionUpdate::Plan(Plan::new(Vec::new()))),
+        EventKind::Notice { notice } if client.notices() => Some(SessionUpdate::Notice(notice.as_ref().clone())),
+        EventKind::CompactionChanged { update } if client.compaction() => {
+            Some(SessionUpdate::CompactionUpdate(update.as_ref().clone()))
+        }
+        EventKind::CompactionSummary { chunk } if client.compaction() => {
+            Some(SessionUpdate::CompactionSummaryChunk(chunk.as_ref().clone()))
+        }
+        EventKind::SubagentChanged { update } if client.subagents() => {
+            Some(SessionUpdate::SubagentUpdate(update.as_ref().clone()))
+        }
+        EventKind::SessionMessage { message } if client.subagents() => {
+            Some(SessionUpdate::SessionMessage(message.as_ref().clone()))
+        }
+        EventKind::SessionMessageChunk { chunk } if client.subagents() => {
+            Some(SessionUpdate::SessionMessageChunk(chunk.as_ref().clone()))
+        }
         _ => None,
+    }
+}
+
+/// The whole `plan` a client without plan operations is sent for a plan with an id: its entries
+/// (a Markdown plan has none).
+pub(super) fn whole_plan(plan: &PlanUpdateContent) -> Plan {
+    match plan {
+        PlanUpdateContent::Items(items) => Plan::new(items.entries.clone()),
+        _ => Plan::new(Vec::new()),
     }
 }
 
@@ -78,15 +117,20 @@ fn translate_borrowed(event: &Event) -> Option<SessionUpdate> {
 /// form — the same bytes as serialising the notification of [`translate`]'s update. The frequent
 /// updates (text chunks, usage) are written directly.
 ///
-/// `head` is the session's [`UpdateHead`].
-pub(crate) fn live_update_line(session_id: &SessionId, head: &UpdateHead, event: &Event) -> Option<Vec<u8>> {
+/// `head` is the session's [`UpdateHead`]; `client` what the client advertised.
+pub(crate) fn live_update_line(
+    session_id: &SessionId,
+    head: &UpdateHead,
+    event: &Event,
+    client: &Capabilities,
+) -> Option<Vec<u8>> {
     if !event.is_public() {
         return None;
     }
     match &event.kind {
         EventKind::TokenDelta { text, channel } => Some(text_chunk_line(head, *channel, text)),
         EventKind::ContextMeasured { used, size, cost: None } => Some(usage_line(head, *used, *size)),
-        _ => translate_borrowed(event).map(|update| update_line(session_id, update)),
+        _ => translate_borrowed(event, client).map(|update| update_line(session_id, update)),
     }
 }
 
@@ -103,6 +147,7 @@ pub(crate) fn tool_call(event: &Event) -> Option<ToolCall> {
     };
     Some(
         ToolCall::new(call_id.as_str().to_owned(), name.clone())
+            .name(details.tool_name.clone())
             .kind(*kind)
             .status(details.status.unwrap_or(ToolCallStatus::Pending))
             .raw_input((!details.input.is_null()).then(|| details.input.clone()))
@@ -116,6 +161,7 @@ pub(crate) fn tool_call(event: &Event) -> Option<ToolCall> {
 fn changed(fields: ToolCallUpdateFields, changes: &ToolCallChanges) -> ToolCallUpdateFields {
     fields
         .title(changes.title.clone())
+        .name(changes.tool_name.clone())
         .kind(changes.kind)
         .locations(changes.locations.clone())
         .raw_input(changes.raw_input.clone())
@@ -212,8 +258,9 @@ mod tests {
     use super::*;
 
     fn generic(session: &str, channel: TokenChannel, text: &str) -> Vec<u8> {
-        let update = translate(&event(EventKind::TokenDelta { text: text.to_owned(), channel }))
-            .expect("a token delta translates");
+        let update =
+            translate(&event(EventKind::TokenDelta { text: text.to_owned(), channel }), &Capabilities::default())
+                .expect("a token delta translates");
         crate::rpc::message::notification_line(
             "session/update",
             &SessionNotification::new(SessionId::new(session), update),
@@ -243,8 +290,9 @@ mod tests {
         ) {
             let id = SessionId::new(session.as_str());
             let kind = EventKind::ContextMeasured { used, size, cost: None };
-            let generic = update_line(&id, translate(&event(kind.clone())).expect("usage translates"));
-            prop_assert_eq!(live_update_line(&id, &UpdateHead::new(&session), &event(kind)), Some(generic));
+            let client = Capabilities::default();
+            let generic = update_line(&id, translate(&event(kind.clone()), &client).expect("usage translates"));
+            prop_assert_eq!(live_update_line(&id, &UpdateHead::new(&session), &event(kind), &client), Some(generic));
         }
 
         #[test]

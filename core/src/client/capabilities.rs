@@ -61,6 +61,27 @@ impl Capabilities {
         self.advertised.auth.terminal
     }
 
+    /// `session.notices`: `notice` updates may be sent.
+    pub fn notices(&self) -> bool {
+        self.advertised.session.as_ref().is_some_and(|s| s.notices.is_some())
+    }
+
+    /// `session.compaction`: `compaction_update` and `compaction_summary_chunk` may be sent.
+    pub fn compaction(&self) -> bool {
+        self.advertised.session.as_ref().is_some_and(|s| s.compaction.is_some())
+    }
+
+    /// `subagents`: `subagent_update`, `session_message` and `session_message_chunk` may be sent.
+    pub fn subagents(&self) -> bool {
+        self.advertised.subagents.is_some()
+    }
+
+    /// `plan`: plans with ids (`plan_update`, `plan_removed`) may be sent; without it, a client
+    /// gets whole `plan` updates.
+    pub fn plan_operations(&self) -> bool {
+        self.advertised.plan.is_some()
+    }
+
     /// The client's `_meta` on its capabilities (its extensions), if any.
     pub fn meta(&self) -> Option<&Meta> {
         self.advertised.meta.as_ref()

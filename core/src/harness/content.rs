@@ -45,12 +45,15 @@ pub struct ToolCallRequest {
     /// The files (and lines) it works on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locations: Vec<ToolCallLocation>,
+    /// Its programmatic name (`name` on the wire, beside the title), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
 }
 
 impl ToolCallRequest {
-    /// A request with no locations.
+    /// A request with no locations and no programmatic name.
     pub fn new(call_id: impl Into<ToolCallId>, name: impl Into<String>, kind: ToolKind, input: Value) -> Self {
-        Self { call_id: call_id.into(), name: name.into(), kind, input, locations: Vec::new() }
+        Self { call_id: call_id.into(), name: name.into(), kind, input, locations: Vec::new(), tool_name: None }
     }
 }
 

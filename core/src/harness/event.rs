@@ -12,7 +12,10 @@ use super::content::{Message, UserMessage};
 use super::gate::Gate;
 use super::ids::{CommandId, EventId, GateId, LoopId, ToolCallId, TurnId};
 use super::tool_call::{ToolCallChanges, ToolCallDetails};
-use crate::acp::{Cost, Meta, Plan, ToolCallContent, ToolCallStatus, ToolKind};
+use crate::acp::{
+    CompactionSummaryChunk, CompactionUpdate, Cost, Meta, Notice, Plan, PlanRemoved, PlanUpdate, SessionMessage,
+    SessionMessageChunk, SubagentUpdate, ToolCallContent, ToolCallStatus, ToolKind,
+};
 
 /// Durability of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,6 +208,54 @@ pub enum EventKind {
     ResponseMeta {
         /// The response's `_meta`.
         meta: Meta,
+    },
+    /// A plan with an id was created or replaced (`plan_update`). A client that did not advertise
+    /// plan operations gets the plan's entries as a whole `plan` instead (a Markdown plan: an
+    /// empty one — it has no entries). Enduring: `session/load` replays each plan's latest form.
+    PlanChanged {
+        /// The plan, whole, with its id.
+        update: Box<PlanUpdate>,
+    },
+    /// A plan with an id was removed (`plan_removed`; without plan operations: an empty `plan`).
+    PlanRemoved {
+        /// Which plan.
+        removed: Box<PlanRemoved>,
+    },
+    /// Information for the user that is not session history (`notice`), sent only to a client
+    /// that advertised `session.notices`. Ephemeral by nature: never replayed.
+    Notice {
+        /// The notice.
+        notice: Box<Notice>,
+    },
+    /// A compaction started, progressed or ended (`compaction_update`), sent only to a client
+    /// that advertised `session.compaction`.
+    CompactionChanged {
+        /// The compaction's state.
+        update: Box<CompactionUpdate>,
+    },
+    /// A block of a compaction's summary (`compaction_summary_chunk`), sent only to a client that
+    /// advertised `session.compaction`.
+    CompactionSummary {
+        /// The block.
+        chunk: Box<CompactionSummaryChunk>,
+    },
+    /// A child session was announced or changed (`subagent_update`), sent only to a client that
+    /// advertised `subagents`. Enduring: replayed by `session/load`.
+    SubagentChanged {
+        /// The child and what changed about it.
+        update: Box<SubagentUpdate>,
+    },
+    /// A message between this session and another one (`session_message`), sent only to a
+    /// client that advertised `subagents`. Enduring: replayed by `session/load`.
+    SessionMessage {
+        /// The message's upsert.
+        message: Box<SessionMessage>,
+    },
+    /// A block of a message between sessions (`session_message_chunk`), sent only to a client
+    /// that advertised `subagents`. Enduring: replayed by `session/load`.
+    SessionMessageChunk {
+        /// The block.
+        chunk: Box<SessionMessageChunk>,
     },
 }
 

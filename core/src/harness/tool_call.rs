@@ -13,6 +13,9 @@ pub struct ToolCallDetails {
     /// other fields existed.
     #[serde(default)]
     pub input: Value,
+    /// Its programmatic name (`name`, beside the human-readable title), if the host gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
     /// The status it starts in; `pending` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<ToolCallStatus>,
@@ -34,6 +37,9 @@ pub struct ToolCallChanges {
     /// The new title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The new programmatic name (`name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
     /// The new kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<ToolKind>,

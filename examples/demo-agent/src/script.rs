@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use acp_facade::acp::{
-    AvailableCommand, AvailableCommandInput, ContentBlock, EmbeddedResourceResource, McpServer, Meta, Plan, PlanEntry,
-    PlanEntryPriority, PlanEntryStatus, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption,
-    StopReason, ToolKind, UnstructuredCommandInput,
+    AvailableCommand, AvailableCommandInput, ContentBlock, EmbeddedResourceResource, McpServer, Meta, Notice,
+    NoticeSeverity, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOption, StopReason, ToolKind, UnstructuredCommandInput,
 };
 use acp_facade::error::ErrorExt;
 use acp_facade::harness::ApprovalAction;
@@ -21,6 +21,9 @@ use crate::client;
 /// The context window the demo reports.
 pub const CONTEXT_SIZE: u64 = 200_000;
 
+/// The summary `/compact` reports (`compaction_summary_chunk`).
+pub const COMPACTION_SUMMARY: &str = "The conversation so far, compacted.";
+
 /// The name of the demo's host-defined slash command.
 pub const SHOUT: &str = "shout";
 
@@ -33,16 +36,20 @@ fn shout_command() -> AvailableCommand {
         .input(AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("text")))
 }
 
-/// A plan of `steps` entries (`step 1` …), the first `done` completed, the rest pending.
-fn plan(steps: u64, done: u64) -> Plan {
-    Plan::new(
-        (1..=steps)
-            .map(|i| {
-                let status = if i <= done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
-                PlanEntry::new(format!("step {i}"), PlanEntryPriority::Medium, status)
-            })
-            .collect(),
-    )
+/// The demo's own system prompt (`system`), to which a client's `systemPrompt` applies.
+pub const SYSTEM_PROMPT: &str = "You are the acp-facade demo.";
+
+/// The id of the plan `plan N` builds.
+pub const PLAN_ID: &str = "plan";
+
+/// The entries of a plan of `steps` (`step 1` …), the first `done` completed, the rest pending.
+fn plan_entries(steps: u64, done: u64) -> Vec<PlanEntry> {
+    (1..=steps)
+        .map(|i| {
+            let status = if i <= done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
+            PlanEntry::new(format!("step {i}"), PlanEntryPriority::Medium, status)
+        })
+        .collect()
 }
 
 /// `mcp: NAME(TRANSPORT) …`, or `mcp: none`.
@@ -85,15 +92,52 @@ fn block_line(block: &ContentBlock) -> Option<String> {
     })
 }
 
-/// `plan N`: the whole plan, then once more per completed step; `false` when cancelled.
+/// `plan N`: the plan (with an id; a whole `plan` to a client without plan operations), then once
+/// more per completed step; `false` when cancelled.
 async fn plan_steps(turn: &Turn, steps: u64) -> bool {
     for done in 0..=steps {
         if turn.is_cancelled() {
             return false;
         }
-        turn.plan(plan(steps, done)).await;
+        turn.update_plan(PLAN_ID, plan_entries(steps, done)).await;
     }
     true
+}
+
+/// `notice TEXT`: a notice, or the same as a message chunk for a client without notices.
+async fn notice(turn: &Turn, text: &str) {
+    if !turn.notice(Notice::new(NoticeSeverity::Info, text)).await {
+        turn.text(format!("notice: {text}")).await;
+    }
+}
+
+/// `subagent TEXT`: a child session that is sent TEXT and answers it, word by word; for a client
+/// without subagents, the text as a message chunk.
+async fn subagent(turn: &Turn, text: &str) {
+    if !turn.client_capabilities().subagents() {
+        turn.text(format!("subagent: {text}")).await;
+        return;
+    }
+    let child = turn.start_subagent("subagent").await;
+    child.send(text).await;
+    child.reply(words(text)).await;
+    child.finish(StopReason::EndTurn).await;
+    turn.text("subagent: done").await;
+}
+
+/// `drip N MS`: N chunks `d1 ` … `dN `, one every MS milliseconds; `None` when cancelled.
+async fn drip(turn: &Turn, rest: &str) -> Option<StopReason> {
+    let mut args = rest.split_whitespace();
+    let count: u64 = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let every = Duration::from_millis(args.next().and_then(|ms| ms.parse().ok()).unwrap_or(0));
+    for i in 1..=count {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = turn.cancelled() => return None,
+        }
+        turn.text(format!("d{i} ")).await;
+    }
+    Some(StopReason::EndTurn)
 }
 
 /// The reply of a turn that is no scripted text line: `/shout TEXT`, or a prompt whose first block
@@ -146,7 +190,13 @@ async fn stream(turn: &Turn, rest: &str) -> Option<StopReason> {
 /// `tool NAME`: a tool call that asks for permission first.
 async fn tool(turn: &Turn, rest: &str) -> Option<StopReason> {
     let name = if rest.is_empty() { "tool" } else { rest };
-    let call = turn.start_tool_call(name, ToolKind::Execute, serde_json::json!({ "name": name })).await;
+    let call = turn
+        .tool_call(name)
+        .name(name)
+        .kind(ToolKind::Execute)
+        .raw_input(serde_json::json!({ "name": name }))
+        .start()
+        .await;
     let controls = [ApprovalAction::Approve, ApprovalAction::ApproveAlways, ApprovalAction::Deny];
     match turn.request_permission(&call, format!("Run {name}"), &controls).await {
         Permission::Cancelled => return None,
@@ -186,11 +236,19 @@ async fn ask(turn: &Turn, question: &str) -> Option<StopReason> {
     Some(StopReason::EndTurn)
 }
 
+/// The words of `text`, each but the last with a space after it.
+fn words(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, word)| if i + 1 < words.len() { format!("{word} ") } else { (*word).to_owned() })
+        .collect()
+}
+
 /// Anything else: the words echoed one by one, each but the last with a space after it.
 async fn echo(turn: &Turn, text: &str) {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    for (i, word) in words.iter().enumerate() {
-        let chunk = if i + 1 < words.len() { format!("{word} ") } else { (*word).to_owned() };
+    for chunk in words(text) {
         turn.text(chunk).await;
     }
 }
@@ -237,6 +295,19 @@ impl TurnRunner for Script {
                 }
                 planned.then_some(StopReason::EndTurn)
             }
+            "notice" => {
+                notice(turn, rest).await;
+                Some(StopReason::EndTurn)
+            }
+            "system" => {
+                turn.text(turn.compose_system_prompt(SYSTEM_PROMPT)).await;
+                Some(StopReason::EndTurn)
+            }
+            "subagent" => {
+                Box::pin(subagent(turn, rest)).await;
+                Some(StopReason::EndTurn)
+            }
+            "drip" => Box::pin(drip(turn, rest)).await,
             "switch" => {
                 let line = if Box::pin(turn.set_mode(rest)).await.is_ok() { "mode:" } else { "unknown mode" };
                 turn.text(format!("{line} {rest}")).await;
@@ -291,7 +362,11 @@ impl TurnRunner for Script {
         true
     }
 
-    async fn compact(&self, _session: &RunnerSession) -> Result<(), acp_facade::Error> {
-        Ok(())
+    fn accepts_system_prompt(&self) -> bool {
+        true
+    }
+
+    async fn compact(&self, _session: &RunnerSession) -> Result<Option<String>, acp_facade::Error> {
+        Ok(Some(COMPACTION_SUMMARY.to_owned()))
     }
 }

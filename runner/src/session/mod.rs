@@ -60,8 +60,8 @@ use crate::session::session_core::{Opening, SessionCore};
 use crate::store::StoreErrorKind;
 use crate::turn::Turn;
 use acp_facade::acp::{
-    AvailableCommand, ContentBlock, McpServer, SessionConfigId, SessionConfigOption, SessionConfigOptionValue,
-    SessionId, StopReason,
+    AvailableCommand, CompactionId, CompactionStatus, CompactionSummaryChunk, CompactionUpdate, ContentBlock,
+    McpServer, SessionConfigId, SessionConfigOption, SessionConfigOptionValue, SessionId, StopReason, SystemPrompt,
 };
 use acp_facade::client::Client;
 use acp_facade::error::{Error, ErrorCode, ErrorExt};
@@ -143,11 +143,20 @@ impl Drop for RunnerSession {
 }
 
 impl RunnerSession {
-    pub(crate) fn new(runner: Arc<RunnerInner>, id: SessionId, setup: &Setup, history: History) -> Arc<Self> {
+    /// A live session opened with `setup`; its system prompt is `system_prompt` (the setup's, or
+    /// the one the session kept).
+    pub(crate) fn new(
+        runner: Arc<RunnerInner>,
+        id: SessionId,
+        setup: &Setup,
+        system_prompt: Option<SystemPrompt>,
+        history: History,
+    ) -> Arc<Self> {
         let core = SessionCore::new(Opening {
             id,
             cwd: setup.cwd().to_path_buf(),
             mcp_servers: setup.mcp_servers().to_vec(),
+            system_prompt,
             commands: runner.turns.commands(),
             config: runner.turns.config_options(),
             store: runner.store.clone(),
@@ -459,13 +468,36 @@ impl Compactor for RunnerSession {
         let command = CommandId::new(format!("{}/c{n}", self.core.id));
         let reply_to = command.clone();
         tokio::spawn(async move {
+            // Reported as it goes (started, the summary, how it ended) to a client that opted in;
+            // the compaction's id is its command's.
+            let compaction = CompactionId::new(reply_to.as_str());
+            let report = |update: CompactionUpdate| EventKind::CompactionChanged { update: Box::new(update) };
+            let started = report(CompactionUpdate::new(compaction.clone(), CompactionStatus::InProgress));
+            this.core.publish(EventClass::Enduring, Visibility::Public, Some(&reply_to), None, started).await;
             let outcome = AssertUnwindSafe(this.runner.turns.compact(&this)).catch_unwind().await;
-            let kind = match outcome {
-                Ok(Ok(())) => EventKind::CompactWaiterResolved {},
-                Ok(Err(e)) => EventKind::CompactWaiterRejected { reason: e.message },
-                Err(panic) => EventKind::CompactWaiterRejected { reason: panic_message(&*panic) },
+            let outcome = match outcome {
+                Ok(outcome) => outcome.map_err(|e| e.message),
+                Err(panic) => Err(panic_message(&*panic)),
             };
-            this.core.publish(EventClass::Enduring, Visibility::Public, Some(&reply_to), None, kind).await;
+            let mut kinds = Vec::new();
+            match outcome {
+                Ok(summary) => {
+                    if let Some(summary) = summary {
+                        let chunk = CompactionSummaryChunk::new(compaction.clone(), ContentBlock::from(summary));
+                        kinds.push(EventKind::CompactionSummary { chunk: Box::new(chunk) });
+                    }
+                    kinds.push(report(CompactionUpdate::new(compaction, CompactionStatus::Completed)));
+                    kinds.push(EventKind::CompactWaiterResolved {});
+                }
+                Err(reason) => {
+                    let failed = CompactionUpdate::new(compaction, CompactionStatus::Failed).error(reason.clone());
+                    kinds.push(report(failed));
+                    kinds.push(EventKind::CompactWaiterRejected { reason });
+                }
+            }
+            for kind in kinds {
+                this.core.publish(EventClass::Enduring, Visibility::Public, Some(&reply_to), None, kind).await;
+            }
         });
         Ok(command)
     }

@@ -25,7 +25,7 @@ use crate::session::journal::{Journal, unrecorded};
 use crate::store::Store;
 use acp_facade::acp::{
     AvailableCommand, McpServer, SessionConfigId, SessionConfigKind, SessionConfigOption, SessionConfigOptionValue,
-    SessionId,
+    SessionId, SystemPrompt,
 };
 use acp_facade::error::{Error, ErrorExt};
 use acp_facade::harness::{
@@ -47,6 +47,8 @@ pub(crate) struct SessionCore {
     cwd: PathBuf,
     /// The MCP servers of the request that opened the session.
     mcp_servers: Vec<McpServer>,
+    /// The client's system prompt the session was opened with (or kept from before).
+    system_prompt: Option<SystemPrompt>,
     /// The session's host-defined slash commands.
     commands: Mutex<Vec<AvailableCommand>>,
     /// The facade's control of the session, once it serves it.
@@ -74,6 +76,7 @@ pub(crate) struct Opening {
     pub(crate) id: SessionId,
     pub(crate) cwd: PathBuf,
     pub(crate) mcp_servers: Vec<McpServer>,
+    pub(crate) system_prompt: Option<SystemPrompt>,
     pub(crate) commands: Vec<AvailableCommand>,
     pub(crate) config: Vec<SessionConfigOption>,
     pub(crate) store: Arc<dyn Store>,
@@ -84,12 +87,14 @@ pub(crate) struct Opening {
 
 impl SessionCore {
     pub(crate) fn new(opening: Opening) -> Self {
-        let Opening { id, cwd, mcp_servers, commands, config, store, subscriber_capacity, next_event } = opening;
+        let Opening { id, cwd, mcp_servers, system_prompt, commands, config, store, subscriber_capacity, next_event } =
+            opening;
         Self {
             journal: Journal::new(id.clone(), store),
             id,
             cwd,
             mcp_servers,
+            system_prompt,
             commands: Mutex::new(commands),
             control: Mutex::default(),
             hub: EventHub::continuing(subscriber_capacity, next_event),
@@ -104,6 +109,11 @@ impl SessionCore {
     /// The session's working directory.
     pub(crate) fn cwd(&self) -> &Path {
         &self.cwd
+    }
+
+    /// The client's system prompt, if the session has one.
+    pub(crate) fn system_prompt(&self) -> Option<&SystemPrompt> {
+        self.system_prompt.as_ref()
     }
 
     /// The MCP servers of the `session/new`, `load` or `resume` that opened the session, in order.

@@ -31,7 +31,7 @@ use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 
-use acp_facade::acp::SessionId;
+use acp_facade::acp::{SessionId, SystemPrompt};
 use acp_facade::harness::Event;
 
 /// What kind of failure a [`StoreError`] is: what the runner may do about it.
@@ -105,6 +105,8 @@ pub struct SessionRecord {
     pub created_at: String,
     /// Last activity, RFC 3339 UTC.
     pub updated_at: String,
+    /// The client's system prompt, as last given on `session/new`, `load` or `resume`.
+    pub system_prompt: Option<SystemPrompt>,
 }
 
 /// The answer to [`Store::claim_session`].
@@ -142,6 +144,12 @@ pub trait Store: Send + Sync + 'static {
     async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError>;
     /// Sets the title (when `Some`) and the update time; an unknown session is left alone.
     async fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError>;
+    /// Replaces the session's system prompt (a `load` or `resume` that carried one); an unknown
+    /// session is left alone. Default: an error, for a store that does not keep them.
+    async fn set_system_prompt(&self, id: &SessionId, system_prompt: &SystemPrompt) -> Result<(), StoreError> {
+        let _ = system_prompt;
+        Err(StoreError::new(format!("this store cannot keep the system prompt of session {id}")))
+    }
     /// Appends Enduring events to the session's journal, in order, after every earlier one, as
     /// one transaction where the store has them (all or nothing).
     async fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError>;
@@ -229,6 +237,13 @@ impl Store for MemoryStore {
                 record.title = Some(title.to_owned());
             }
             updated_at.clone_into(&mut record.updated_at);
+        }
+        Ok(())
+    }
+
+    async fn set_system_prompt(&self, id: &SessionId, system_prompt: &SystemPrompt) -> Result<(), StoreError> {
+        if let Some((record, _)) = self.lock().get_mut(id) {
+            record.system_prompt = Some(system_prompt.clone());
         }
         Ok(())
     }

@@ -8,6 +8,7 @@
 
 pub(crate) mod control;
 pub mod gates;
+pub mod session_updates;
 pub mod tool_calls;
 pub(crate) mod tool_fields;
 pub(crate) mod tool_state;
@@ -21,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::session::session_core::SessionCore;
 use crate::turn::tool_state::ToolCalls;
-use acp_facade::acp::{ContentBlock, Cost, McpServer, Meta, Plan, SessionId};
+use acp_facade::acp::{ContentBlock, Cost, McpServer, Meta, Plan, SessionId, SystemPrompt, SystemPromptMode};
 use acp_facade::client::{Capabilities, Client};
 use acp_facade::harness::content::{plain_text, text_block};
 use acp_facade::harness::{
@@ -262,6 +263,32 @@ impl Turn {
         &self.client
     }
 
+    /// The client's system prompt for the session (`systemPrompt` of the `session/new`, or of
+    /// the latest `load` or `resume` that carried one; kept in the store), when the turn runner
+    /// [accepts system prompts](crate::TurnRunner::accepts_system_prompt).
+    pub fn system_prompt(&self) -> Option<&SystemPrompt> {
+        self.session.system_prompt()
+    }
+
+    /// The system prompt for the model: `own` (the agent's) with the client's system prompt
+    /// applied — `append`: `own`, a newline, then the client's text; `override`: the client's
+    /// text alone; none: `own`. The client's text is its text blocks, joined.
+    pub fn compose_system_prompt(&self, own: &str) -> String {
+        let Some(client) = self.system_prompt() else { return own.to_owned() };
+        let text: String = client
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        match client.mode {
+            SystemPromptMode::Override => text,
+            _ => format!("{own}\n{text}"),
+        }
+    }
+
     /// What the client advertised (`fs`, `terminal`, `elicitation`, `_meta`).
     pub fn client_capabilities(&self) -> &Capabilities {
         self.client.capabilities()
@@ -350,14 +377,17 @@ impl Turn {
     }
 
     pub(crate) fn gate_id(&self) -> GateId {
-        let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
-        GateId::new(format!("{}-gate{n}", self.turn_id))
+        GateId::new(format!("{}-gate{}", self.turn_id, self.next_number()))
     }
 
     /// A fresh tool call id of this turn.
     pub(crate) fn tool_call_id(&self) -> ToolCallId {
-        let n = self.next_call.fetch_add(1, Ordering::Relaxed) + 1;
-        ToolCallId::new(format!("{}-call{n}", self.turn_id))
+        ToolCallId::new(format!("{}-call{}", self.turn_id, self.next_number()))
+    }
+
+    /// The next number of the turn's own ids (gates, tool calls, subagents, messages).
+    pub(crate) fn next_number(&self) -> u64 {
+        self.next_call.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Opens `gate` and waits for its answer (`None`: the turn was cancelled first).

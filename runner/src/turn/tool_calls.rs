@@ -139,6 +139,11 @@ impl ToolCallBuilder<'_> {
         self
     }
 
+    /// Sets the programmatic name (`name`, beside the title).
+    pub fn name(self, name: impl Into<String>) -> Self {
+        self.map(|s| s.name(name))
+    }
+
     /// Sets the kind.
     pub fn kind(self, kind: ToolKind) -> Self {
         self.map(|s| s.kind(kind))
@@ -208,6 +213,12 @@ impl ToolCallUpdateBuilder<'_> {
     /// Sets the title.
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.fields.title = Some(title.into());
+        self
+    }
+
+    /// Sets the programmatic name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.fields.name = Some(name.into());
         self
     }
 

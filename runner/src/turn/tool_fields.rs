@@ -1,5 +1,5 @@
 //! A tool call's fields as code in another language writes them: one plain object in ACP's wire
-//! form (`title`, `kind`, `status`, `content`, `locations`, `rawInput`, `rawOutput`), read
+//! form (`title`, `name`, `kind`, `status`, `content`, `locations`, `rawInput`, `rawOutput`), read
 //! strictly — an unknown field or an invalid value is an error naming it, never dropped — then
 //! turned into a [`ToolCallSpec`] to announce a call or into ACP's [`ToolCallUpdateFields`] to
 //! change one. The bindings' `Turn` objects use it, so that both read the same object the same way.
@@ -36,6 +36,9 @@ pub struct ToolCallFields {
     /// Human-readable title (required to announce a call).
     #[serde(default)]
     pub title: Option<String>,
+    /// Programmatic name (the tool as the model calls it), shown beside the title.
+    #[serde(default)]
+    pub name: Option<String>,
     /// Kind of tool.
     #[serde(default, deserialize_with = "known_kind")]
     pub kind: Option<ToolKind>,
@@ -73,8 +76,9 @@ impl ToolCallFields {
     /// The call to announce; absent fields take [`ToolCallSpec::new`]'s defaults. Fails when
     /// there is no title.
     pub fn into_spec(self) -> Result<ToolCallSpec, &'static str> {
-        let Self { title, kind, status, content, locations, raw_input, raw_output } = self;
+        let Self { title, name, kind, status, content, locations, raw_input, raw_output } = self;
         let mut spec = ToolCallSpec::new(title.ok_or("a tool call needs a `title`")?);
+        spec.name = name;
         spec.kind = kind.unwrap_or(spec.kind);
         spec.status = status.unwrap_or(spec.status);
         spec.content = content.unwrap_or_default();
@@ -86,9 +90,10 @@ impl ToolCallFields {
 
     /// The change to send: every field present replaces the call's.
     pub fn into_update(self) -> ToolCallUpdateFields {
-        let Self { title, kind, status, content, locations, raw_input, raw_output } = self;
+        let Self { title, name, kind, status, content, locations, raw_input, raw_output } = self;
         ToolCallUpdateFields::new()
             .title(title)
+            .name(name)
             .kind(kind)
             .status(status)
             .content(content)

@@ -31,6 +31,8 @@ use acp_facade::harness::{
 pub struct ToolCallSpec {
     /// Human-readable title.
     pub title: String,
+    /// Programmatic name (`name`, beside the title: the tool as the model calls it), if any.
+    pub name: Option<String>,
     /// Kind of tool (picks the client's icon); `other` by default.
     pub kind: ToolKind,
     /// The status it starts in; `pending` by default.
@@ -50,6 +52,7 @@ impl ToolCallSpec {
     pub fn new(title: impl Into<String>) -> Self {
         Self {
             title: title.into(),
+            name: None,
             kind: ToolKind::Other,
             status: ToolCallStatus::Pending,
             content: Vec::new(),
@@ -57,6 +60,13 @@ impl ToolCallSpec {
             raw_input: Value::Null,
             raw_output: None,
         }
+    }
+
+    /// Sets the programmatic name (`name` on the wire).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
     }
 
     /// Sets the kind.
@@ -143,10 +153,12 @@ pub(crate) struct Change {
 impl ToolCalls {
     /// Records a new call `id` announced with `spec`: its request (for the step) and its event.
     pub(crate) fn announce(&mut self, id: &ToolCallId, spec: ToolCallSpec) -> (ToolCallRequest, EventKind) {
-        let ToolCallSpec { title, kind, status, content, locations, raw_input, raw_output } = spec;
+        let ToolCallSpec { title, name, kind, status, content, locations, raw_input, raw_output } = spec;
         let mut announced = ToolCallRequest::new(id.clone(), title.clone(), kind, raw_input.clone());
         announced.locations.clone_from(&locations);
+        announced.tool_name.clone_from(&name);
         let now = ToolCall::new(id.as_str().to_owned(), title.clone())
+            .name(name.clone())
             .kind(kind)
             .status(status)
             .content(content.clone())
@@ -156,6 +168,7 @@ impl ToolCalls {
         self.calls.insert(id.clone(), Tracked { announced: announced.clone(), now });
         let details = ToolCallDetails {
             input: raw_input,
+            tool_name: name,
             status: (status != ToolCallStatus::Pending).then_some(status),
             content,
             locations,
@@ -172,8 +185,8 @@ impl ToolCalls {
         if let Some(tracked) = self.calls.get_mut(id) {
             tracked.now.update(fields.clone());
         }
-        let ToolCallUpdateFields { status, title, kind, content, locations, raw_input, raw_output, .. } = fields;
-        let changes = Box::new(ToolCallChanges { title, kind, locations, raw_input, raw_output });
+        let ToolCallUpdateFields { status, title, name, kind, content, locations, raw_input, raw_output, .. } = fields;
+        let changes = Box::new(ToolCallChanges { title, tool_name: name, kind, locations, raw_input, raw_output });
         if !finished {
             let event = EventKind::ToolCallProgress { call_id: id.clone(), status, content, changes };
             return Change { event, result: None };
@@ -202,6 +215,7 @@ fn ended(id: &ToolCallId, tracked: &Tracked, is_error: bool) -> ToolResultMessag
     let mut result = ToolResultMessage::new(id.clone(), now.content.clone(), is_error);
     let changes = &mut result.changes;
     changes.title = (now.title != announced.name).then(|| now.title.clone());
+    changes.tool_name = (now.name != announced.tool_name).then(|| now.name.clone()).flatten();
     changes.kind = (now.kind != announced.kind).then_some(now.kind);
     changes.locations = (now.locations != announced.locations).then(|| now.locations.clone());
     let input = now.raw_input.clone().unwrap_or(Value::Null);

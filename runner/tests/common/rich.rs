@@ -154,8 +154,8 @@ impl TurnRunner for RichTurns {
         self.compaction
     }
 
-    async fn compact(&self, _session: &acp_facade_runner::RunnerSession) -> Result<(), Error> {
-        Ok(())
+    async fn compact(&self, _session: &acp_facade_runner::RunnerSession) -> Result<Option<String>, Error> {
+        Ok(Some("the summary".to_owned()))
     }
 
     fn title(&self, first_prompt: &str) -> Option<String> {

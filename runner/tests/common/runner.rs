@@ -218,12 +218,12 @@ impl TurnRunner for TestTurns {
         self.spec.compaction
     }
 
-    async fn compact(&self, session: &RunnerSession) -> Result<(), Error> {
+    async fn compact(&self, session: &RunnerSession) -> Result<Option<String>, Error> {
         use acp_facade::host::LiveSession;
         self.probe.compactions.lock().unwrap().push(session.id().0.to_string());
         match &self.spec.compact_fails {
             Some(reason) => Err(Error::internal_msg(reason.clone())),
-            None => Ok(()),
+            None => Ok(None),
         }
     }
 }

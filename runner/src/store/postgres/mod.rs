@@ -182,6 +182,8 @@ fn record_of(row: &Row) -> SessionRecord {
         title: row.get(3),
         created_at: row.get(4),
         updated_at: row.get(5),
+        // Kept by the store from its next schema version on.
+        system_prompt: None,
     }
 }
 

@@ -294,6 +294,8 @@ fn decode_session(raw: RawSession) -> Result<SessionRecord, StoreError> {
         title,
         created_at,
         updated_at,
+        // Kept by the store from its next schema version on.
+        system_prompt: None,
     })
 }
 
@@ -475,6 +477,7 @@ mod tests {
             title: None,
             created_at: "2026-11-30T11:20:00.000Z".to_owned(),
             updated_at: "2026-11-30T11:20:00.000Z".to_owned(),
+            system_prompt: None,
         }
     }
 
