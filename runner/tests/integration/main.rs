@@ -42,6 +42,7 @@ mod session_info;
 mod session_new;
 mod slash_commands;
 mod smoke;
+mod stable_additions;
 mod store;
 mod store_failure;
 mod stress;
