@@ -77,6 +77,18 @@ _NEEDS = {
 }
 """The client capability each call of the agent needs (``elicitation/create``: by its mode)."""
 
+_GATED_UPDATES = {
+    "notice": ("session", "notices"),
+    "compaction_update": ("session", "compaction"),
+    "compaction_summary_chunk": ("session", "compaction"),
+    "subagent_update": ("subagents",),
+    "session_message": ("subagents",),
+    "session_message_chunk": ("subagents",),
+    "plan_update": ("plan",),
+    "plan_removed": ("plan",),
+}
+"""The client capability each ``session/update`` kind of the schema needs (an object marker)."""
+
 
 def _advertised(capabilities: Any, path: tuple) -> bool:
     """Whether ``clientCapabilities`` advertise ``path`` (a true flag, or a present, non-null
@@ -86,13 +98,16 @@ def _advertised(capabilities: Any, path: tuple) -> bool:
         if not isinstance(value, dict):
             return False
         value = value.get(key)
-    return value is True or (path[0] == "elicitation" and isinstance(value, dict))
+    return value is True or ((path[0] == "elicitation" or path in _GATED_UPDATES.values()) and isinstance(value, dict))
 
 
 def _unadvertised(m: Dict[str, Any], capabilities: Any) -> Optional[str]:
     """The capability an agent call needs that the client did not advertise, if any."""
     method = m.get("method")
     path = _NEEDS.get(method) if isinstance(method, str) else None
+    if method == "session/update":
+        kind = ((m.get("params") or {}).get("update") or {}).get("sessionUpdate")
+        path = _GATED_UPDATES.get(kind) if isinstance(kind, str) else None
     if method == "elicitation/create":
         mode = (m.get("params") or {}).get("mode")
         path = ("elicitation", mode if isinstance(mode, str) else "?")
