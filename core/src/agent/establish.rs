@@ -201,6 +201,10 @@ async fn replay(agent: &AgentInner, id: &SessionId, history: &[Event], client: &
     for update in replay_updates(history, client) {
         agent.send_update(id, update).await?;
     }
+    if agent.dialect.is_v2() {
+        // v2's `session/resume` with `replayFrom`: the end of the replay, before the response.
+        agent.peer().send_line(super::v2::lifecycle::replay_complete_line(id)).await?;
+    }
     Ok(())
 }
 
