@@ -144,3 +144,69 @@ fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
         object.insert(to.to_owned(), value);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn mapped(method: &str, params: Value) -> Result<(String, Value, AnswerForm), Error> {
+        map(method, Params::from(params)).map(|m| (m.method.to_owned(), m.params.into_value(), m.answer))
+    }
+
+    #[test]
+    fn auth_methods_are_renamed_and_the_methods_v2_removed_are_unknown() {
+        assert_eq!(mapped("auth/login", json!({"methodId": "m"})).unwrap().0, method::AUTHENTICATE);
+        assert_eq!(mapped("auth/logout", json!({})).unwrap().0, method::LOGOUT);
+        for removed in [method::SESSION_LOAD, method::SESSION_SET_MODE, method::AUTHENTICATE, method::LOGOUT] {
+            let error = mapped(removed, json!({})).err().expect("removed in v2");
+            assert_eq!(error.code, crate::error::ErrorCode::MethodNotFound, "{removed}");
+        }
+    }
+
+    #[test]
+    fn a_resume_with_a_replay_from_the_start_is_a_load_and_any_other_position_is_refused() {
+        let params = json!({"sessionId": "s", "cwd": "/w", "replayFrom": {"type": "start"}});
+        let (method, params, form) = mapped(method::SESSION_RESUME, params).unwrap();
+        assert_eq!((method.as_str(), form), (method::SESSION_LOAD, AnswerForm::SessionSetup));
+        assert_eq!(params, json!({"sessionId": "s", "cwd": "/w", "mcpServers": []}));
+        let (method, ..) = mapped(method::SESSION_RESUME, json!({"sessionId": "s", "cwd": "/w"})).unwrap();
+        assert_eq!(method, method::SESSION_RESUME);
+        let error =
+            mapped(method::SESSION_RESUME, json!({"sessionId": "s", "cwd": "/w", "replayFrom": {"type": "cursor"}}))
+                .err()
+                .expect("an unknown position");
+        assert!(error.message.contains("replayFrom"), "{}", error.message);
+    }
+
+    #[test]
+    fn mcp_servers_take_v1s_form_and_sse_is_refused() {
+        let params = json!({"cwd": "/w", "mcpServers": [
+            {"type": "stdio", "name": "fs", "command": "/bin/fs"},
+            {"type": "http", "name": "web", "url": "https://x"},
+        ]});
+        let (_, params, _) = mapped(method::SESSION_NEW, params).unwrap();
+        assert_eq!(
+            params["mcpServers"],
+            json!([
+                {"name": "fs", "command": "/bin/fs", "args": [], "env": []},
+                {"type": "http", "name": "web", "url": "https://x", "headers": []},
+            ])
+        );
+        let sse = json!({"cwd": "/w", "mcpServers": [{"type": "sse", "name": "old", "url": "https://x"}]});
+        assert_eq!(mapped(method::SESSION_NEW, sse).err().unwrap().code, crate::error::ErrorCode::InvalidParams);
+    }
+
+    #[test]
+    fn session_answers_lose_their_modes_and_key_config_options_by_config_id() {
+        let v1 = json!({"sessionId": "s", "modes": {"currentModeId": "ask"}, "configOptions": [
+            {"id": "mode", "type": "select", "currentValue": "ask", "options": [{"group": "g", "name": "G", "options": []}]},
+        ]});
+        let v2 = answer(AnswerForm::SessionSetup, Answer::from(v1)).into_value();
+        assert!(v2.get("modes").is_none());
+        assert_eq!(v2["configOptions"][0]["configId"], "mode");
+        assert!(v2["configOptions"][0].get("id").is_none());
+        assert_eq!(v2["configOptions"][0]["options"][0]["groupId"], "g");
+    }
+}

@@ -29,6 +29,14 @@ impl LineRewriter for Rewriter {
             out.push(line);
             return;
         }
+        // The hot path: a streamed text chunk as the translator writes it needs only its id.
+        let line = match self.text_chunk(line) {
+            Ok(rewritten) => {
+                out.push(rewritten);
+                return;
+            }
+            Err(line) => line,
+        };
         let Ok(mut message) = serde_json::from_slice::<Value>(&line) else {
             out.push(line);
             return;
@@ -54,7 +62,48 @@ impl LineRewriter for Rewriter {
     }
 }
 
+/// The start of every `session/update` line the translator writes directly.
+const UPDATE_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":""#;
+/// Between the session id and the update's kind in such a line.
+const UPDATE_TAG: &[u8] = br#"","update":{"sessionUpdate":""#;
+
 impl Rewriter {
+    /// A text chunk line as the translator writes it directly (`agent_message_chunk` or
+    /// `agent_thought_chunk`, without a `messageId`), with its message id put in without parsing
+    /// the line: `Ok` with the new line, or `Err` with the line untouched when it is anything else.
+    fn text_chunk(&mut self, line: Vec<u8>) -> Result<Vec<u8>, Vec<u8>> {
+        let Some(rest) = line.strip_prefix(UPDATE_HEAD) else { return Err(line) };
+        let Some(end) = memchr::memmem::find(rest, UPDATE_TAG) else { return Err(line) };
+        let session = &rest[..end];
+        let after = &rest[end + UPDATE_TAG.len()..];
+        let kind = if after.starts_with(br#"agent_message_chunk","content":"#) {
+            "agent_message_chunk"
+        } else if after.starts_with(br#"agent_thought_chunk","content":"#) {
+            "agent_thought_chunk"
+        } else {
+            return Err(line);
+        };
+        // An escaped session id, or a chunk that has an id, takes the general path.
+        if session.contains(&b'\\') || memchr::memmem::find(after, br#""messageId""#).is_some() {
+            return Err(line);
+        }
+        let Ok(session) = std::str::from_utf8(session) else { return Err(line) };
+        if !self.messages.contains_key(session) {
+            self.messages.insert(session.to_owned(), Messages::new(session));
+        }
+        let Some(messages) = self.messages.get_mut(session) else { return Err(line) };
+        let id = messages.chunk(kind);
+        // `"sessionUpdate":"<kind>",` then the id, then the rest of the line as it was.
+        let at = UPDATE_HEAD.len() + end + UPDATE_TAG.len() + kind.len() + 2;
+        let mut rewritten = Vec::with_capacity(line.len() + id.len() + 16);
+        rewritten.extend_from_slice(&line[..at]);
+        rewritten.extend_from_slice(br#""messageId":"#);
+        let _ = serde_json::to_writer(&mut rewritten, &id);
+        rewritten.push(b',');
+        rewritten.extend_from_slice(&line[at..]);
+        Ok(rewritten)
+    }
+
     /// Rewrites a `session/update` in place; `false` when v2 has no such update.
     fn update(&mut self, message: &mut Value) -> bool {
         let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else { return true };
@@ -262,5 +311,116 @@ mod tests {
         messages.interrupt();
         let b = messages.chunk("agent_message_chunk");
         assert!(b != a && b.starts_with("s/u1/"), "{b}");
+    }
+}
+
+#[cfg(test)]
+mod rewriting {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn rewrite(rewriter: &mut Rewriter, message: &Value) -> Vec<Value> {
+        let mut line = serde_json::to_vec(message).unwrap();
+        line.push(b'\n');
+        let mut out = Vec::new();
+        rewriter.rewrite(line, &mut out);
+        out.iter().map(|l| serde_json::from_slice(l).unwrap()).collect()
+    }
+
+    fn update(update: Value) -> Value {
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": update}})
+    }
+
+    fn v2() -> Rewriter {
+        let dialect = Dialect::default();
+        dialect.switch_to_v2();
+        Rewriter::new(dialect)
+    }
+
+    #[test]
+    fn a_v1_connection_is_not_touched() {
+        let mut rewriter = Rewriter::new(Dialect::default());
+        let plan = update(json!({"sessionUpdate": "plan", "entries": []}));
+        assert_eq!(rewrite(&mut rewriter, &plan), [plan]);
+    }
+
+    #[test]
+    fn tool_calls_plans_and_modes_take_v2s_form() {
+        let mut rewriter = v2();
+        let call =
+            rewrite(&mut rewriter, &update(json!({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t"})));
+        assert_eq!(call[0]["params"]["update"]["sessionUpdate"], "tool_call_update");
+        let plan = rewrite(&mut rewriter, &update(json!({"sessionUpdate": "plan", "entries": []})));
+        assert_eq!(
+            plan[0]["params"]["update"],
+            json!({"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "plan", "entries": []}})
+        );
+        assert!(
+            rewrite(&mut rewriter, &update(json!({"sessionUpdate": "current_mode_update", "currentModeId": "code"})))
+                .is_empty()
+        );
+        let commands = update(json!({"sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "shout", "description": "d", "input": {"hint": "text"}}
+        ]}));
+        let commands = rewrite(&mut rewriter, &commands);
+        assert_eq!(
+            commands[0]["params"]["update"]["availableCommands"][0]["input"],
+            json!({"hint": "text", "type": "text"})
+        );
+    }
+
+    #[test]
+    fn chunks_get_message_ids_under_the_turns_user_message() {
+        let mut rewriter = v2();
+        rewrite(&mut rewriter, &update(json!({"sessionUpdate": "user_message", "messageId": "u1", "content": []})));
+        let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}});
+        let first = rewrite(&mut rewriter, &update(chunk.clone()))[0]["params"]["update"]["messageId"].clone();
+        let second = rewrite(&mut rewriter, &update(chunk.clone()))[0]["params"]["update"]["messageId"].clone();
+        assert_eq!(first, second);
+        assert!(first.as_str().unwrap().starts_with("u1/"));
+        rewrite(&mut rewriter, &update(json!({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t"})));
+        let third = rewrite(&mut rewriter, &update(chunk))[0]["params"]["update"]["messageId"].clone();
+        assert_ne!(third, first, "a tool call ends the message");
+        let replayed = update(
+            json!({"sessionUpdate": "agent_message_chunk", "messageId": "kept", "content": {"type": "text", "text": "a"}}),
+        );
+        assert_eq!(rewrite(&mut rewriter, &replayed)[0]["params"]["update"]["messageId"], "kept");
+    }
+
+    #[test]
+    fn a_directly_written_chunk_gets_the_id_the_general_path_would_give() {
+        use crate::agent::translate::{UpdateHead, text_chunk_line};
+        use crate::harness::TokenChannel;
+        let (mut fast, mut general) = (v2(), v2());
+        for rewriter in [&mut fast, &mut general] {
+            rewrite(rewriter, &update(json!({"sessionUpdate": "user_message", "messageId": "u1", "content": []})));
+        }
+        for (channel, text) in
+            [(TokenChannel::Message, "a \"b\""), (TokenChannel::Message, "c"), (TokenChannel::Thought, "t")]
+        {
+            let line = text_chunk_line(&UpdateHead::new("s"), channel, text);
+            let mut out = Vec::new();
+            fast.rewrite(line.clone(), &mut out);
+            let fast: Value = serde_json::from_slice(&out[0]).unwrap();
+            let slow = rewrite(&mut general, &serde_json::from_slice(&line).unwrap()).remove(0);
+            assert_eq!(fast, slow);
+            assert!(fast["params"]["update"]["messageId"].as_str().unwrap().starts_with("u1/"));
+        }
+    }
+
+    #[test]
+    fn a_permission_request_has_a_title_and_its_tool_call_as_subject() {
+        let mut rewriter = v2();
+        let request = json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {
+            "sessionId": "s", "toolCall": {"toolCallId": "c", "title": "Run grep"}, "options": []
+        }});
+        let params = &rewrite(&mut rewriter, &request)[0]["params"];
+        assert_eq!(params["title"], "Run grep");
+        assert_eq!(
+            params["subject"],
+            json!({"type": "tool_call", "toolCall": {"toolCallId": "c", "title": "Run grep"}})
+        );
+        assert!(params.get("toolCall").is_none());
     }
 }
