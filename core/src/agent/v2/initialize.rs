@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::super::AgentInner;
+use super::super::state::AgentInner;
 use super::super::capabilities;
 use crate::acp::{
     AuthCapabilities, ClientCapabilities, ClientSessionCapabilities, CompactionCapabilities, ElicitationCapabilities,
