@@ -38,6 +38,7 @@ mod compact;
 mod control;
 mod control_queue;
 pub(crate) mod cursor;
+mod dialect;
 mod elicitation;
 mod establish;
 mod extensions;

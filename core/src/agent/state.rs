@@ -27,7 +27,7 @@ pub(crate) struct AgentInner {
     peer: OnceLock<Peer>,
     pub(crate) cursor_key: CursorKey,
     /// Whether the connection speaks ACP v2 (see [`super::v2`]).
-    pub(crate) dialect: super::v2::Dialect,
+    pub(crate) dialect: super::dialect::Dialect,
 }
 
 impl AgentInner {
@@ -41,7 +41,7 @@ impl AgentInner {
             client_capabilities: OnceLock::new(),
             peer: OnceLock::new(),
             cursor_key,
-            dialect: super::v2::Dialect::default(),
+            dialect: super::dialect::Dialect::default(),
         }
     }
 

@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::super::state::AgentInner;
 use super::super::capabilities;
+use super::super::state::AgentInner;
 use crate::acp::{
     AuthCapabilities, ClientCapabilities, ClientSessionCapabilities, CompactionCapabilities, ElicitationCapabilities,
     NoticeCapabilities, PlanCapabilities, SubagentCapabilities,
