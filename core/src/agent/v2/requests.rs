@@ -160,7 +160,7 @@ mod tests {
         assert_eq!(mapped("auth/login", json!({"methodId": "m"})).unwrap().0, method::AUTHENTICATE);
         assert_eq!(mapped("auth/logout", json!({})).unwrap().0, method::LOGOUT);
         for removed in [method::SESSION_LOAD, method::SESSION_SET_MODE, method::AUTHENTICATE, method::LOGOUT] {
-            let error = mapped(removed, json!({})).err().expect("removed in v2");
+            let error = mapped(removed, json!({})).expect_err("removed in v2");
             assert_eq!(error.code, crate::error::ErrorCode::MethodNotFound, "{removed}");
         }
     }
@@ -195,7 +195,7 @@ mod tests {
             ])
         );
         let sse = json!({"cwd": "/w", "mcpServers": [{"type": "sse", "name": "old", "url": "https://x"}]});
-        assert_eq!(mapped(method::SESSION_NEW, sse).err().unwrap().code, crate::error::ErrorCode::InvalidParams);
+        assert_eq!(mapped(method::SESSION_NEW, sse).expect_err("sse").code, crate::error::ErrorCode::InvalidParams);
     }
 
     #[test]

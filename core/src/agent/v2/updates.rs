@@ -315,6 +315,7 @@ mod tests {
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_pass_by_value, reason = "the tests build their messages in place")]
 mod rewriting {
     use serde_json::{Value, json};
 
