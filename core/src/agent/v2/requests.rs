@@ -175,8 +175,7 @@ mod tests {
         assert_eq!(method, method::SESSION_RESUME);
         let error =
             mapped(method::SESSION_RESUME, json!({"sessionId": "s", "cwd": "/w", "replayFrom": {"type": "cursor"}}))
-                .err()
-                .expect("an unknown position");
+                .expect_err("an unknown position");
         assert!(error.message.contains("replayFrom"), "{}", error.message);
     }
 
