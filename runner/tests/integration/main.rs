@@ -47,6 +47,7 @@ mod store;
 mod store_failure;
 mod stress;
 mod stress_lifecycle;
+mod system_prompt;
 mod tool_calls;
 mod turn_ops;
 mod visibility;
