@@ -126,6 +126,9 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
     in_flight: Dict[str, Any] = {}
     prompt_usage: Dict[str, bool] = {}
     mentioned: set = set()
+    # ACP v2 (the agent answered `initialize` with protocolVersion 2): a prompt's response only
+    # acknowledges it; its turn lasts until the session's idle `state_update`.
+    v2 = False
     for index, e in enumerate(entries):
         m = e.msg
         if e.dir == "in" and isinstance(m, dict) and "method" in m and m.get("id") is not None:
@@ -155,6 +158,14 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
                     prompt_usage[key] = False
         elif e.dir == "out" and _is_response(m):
             key = json.dumps(m["id"])
+            request = in_flight.get(key)
+            if (
+                request is not None
+                and request[0] == "initialize"
+                and isinstance(m.get("result"), dict)
+                and m["result"].get("protocolVersion") == 2
+            ):
+                v2 = True
             if m["id"] is not None:
                 answered[key] = answered.get(key, 0) + 1
                 if key not in asked and not (key in mentioned and "error" in m):
@@ -165,7 +176,8 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
                 as_bytes = [i.encode() for i in ids if isinstance(i, str)]
                 if as_bytes != sorted(set(as_bytes)) or len(as_bytes) != len(ids):
                     problems.append(f"a session/list page not sorted by id bytes (or with a repeat): {ids}")
-            if request is not None and answered[key] >= asked.get(key, 0):
+            turn_goes_on = v2 and request is not None and request[0] == "session/prompt" and "result" in m
+            if request is not None and answered[key] >= asked.get(key, 0) and not turn_goes_on:
                 in_flight.pop(key)
             if request is not None and request[0] == "session/prompt":
                 result = m.get("result")
@@ -176,10 +188,17 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
             naming = [k for k, (_, s, _) in in_flight.items() if s == session]
             if not naming:
                 problems.append(f"a session/update with no request for its session in flight: {e.line[:300]}")
-            if ((m.get("params") or {}).get("update") or {}).get("sessionUpdate") == "usage_update":
+            update = (m.get("params") or {}).get("update") or {}
+            if update.get("sessionUpdate") == "usage_update":
                 for k in naming:
                     if k in prompt_usage:
                         prompt_usage[k] = True
+            if v2 and update.get("sessionUpdate") == "state_update" and update.get("state") == "idle":
+                # The end of the session's turn: its prompt is over.
+                for k in [k for k in naming if in_flight[k][0] == "session/prompt" and answered.get(k)]:
+                    if update.get("stopReason") == "end_turn" and prompt_usage.get(k) is False:
+                        problems.append(f"a v2 turn ended end_turn with no usage_update before: {e.line[:300]}")
+                    in_flight.pop(k)
     if complete:
         for key, count in asked.items():
             got = answered.get(key, 0)
