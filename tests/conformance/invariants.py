@@ -1,6 +1,6 @@
 """Rules checked on every transcript, whatever the scenario (DESIGN.md, ARCHITECTURE.md):
 
-- every agent message is valid against the pinned schema, and stdout carries JSON-RPC only
+- every agent message is valid against the generated v1 schema, and stdout carries JSON-RPC only
   (checked as the lines arrive, see ``wire``);
 - every client request gets exactly one response, and no response names an id never asked;
 - every ``session/prompt`` answered ``end_turn`` was preceded by a ``usage_update`` of its turn

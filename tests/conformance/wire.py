@@ -2,7 +2,7 @@
 
 A ``Run`` is one scenario against one agent: it starts agent processes (several when a scenario
 restarts the agent on the same store), records the transcript, validates every agent message
-against the pinned schema as it arrives, and shuts everything down.
+against the generated v1 schema as it arrives, and shuts everything down.
 
 A ``Peer`` is one process: the official ACP client (``acp.ClientSideConnection``) drives it through
 ``SdkTransport``, a message transport that writes and reads the process's pipes itself so that the

@@ -38,6 +38,7 @@ mod reattach;
 mod resume;
 mod runner;
 mod runner_questions;
+mod schema_validators;
 mod session_info;
 mod session_new;
 mod slash_commands;
