@@ -152,7 +152,10 @@ pub(crate) async fn reopen(
     // The replay is written before the session is registered: no prompt can reach it meanwhile.
     let replayed = async {
         ensure_same_id(id, live.as_ref())?;
-        replay(agent, id, &history, setup.client_capabilities()).await
+        if how == Reopen::Load {
+            replay(agent, id, &history, setup.client_capabilities()).await?;
+        }
+        Ok::<_, Error>(())
     }
     .await;
     if let Err(e) = replayed {

@@ -140,10 +140,13 @@ impl Rewriter {
             // The mode is a config option in v2; its `config_option_update` is sent beside it.
             "current_mode_update" => return false,
             "available_commands_update" => {
+                // Each command is of type `command`, its free-text input of type `text`.
                 if let Some(commands) = update.get_mut("availableCommands").and_then(Value::as_array_mut) {
-                    for input in commands.iter_mut().filter_map(|c| c.get_mut("input")).filter_map(Value::as_object_mut)
-                    {
-                        input.entry("type").or_insert_with(|| json!("text"));
+                    for command in commands.iter_mut().filter_map(Value::as_object_mut) {
+                        command.entry("type").or_insert_with(|| json!("command"));
+                        if let Some(input) = command.get_mut("input").and_then(Value::as_object_mut) {
+                            input.entry("type").or_insert_with(|| json!("text"));
+                        }
                     }
                 }
             }
@@ -365,9 +368,10 @@ mod rewriting {
             {"name": "shout", "description": "d", "input": {"hint": "text"}}
         ]}));
         let commands = rewrite(&mut rewriter, &commands);
+        let command = &commands[0]["params"]["update"]["availableCommands"][0];
         assert_eq!(
-            commands[0]["params"]["update"]["availableCommands"][0]["input"],
-            json!({"hint": "text", "type": "text"})
+            (&command["type"], &command["input"]),
+            (&json!("command"), &json!({"hint": "text", "type": "text"}))
         );
     }
 
