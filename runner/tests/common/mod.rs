@@ -62,6 +62,9 @@ pub struct TestClient {
     sent_lines: SentLines,
     /// The `clientCapabilities` this client advertised: the agent must call nothing else.
     advertised: Value,
+    /// Whether the agent answered `initialize` with protocol version 2: its messages are then
+    /// validated against the v2 schema, and need no capability.
+    v2: bool,
 }
 
 /// The environment variable naming a directory where every [`TestClient`] leaves the lines it
@@ -125,6 +128,7 @@ impl TestClient {
             transcript: Vec::new(),
             sent_lines: SentLines::new(),
             advertised: json!({}),
+            v2: false,
         }
     }
 
@@ -144,6 +148,40 @@ impl TestClient {
     pub async fn initialize_with(&mut self, capabilities: Value) -> Value {
         self.advertised = capabilities.clone();
         self.call_ok("initialize", json!({"protocolVersion": 1, "clientCapabilities": capabilities})).await
+    }
+
+    /// Removes and returns the messages read but not yet consumed.
+    pub fn take_backlog(&mut self) -> Vec<Value> {
+        self.backlog.drain(..).collect()
+    }
+
+    /// Initializes in ACP v2 (advertising nothing); returns the result. Panics unless the agent
+    /// answers 2.
+    pub async fn initialize_v2(&mut self) -> Value {
+        let result = self
+            .call_ok(
+                "initialize",
+                json!({"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}),
+            )
+            .await;
+        assert_eq!(result["protocolVersion"], 2, "{result}");
+        result
+    }
+
+    /// Validates one message of the agent against the schema of the version it speaks (and the
+    /// capabilities a v1 client advertised).
+    fn validate(&mut self, value: &Value) {
+        let answers_initialize = value.get("method").is_none()
+            && value.get("id").and_then(|id| self.sent.get(&id.to_string())).is_some_and(|m| m == "initialize");
+        if answers_initialize && value.pointer("/result/protocolVersion") == Some(&json!(2)) {
+            self.v2 = true;
+        }
+        if self.v2 {
+            schema::validate_agent_message_v2(value, &self.sent, &mut self.agent_requests);
+        } else {
+            schema::validate_agent_message(value, &self.sent, &mut self.agent_requests);
+            schema::check_capability(value, &self.advertised);
+        }
     }
 
     /// Starts and initializes advertising `capabilities`.
@@ -200,8 +238,7 @@ impl TestClient {
             .expect("read failed")
             .expect("the agent closed the connection");
         let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("agent sent non-JSON {line:?}: {e}"));
-        schema::validate_agent_message(&value, &self.sent, &mut self.agent_requests);
-        schema::check_capability(&value, &self.advertised);
+        self.validate(&value);
         self.transcript.push(value.clone());
         value
     }
@@ -301,8 +338,7 @@ impl TestClient {
         while let Ok(Some(line)) = tokio::time::timeout(STEP, self.lines.next_line()).await.expect("timed out draining")
         {
             let value: Value = serde_json::from_str(&line).unwrap();
-            schema::validate_agent_message(&value, &self.sent, &mut self.agent_requests);
-            schema::check_capability(&value, &self.advertised);
+            self.validate(&value);
             rest.push(value);
         }
         tokio::time::timeout(STEP, self.serve).await.expect("serve did not return").unwrap().unwrap();

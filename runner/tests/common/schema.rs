@@ -156,7 +156,15 @@ pub fn check_capability(message: &Value, advertised: &Value) {
     let Some(method) = message.get("method").and_then(Value::as_str) else { return };
     let flag = |pointer: &str| advertised.pointer(pointer).and_then(Value::as_bool).unwrap_or(false);
     let mode = |name: &str| advertised.pointer(&format!("/elicitation/{name}")).is_some_and(|v| !v.is_null());
+    let marker = |pointer: &str| advertised.pointer(pointer).is_some_and(Value::is_object);
     let allowed = match method {
+        "session/update" => match message.pointer("/params/update/sessionUpdate").and_then(Value::as_str) {
+            Some("notice") => marker("/session/notices"),
+            Some("compaction_update" | "compaction_summary_chunk") => marker("/session/compaction"),
+            Some("subagent_update" | "session_message" | "session_message_chunk") => marker("/subagents"),
+            Some("plan_update" | "plan_removed") => marker("/plan"),
+            _ => true,
+        },
         "fs/read_text_file" => flag("/fs/readTextFile"),
         "fs/write_text_file" => flag("/fs/writeTextFile"),
         m if m.starts_with("terminal/") => flag("/terminal"),

@@ -34,6 +34,7 @@ mod permission_gate;
 mod plans;
 mod postgres;
 mod prompt_content;
+mod protocol_v2;
 mod reattach;
 mod resume;
 mod runner;
