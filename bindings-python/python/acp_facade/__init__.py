@@ -19,8 +19,9 @@ A session's :attr:`Setup.client` and a turn's :attr:`Turn.client` are the agent'
 editor (:class:`Client`): files through its buffers, commands in its terminals
 (:class:`Terminal`), questions to the user.
 
-Prompts beyond text (images, audio, embedded resources), MCP servers, plans, costs and slash
-commands are typed (:mod:`acp_facade.acp`); a host changes its own session through
+Prompts beyond text (images, audio, embedded resources), MCP servers, plans, costs, slash
+commands and the client's system prompt are typed (:mod:`acp_facade.acp`); a turn also shows
+notices, plans with ids and subagents to a client that advertised them (:class:`Turn`); a host changes its own session through
 :class:`SessionControl` (a runner turn through its :class:`Turn`); extension methods are registered
 on :class:`Options`.
 
@@ -76,12 +77,14 @@ from .acp import (
     McpServerHttp,
     McpServerSse,
     McpServerStdio,
+    NoticeSeverity,
     Plan,
     PlanEntry,
     PlanEntryPriority,
     PlanEntryStatus,
     PromptCapabilities,
     ResourceLink,
+    SystemPrompt,
     TerminalContent,
     TextContent,
     TextResourceContents,
@@ -147,6 +150,7 @@ from .runner import (
     Reply,
     Runner,
     SqliteStore,
+    Subagent,
     Turn,
     TurnRunner,
 )
@@ -231,6 +235,7 @@ __all__ = [
     "Meta",
     "MethodNotFound",
     "NotEstablishedError",
+    "NoticeSeverity",
     "Options",
     "ParseError",
     "Permission",
@@ -265,6 +270,8 @@ __all__ = [
     "SqliteStore",
     "StepDone",
     "StopReason",
+    "Subagent",
+    "SystemPrompt",
     "Terminal",
     "TerminalContent",
     "TerminalExitStatus",

@@ -198,21 +198,23 @@ class UserMessage:
 
 @record
 class ToolCallRequest:
-    """One tool call a model asked for, as it was announced; ``locations`` are the files (and
-    lines) it works on."""
+    """One tool call a model asked for, as it was announced: its title (``name``), kind and input;
+    ``locations`` are the files (and lines) it works on, ``tool_name`` its programmatic name (the
+    tool as the model calls it: ``name`` on the wire), if it has one."""
 
     call_id: str
     name: str
     kind: ToolKind = ToolKind.OTHER
     input: Any = None
     locations: List[Dict[str, Any]] = field(default_factory=list)
+    tool_name: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
         out = {"call_id": self.call_id, "name": self.name, "kind": _wire(self.kind), "input": self.input}
         if self.locations:
             out["locations"] = list(self.locations)
-        return out
+        return _set(out, tool_name=self.tool_name)
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "ToolCallRequest":
@@ -223,6 +225,7 @@ class ToolCallRequest:
             ToolKind(data.get("kind", "other")),
             data.get("input"),
             list(data.get("locations") or []),
+            data.get("tool_name"),
         )
 
 
@@ -247,8 +250,8 @@ class AiMessage:
 @record
 class ToolResultMessage:
     """The result of one tool call: its final content (content blocks, diffs, terminals), and
-    its title, kind, locations, raw input and output where they changed since it was announced
-    (``None``: unchanged)."""
+    its title, kind, locations, raw input and output and programmatic name (``tool_name``) where
+    they changed since it was announced (``None``: unchanged)."""
 
     call_id: str
     output: List[ContentBlock] = field(default_factory=list)
@@ -258,6 +261,7 @@ class ToolResultMessage:
     locations: Optional[List[Dict[str, Any]]] = None
     raw_input: Any = None
     raw_output: Any = None
+    tool_name: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
@@ -269,6 +273,7 @@ class ToolResultMessage:
             locations=self.locations,
             raw_input=self.raw_input,
             raw_output=self.raw_output,
+            tool_name=self.tool_name,
         )
 
 
@@ -303,6 +308,7 @@ def _message_from_json(data: Dict[str, Any]) -> Message:
         data.get("locations"),
         data.get("raw_input"),
         data.get("raw_output"),
+        data.get("tool_name"),
     )
 
 
@@ -460,7 +466,7 @@ class _ToolCallKind(_Kind):
 def _tool_extras(args: Dict[str, Any]) -> Dict[str, Any]:
     """The optional fields of a tool call kind's core form, typed."""
     extras: Dict[str, Any] = {}
-    for name in ("title", "raw_input", "raw_output", "content"):
+    for name in ("title", "raw_input", "raw_output", "content", "tool_name"):
         if args.get(name) is not None:
             extras[name] = args[name]
     if args.get("kind") is not None:
@@ -476,7 +482,8 @@ def _tool_extras(args: Dict[str, Any]) -> Dict[str, Any]:
 class ToolCallStarted(_ToolCallKind):
     """A tool call was announced (``tool_call``): its title (``name``), kind and raw input, and
     optionally the status it starts in (``pending`` when absent), its content (content blocks,
-    :class:`~acp_facade.Diff`, :class:`~acp_facade.TerminalContent`), locations and raw output."""
+    :class:`~acp_facade.Diff`, :class:`~acp_facade.TerminalContent`), locations, raw output and
+    programmatic name (``tool_name``: the tool as the model calls it, ``name`` on the wire)."""
 
     type = "tool_call_started"
     call_id: str = ""
@@ -487,12 +494,14 @@ class ToolCallStarted(_ToolCallKind):
     content: Optional[List[ToolCallContent]] = None
     locations: Optional[List[ToolCallLocation]] = None
     raw_output: Any = None
+    tool_name: Optional[str] = None
 
 
 @record
 class ToolCallProgress(_ToolCallKind):
     """A tool call changed (``tool_call_update``): every field that is not ``None`` replaces the
-    call's (``content`` and ``locations`` as whole lists)."""
+    call's (``content`` and ``locations`` as whole lists; ``tool_name`` is its programmatic
+    name)."""
 
     type = "tool_call_progress"
     call_id: str = ""
@@ -503,6 +512,7 @@ class ToolCallProgress(_ToolCallKind):
     locations: Optional[List[ToolCallLocation]] = None
     raw_input: Any = None
     raw_output: Any = None
+    tool_name: Optional[str] = None
 
 
 @record
@@ -519,6 +529,7 @@ class ToolCallCompleted(_ToolCallKind):
     locations: Optional[List[ToolCallLocation]] = None
     raw_input: Any = None
     raw_output: Any = None
+    tool_name: Optional[str] = None
 
 
 @record
