@@ -23,21 +23,39 @@ from acp.connection import StreamDirection, StreamEvent
 
 from acp_facade import (
     Agent,
+    AiMessage,
     ClientCapabilities,
+    Event,
+    EventClass,
     LiveSession,
     MemoryStore,
+    Notice,
     NoticeSeverity,
     Options,
+    PlanChanged,
     PlanEntry,
+    PlanRemoved,
     Runner,
     SessionHost,
+    SessionMessage,
+    SessionMessageChunk,
     Setup,
+    StepDone,
     StopReason,
     Subagent,
+    SubagentChanged,
     SystemPrompt,
     TextContent,
+    ToolCallCompleted,
+    ToolCallProgress,
+    ToolCallRequest,
+    ToolCallStarted,
+    ToolResultMessage,
     Turn,
+    TurnDone,
     TurnRunner,
+    TurnStarted,
+    UserMessage,
 )
 from conftest import DEMO, SCHEMA, SchemaObserver, run
 
@@ -577,14 +595,39 @@ class Recorder(SessionHost):
 
     async def new_session(self, setup: Setup) -> LiveSession:
         self.setups.append(setup)
-        return Idle(f"s{len(self.setups)}")
+        return Publishing(f"s{len(self.setups)}")
 
 
-class Idle(LiveSession):
-    """A session that is never prompted here."""
+# What a host's session publishes in a turn, in the core's form; the client sees each as the
+# update named beside it, if it advertised its capability.
+PUBLISHED: List[Tuple[Any, str]] = [
+    (ToolCallStarted("c1", "Search the files", input={"q": "x"}, tool_name="grep"), "tool_call"),
+    (ToolCallCompleted("c1", tool_name="ripgrep"), "tool_call_update"),
+    (Notice({"severity": "warning", "title": "Careful"}), "notice"),
+    (PlanChanged({"plan": {"type": "markdown", "planId": "p", "content": "- a"}}), "plan_update"),
+    (PlanRemoved({"planId": "p"}), "plan_removed"),
+    (SubagentChanged({"sessionId": "s1/child", "title": "child"}), "subagent_update"),
+    (SessionMessage({"messageId": "m1", "senderSessionId": "s1/child", "recipientSessionId": "s1"}), "session_message"),
+    (SessionMessageChunk({"messageId": "m1", "content": {"type": "text", "text": "hi"}}), "session_message_chunk"),
+]
+
+
+class Publishing(LiveSession):
+    """A session whose one turn publishes ``PUBLISHED``."""
 
     async def submit(self, prompt: List[Any]) -> str:
-        raise NotImplementedError
+        command = f"{self.id}/c1"
+
+        def event(kind: Any, command_id: Optional[str] = None) -> Event:
+            enduring = not isinstance(kind, (Notice, ToolCallStarted, ToolCallCompleted))
+            event_class = EventClass.ENDURING if enduring else EventClass.EPHEMERAL
+            return Event(kind, event_class, command_id=command_id, loop_id="main", turn_id="t1")
+
+        await self.events.publish(event(TurnStarted(UserMessage(prompt)), command))
+        for kind, _ in PUBLISHED:
+            await self.events.publish(event(kind))
+        await self.events.publish(event(TurnDone()))
+        return command
 
     async def interrupt(self) -> None:
         return None
@@ -610,6 +653,35 @@ def test_a_host_that_takes_system_prompts_gets_them_in_its_setup() -> None:
             assert [s.system_prompt for s in host.setups] == [expected, None]
 
     run(body)
+
+
+def test_the_new_event_kinds_and_tool_names_round_trip_through_their_core_form() -> None:
+    events = [Event(kind) for kind, _ in PUBLISHED] + [
+        Event(ToolCallProgress("c1", tool_name="grep")),
+        Event(StepDone([AiMessage(tool_calls=[ToolCallRequest("c1", "Search", tool_name="grep")])])),
+        Event(StepDone([ToolResultMessage("c1", tool_name="rg")])),
+    ]
+    for event in events:
+        assert Event.from_json(event.to_json()) == event
+    assert events[0].to_json()["kind"]["tool_name"] == "grep"
+    assert "tool_name" not in Event(ToolCallStarted("c1", "Search")).to_json()["kind"]
+
+
+@pytest.mark.parametrize("capabilities", [pytest.param(ALL, marks=newest_v1), None], ids=["all", "none"])
+def test_a_host_s_session_publishes_the_gated_updates_as_events(capabilities: Optional[Dict[str, Any]]) -> None:
+    async def client(wire: Wire) -> None:
+        await wire.initialize(capabilities)
+        updates = await wire.prompt(await wire.new_session(), "go")
+        assert (updates[0]["title"], updates[0]["name"]) == ("Search the files", "grep")
+        assert (updates[1]["status"], updates[1]["name"]) == ("completed", "ripgrep")
+        if capabilities is None:  # plans degrade to whole plans (a Markdown one and a removal: empty)
+            assert updates[2:] == [{"sessionUpdate": "plan", "entries": []}] * 2
+            return
+        assert kinds(updates) == [name for _, name in PUBLISHED]
+        assert updates[2] == {"sessionUpdate": "notice", "severity": "warning", "title": "Careful"}
+        assert updates[4] == {"sessionUpdate": "plan_removed", "planId": "p"}
+
+    run(lambda: with_agent(Agent(Options(Recorder())), client))
 
 
 def normalised(messages: List[Dict[str, Any]]) -> List[Any]:

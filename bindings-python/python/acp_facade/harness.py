@@ -32,6 +32,8 @@ __all__ = [
     "ApprovalAction",
     "CompactWaiterRejected",
     "CompactWaiterResolved",
+    "CompactionChanged",
+    "CompactionSummary",
     "ContentBlock",
     "ContextMeasured",
     "Event",
@@ -44,11 +46,17 @@ __all__ = [
     "GateResolver",
     "GateResponse",
     "Message",
+    "Notice",
+    "PlanChanged",
+    "PlanRemoved",
     "PlanUpdated",
     "ResponseMeta",
+    "SessionMessage",
+    "SessionMessageChunk",
     "SessionMetaChanged",
     "StepDone",
     "StopReason",
+    "SubagentChanged",
     "TokenChannel",
     "TokenDelta",
     "ToolCallCompleted",
@@ -648,6 +656,92 @@ class ResponseMeta(_Kind):
     meta: Meta = field(default_factory=dict)
 
 
+# The updates ACP gates behind a client capability (issue 34). Each carries the ACP value in its
+# wire form; the core sends it only to a client that advertised the capability, and degrades it
+# for any other (see each kind). Publish them Enduring, but notices and compaction reports.
+
+
+@record
+class PlanChanged(_Kind):
+    """A plan with an id was created or replaced (``plan_update``): ``update`` is an ACP
+    ``PlanUpdate`` in its wire form (``{"plan": {"type": "items", "planId", "entries"}}``, or
+    ``"type": "markdown"`` with ``content``). A client that did not advertise plan operations gets
+    the entries as a whole ``plan`` (a Markdown plan: an empty one). Enduring: ``session/load``
+    replays each plan's latest form."""
+
+    type = "plan_changed"
+    update: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class PlanRemoved(_Kind):
+    """A plan with an id was removed (``plan_removed``; without plan operations: an empty
+    ``plan``): ``removed`` is an ACP ``PlanRemoved`` (``{"planId": ...}``)."""
+
+    type = "plan_removed"
+    removed: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class Notice(_Kind):
+    """Information for the user that is not session history (``notice``), sent only to a client
+    that advertised ``session.notices``: ``notice`` is an ACP ``Notice`` (``{"severity", "title",
+    "description"}``). Ephemeral by nature: never replayed."""
+
+    type = "notice"
+    notice: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class CompactionChanged(_Kind):
+    """A compaction started, progressed or ended (``compaction_update``), sent only to a client
+    that advertised ``session.compaction``: ``update`` is an ACP ``CompactionUpdate``
+    (``{"compactionId", "status"}``)."""
+
+    type = "compaction_changed"
+    update: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class CompactionSummary(_Kind):
+    """A block of a compaction's summary (``compaction_summary_chunk``), sent only to a client
+    that advertised ``session.compaction``: ``chunk`` is an ACP ``CompactionSummaryChunk``
+    (``{"compactionId", "content"}``)."""
+
+    type = "compaction_summary"
+    chunk: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class SubagentChanged(_Kind):
+    """A child session was announced or changed (``subagent_update``), sent only to a client that
+    advertised ``subagents``: ``update`` is an ACP ``SubagentUpdate`` (``{"sessionId", "title",
+    "state"}``). Enduring: replayed by ``session/load``."""
+
+    type = "subagent_changed"
+    update: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class SessionMessage(_Kind):
+    """A message between this session and another one (``session_message``), sent only to a
+    client that advertised ``subagents``: ``message`` is an ACP ``SessionMessage``
+    (``{"messageId", "senderSessionId", "recipientSessionId", "content"}``). Enduring."""
+
+    type = "session_message"
+    message: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class SessionMessageChunk(_Kind):
+    """A block of a message between sessions (``session_message_chunk``), sent only to a client
+    that advertised ``subagents``: ``chunk`` is an ACP ``SessionMessageChunk`` (``{"messageId",
+    "content"}``). Enduring."""
+
+    type = "session_message_chunk"
+    chunk: Dict[str, Any] = field(default_factory=dict)
+
+
 if TYPE_CHECKING:
     EventKind = Union[
         TurnStarted,
@@ -667,6 +761,14 @@ if TYPE_CHECKING:
         SessionMetaChanged,
         PlanUpdated,
         ResponseMeta,
+        PlanChanged,
+        PlanRemoved,
+        Notice,
+        CompactionChanged,
+        CompactionSummary,
+        SubagentChanged,
+        SessionMessage,
+        SessionMessageChunk,
     ]
     """What happened."""
 
@@ -690,6 +792,14 @@ _KINDS: Dict[str, Any] = {
         SessionMetaChanged,
         PlanUpdated,
         ResponseMeta,
+        PlanChanged,
+        PlanRemoved,
+        Notice,
+        CompactionChanged,
+        CompactionSummary,
+        SubagentChanged,
+        SessionMessage,
+        SessionMessageChunk,
     )
 }
 
