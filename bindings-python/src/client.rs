@@ -130,6 +130,10 @@ pub(crate) fn capabilities_to_py<'py>(py: Python<'py>, capabilities: &Capabiliti
     dict.set_item("elicitation_form", capabilities.elicitation_form())?;
     dict.set_item("elicitation_url", capabilities.elicitation_url())?;
     dict.set_item("auth_terminal", capabilities.auth_terminal())?;
+    dict.set_item("notices", capabilities.notices())?;
+    dict.set_item("compaction", capabilities.compaction())?;
+    dict.set_item("subagents", capabilities.subagents())?;
+    dict.set_item("plan_operations", capabilities.plan_operations())?;
     let meta = match capabilities.meta() {
         Some(meta) => encode(py, meta)?,
         None => py.None().into_bound(py),

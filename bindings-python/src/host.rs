@@ -64,7 +64,10 @@ impl PyHost {
     }
 }
 
-/// The arguments of a session-opening call: `([session_id,] setup, client)`.
+/// The arguments of a session-opening call: `([session_id,] setup, client)`, the setup in the
+/// core's form for other languages (`cwd`, `additionalDirectories`, `mcpServers`, then `meta` and
+/// `systemPrompt` when present: see the core `Setup`'s `Serialize`), which `acp_facade.Setup.from_json`
+/// reads.
 fn setup_args<'py>(
     py: Python<'py>,
     session_id: Option<SessionId>,

@@ -4,12 +4,16 @@
 An ACP agent over stdio with a scripted "model" and a SQLite store (or PostgreSQL, for a
 ``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``) as
 ``docs/DEMO.md`` describes: ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
-``ask QUESTION``, ``fail``, ``/compact``, the lines that call the client (``read PATH``,
-``write PATH TEXT…``, ``run CMD ARG…``, ``open URL``), the benchmark's ``readloop N PATH
-[PARALLEL]``, ``plan N``, ``switch MODE``, ``mcp``, ``edit PATH``, ``/shout TEXT``, a prompt whose
-first block is an image, audio, an embedded resource or a resource link, and anything else echoed
-word by word; a prompt's ``_meta.traceparent`` comes back in the response's ``_meta``, and the
-extension method ``_demo/echo`` answers its params.
+``ask QUESTION``, ``fail``, ``/compact`` (with its summary), the lines that call the client
+(``read PATH``, ``write PATH TEXT…``, ``run CMD ARG…``, ``open URL``), the benchmark's ``readloop N
+PATH [PARALLEL]``, ``plan N`` (a plan with an id), ``switch MODE``, ``mcp``, ``edit PATH``,
+``/shout TEXT``, ``notice TEXT``, ``system`` (the session's system prompt: the client's
+``systemPrompt`` applied to the demo's own), ``subagent TEXT``, ``drip N MS``, a prompt whose first
+block is an image, audio, an embedded resource or a resource link, and anything else echoed word by
+word; a prompt's ``_meta.traceparent`` comes back in the response's ``_meta``, and the extension
+method ``_demo/echo`` answers its params. What ACP gates behind a client capability (notices,
+subagents, plans with ids, compaction reports) reaches only a client that advertised it; the others
+get the same in other words (see ``docs/DEMO.md``).
 
 usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth] [--help]
 
@@ -21,8 +25,8 @@ Nothing but protocol goes to stdout; diagnostics go to stderr.
 
 Start-up: ``main`` starts serving (``Agent.run_stdio``) before :mod:`asyncio` is imported, so that
 ``initialize`` is answered while Python loads it (about 35 ms). So nothing imported before serving
-may import asyncio: the two lines that need it (``sleep``, ``readloop``) import it where they use
-it, and :mod:`logging` (about 5 ms), :mod:`base64` and :mod:`re` are imported when first used;
+may import asyncio: the lines that need it (``sleep``, ``drip``, ``readloop``) import it where they
+use it, and :mod:`logging` (about 5 ms), :mod:`base64` and :mod:`re` are imported when first used;
 :mod:`typing` (about 4 ms, with :mod:`re`) only by type checkers.
 """
 
@@ -49,7 +53,6 @@ from acp_facade import (
     InternalError,
     McpCapabilities,
     Options,
-    Plan,
     PlanEntry,
     PlanEntryPriority,
     PlanEntryStatus,
@@ -90,6 +93,15 @@ CONTEXT_SIZE = 200_000
 
 SHOUT = AvailableCommand("shout", "Repeat the input in capitals", "text")
 """The demo's host-defined slash command."""
+
+COMPACTION_SUMMARY = "The conversation so far, compacted."
+"""The summary ``/compact`` reports (``compaction_summary_chunk``)."""
+
+SYSTEM_PROMPT = "You are the acp-facade demo."
+"""The demo's own system prompt (``system``), to which a client's ``systemPrompt`` applies."""
+
+PLAN_ID = "plan"
+"""The id of the plan ``plan N`` builds."""
 
 # Rust's `char::is_whitespace` (Unicode White_Space), so trimming and splitting match the Rust demo.
 _WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -167,18 +179,17 @@ def block_line(block: PromptBlock) -> Optional[str]:
     return None
 
 
-def demo_plan(steps: int, done: int) -> Plan:
-    """A plan of ``steps`` entries (``step 1`` …), the first ``done`` completed, the rest pending."""
-    return Plan(
-        [
-            PlanEntry(
-                f"step {i}",
-                PlanEntryPriority.MEDIUM,
-                PlanEntryStatus.COMPLETED if i <= done else PlanEntryStatus.PENDING,
-            )
-            for i in range(1, steps + 1)
-        ]
-    )
+def plan_entries(steps: int, done: int) -> List[PlanEntry]:
+    """The entries of a plan of ``steps`` (``step 1`` …), the first ``done`` completed, the rest
+    pending."""
+    return [
+        PlanEntry(
+            f"step {i}",
+            PlanEntryPriority.MEDIUM,
+            PlanEntryStatus.COMPLETED if i <= done else PlanEntryStatus.PENDING,
+        )
+        for i in range(1, steps + 1)
+    ]
 
 
 def mcp_line(servers: Sequence[McpServer]) -> str:
@@ -199,6 +210,12 @@ def split_command(text: str) -> Tuple[str, str]:
     if match is None:
         return text, ""
     return text[: match.start()], text[match.start() + 1 :].strip(_WS)
+
+
+def words(text: str) -> List[str]:
+    """The words of ``text``, each but the last with a space after it."""
+    found = [w for w in ws_run().split(text) if w]
+    return [f"{word} " if i + 1 < len(found) else word for i, word in enumerate(found)]
 
 
 async def report_usage(turn: Turn, prompt: str) -> None:
@@ -353,15 +370,76 @@ async def read_loop(turn: Turn, rest: str) -> StopReason:
     return StopReason.END_TURN
 
 
-CLIENT_LINES: Dict[str, Callable[[Turn, str, str], Awaitable[StopReason]]] = {
+# ---- the lines of what ACP gates behind a client capability (DEMO.md, issue 34) -----------------
+
+
+async def plan_steps(turn: Turn, steps: int) -> StopReason:
+    """``plan N``: the plan (with an id; a whole ``plan`` to a client without plan operations),
+    then once more per completed step; the chunk ``planned``."""
+    for done in range(steps + 1):
+        if turn.is_cancelled():
+            return StopReason.CANCELLED
+        await turn.update_plan(PLAN_ID, plan_entries(steps, done))
+    await turn.text("planned")
+    return StopReason.END_TURN
+
+
+async def notice(turn: Turn, text: str) -> StopReason:
+    """``notice TEXT``: a notice, or the same as a message chunk for a client without notices."""
+    if not await turn.notice(text):
+        await turn.text(f"notice: {text}")
+    return StopReason.END_TURN
+
+
+async def subagent(turn: Turn, text: str) -> StopReason:
+    """``subagent TEXT``: a child session that is sent TEXT and answers it, word by word; for a
+    client without subagents, the text as a message chunk."""
+    if not turn.client_capabilities.subagents:
+        await turn.text(f"subagent: {text}")
+        return StopReason.END_TURN
+    child = await turn.start_subagent("subagent")
+    await child.send(text)
+    await child.reply(words(text))
+    await child.finish(StopReason.END_TURN)
+    await turn.text("subagent: done")
+    return StopReason.END_TURN
+
+
+async def drip(turn: Turn, rest: str) -> StopReason:
+    """``drip N MS``: N chunks ``d1 `` … ``dN ``, one every MS milliseconds. Cancelling the turn
+    cancels this task, which ends the turn ``cancelled`` at once."""
+    import asyncio  # loaded by the time a turn runs (see the module doc)
+
+    args = [w for w in ws_run().split(rest) if w]
+    count = _parse_u64(args[0]) if args else 0
+    every = min(_parse_u64(args[1]) if len(args) > 1 else 0, 2**40) / 1000
+    for i in range(1, count + 1):
+        await asyncio.sleep(every)
+        await turn.text(f"d{i} ")
+    return StopReason.END_TURN
+
+
+async def system(turn: Turn) -> StopReason:
+    """``system``: the session's system prompt, the client's applied to the demo's own."""
+    await turn.text(turn.compose_system_prompt(SYSTEM_PROMPT))
+    return StopReason.END_TURN
+
+
+LINES: Dict[str, Callable[[Turn, str, str], Awaitable[StopReason]]] = {
     "read": lambda turn, text, rest: read(turn, rest),
     "write": lambda turn, text, rest: write(turn, rest),
     "run": run,
     "open": lambda turn, text, rest: open_url(turn, rest),
     "edit": lambda turn, text, rest: edit(turn, rest),
     "readloop": lambda turn, text, rest: read_loop(turn, rest),
+    "plan": lambda turn, text, rest: plan_steps(turn, _parse_u64(rest)),
+    "notice": lambda turn, text, rest: notice(turn, rest),
+    "system": lambda turn, text, rest: system(turn),
+    "subagent": lambda turn, text, rest: subagent(turn, rest),
+    "drip": lambda turn, text, rest: drip(turn, rest),
 }
-"""The lines that call the client (and ``edit``), by verb: ``(turn, text, rest) -> stop``."""
+"""The lines with a function of their own, by verb: ``(turn, text, rest) -> stop``. Those that call
+the client (and ``edit``), those of what ACP gates behind a client capability, and ``drip``."""
 
 
 class Script(TurnRunner):
@@ -392,7 +470,7 @@ class Script(TurnRunner):
             await turn.text("done thinking")
         elif verb == "tool":
             name = rest or "tool"
-            call = await turn.start_tool_call(name, ToolKind.EXECUTE, {"name": name})
+            call = await turn.start_tool(name, name=name, kind=ToolKind.EXECUTE, raw_input={"name": name})
             controls = [ApprovalAction.APPROVE, ApprovalAction.APPROVE_ALWAYS, ApprovalAction.DENY]
             answer = await turn.request_permission(call, f"Run {name}", controls)
             if answer is acp_facade.Permission.CANCELLED:
@@ -422,19 +500,12 @@ class Script(TurnRunner):
                 await turn.text("declined")
             else:
                 return StopReason.CANCELLED
-        elif verb in CLIENT_LINES:
-            stop = await CLIENT_LINES[verb](turn, text, rest)
+        elif verb in LINES:
+            stop = await LINES[verb](turn, text, rest)
             if stop is StopReason.CANCELLED:
                 return stop
         elif verb == "fail":
             raise InternalError("the demo turn failed, as asked")
-        elif verb == "plan":
-            steps = _parse_u64(rest)
-            for done in range(steps + 1):
-                if turn.is_cancelled():
-                    return StopReason.CANCELLED
-                await turn.plan(demo_plan(steps, done))
-            await turn.text("planned")
         elif verb == "switch":
             try:
                 await turn.set_mode(rest)
@@ -444,9 +515,8 @@ class Script(TurnRunner):
         elif verb == "mcp":
             await turn.text(mcp_line(turn.mcp_servers))
         else:
-            words = [w for w in ws_run().split(text) if w]
-            for i, word in enumerate(words):
-                await turn.text(f"{word} " if i + 1 < len(words) else word)
+            for chunk in words(text):
+                await turn.text(chunk)
         await report_usage(turn, text)
         return StopReason.END_TURN
 
@@ -472,8 +542,11 @@ class Script(TurnRunner):
         title = first_prompt.strip(_WS)[:40]
         return title or None
 
-    async def compact(self, session_id: str) -> None:
-        return None
+    def accepts_system_prompt(self) -> bool:
+        return True
+
+    async def compact(self, session_id: str) -> Optional[str]:
+        return COMPACTION_SUMMARY
 
 
 def default_store() -> str:

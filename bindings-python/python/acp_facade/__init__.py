@@ -19,8 +19,9 @@ A session's :attr:`Setup.client` and a turn's :attr:`Turn.client` are the agent'
 editor (:class:`Client`): files through its buffers, commands in its terminals
 (:class:`Terminal`), questions to the user.
 
-Prompts beyond text (images, audio, embedded resources), MCP servers, plans, costs and slash
-commands are typed (:mod:`acp_facade.acp`); a host changes its own session through
+Prompts beyond text (images, audio, embedded resources), MCP servers, plans, costs, slash
+commands and the client's system prompt are typed (:mod:`acp_facade.acp`); a turn also shows
+notices, plans with ids and subagents to a client that advertised them (:class:`Turn`); a host changes its own session through
 :class:`SessionControl` (a runner turn through its :class:`Turn`); extension methods are registered
 on :class:`Options`.
 
@@ -76,12 +77,14 @@ from .acp import (
     McpServerHttp,
     McpServerSse,
     McpServerStdio,
+    NoticeSeverity,
     Plan,
     PlanEntry,
     PlanEntryPriority,
     PlanEntryStatus,
     PromptCapabilities,
     ResourceLink,
+    SystemPrompt,
     TerminalContent,
     TextContent,
     TextResourceContents,
@@ -91,6 +94,8 @@ from .control import SessionControl
 from .harness import (
     AiMessage,
     ApprovalAction,
+    CompactionChanged,
+    CompactionSummary,
     CompactWaiterRejected,
     CompactWaiterResolved,
     ContextMeasured,
@@ -102,11 +107,17 @@ from .harness import (
     GateResolved,
     GateResolver,
     GateResponse,
+    Notice,
+    PlanChanged,
+    PlanRemoved,
     PlanUpdated,
     ResponseMeta,
+    SessionMessage,
+    SessionMessageChunk,
     SessionMetaChanged,
     StepDone,
     StopReason,
+    SubagentChanged,
     TokenChannel,
     TokenDelta,
     ToolCallCompleted,
@@ -147,6 +158,7 @@ from .runner import (
     Reply,
     Runner,
     SqliteStore,
+    Subagent,
     Turn,
     TurnRunner,
 )
@@ -189,6 +201,8 @@ __all__ = [
     "ClientError",
     "AvailableCommand",
     "BlobResourceContents",
+    "CompactionChanged",
+    "CompactionSummary",
     "CompactWaiterRejected",
     "CompactWaiterResolved",
     "ConfigOption",
@@ -231,6 +245,8 @@ __all__ = [
     "Meta",
     "MethodNotFound",
     "NotEstablishedError",
+    "Notice",
+    "NoticeSeverity",
     "Options",
     "ParseError",
     "Permission",
@@ -242,9 +258,11 @@ __all__ = [
     "ReleasedError",
     "Reply",
     "Plan",
+    "PlanChanged",
     "PlanEntry",
     "PlanEntryPriority",
     "PlanEntryStatus",
+    "PlanRemoved",
     "PlanUpdated",
     "PostgresStore",
     "Prompt",
@@ -259,12 +277,17 @@ __all__ = [
     "SessionCatalogEntry",
     "SessionControl",
     "SessionHost",
+    "SessionMessage",
+    "SessionMessageChunk",
     "SessionMetaChanged",
     "Setup",
     "SlashCommand",
     "SqliteStore",
     "StepDone",
     "StopReason",
+    "Subagent",
+    "SubagentChanged",
+    "SystemPrompt",
     "Terminal",
     "TerminalContent",
     "TerminalExitStatus",

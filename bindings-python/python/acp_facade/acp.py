@@ -35,6 +35,7 @@ __all__ = [
     "McpServerSse",
     "McpServerStdio",
     "Meta",
+    "NoticeSeverity",
     "Plan",
     "PlanEntry",
     "PlanEntryPriority",
@@ -42,6 +43,7 @@ __all__ = [
     "PromptBlock",
     "PromptCapabilities",
     "ResourceLink",
+    "SystemPrompt",
     "TextContent",
     "TerminalContent",
     "TextResourceContents",
@@ -398,6 +400,48 @@ class McpCapabilities:
     def to_json(self) -> Dict[str, Any]:
         """The ACP wire form."""
         return {"http": self.http, "sse": self.sse}
+
+
+# ---- system prompts, notices -------------------------------------------------------------------
+
+
+@record
+class SystemPrompt:
+    """The client's system prompt for a session (ACP ``SystemPrompt``: ``systemPrompt`` on
+    ``session/new``, ``session/load`` or ``session/resume``), given only to an agent that takes it
+    (``sessionCapabilities.systemPrompt``).
+
+    ``content`` is its blocks, typed as a prompt's are (text blocks: a client may send no other
+    kind yet); ``mode`` says how it applies to the agent's own instructions: ``"append"`` (after
+    them) or ``"override"`` (instead of them; another value is a future or custom mode).
+    """
+
+    content: List[PromptBlock] = field(default_factory=list)
+    mode: str = "append"
+    meta: Optional[Meta] = None
+
+    @property
+    def text(self) -> str:
+        """The text of its text blocks, joined (what applies to the agent's own instructions)."""
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+    def to_json(self) -> Dict[str, Any]:
+        """The ACP wire form."""
+        return _with_meta({"mode": self.mode, "content": [b.to_json() for b in self.content]}, self.meta)
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "SystemPrompt":
+        """Builds one from the ACP wire form."""
+        content = [prompt_block_from_json(b) for b in data.get("content", [])]
+        return cls(content, str(data.get("mode", "append")), data.get("_meta"))
+
+
+class NoticeSeverity(str, Enum):
+    """How a notice is presented (ACP ``NoticeSeverity``)."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
 
 
 # ---- plans, costs, commands -------------------------------------------------------------------

@@ -39,6 +39,10 @@ class Options:
     :param agent_name: ``agentInfo.name`` (default ``"acp-facade"``).
     :param agent_version: ``agentInfo.version`` (default the package's version).
     :param compaction: whether ``/compact`` is offered (the live session needs ``compact``).
+    :param system_prompt: whether the host takes the client's system prompt (``systemPrompt`` on
+        ``session/new``, ``load`` and ``resume``, handed over as :attr:`acp_facade.Setup.system_prompt`):
+        advertised as ``sessionCapabilities.systemPrompt``. Off by default; a system prompt a
+        client sends anyway is then left out of the setup (ACP: clients must not send it).
     :param close: whether ``session/close`` is offered.
     :param prompt_capabilities: the prompt content accepted beyond text and resource links
         (``promptCapabilities``: image, audio, embedded context); anything else a client sends is
@@ -67,6 +71,7 @@ class Options:
         agent_name: Optional[str] = None,
         agent_version: Optional[str] = None,
         compaction: bool = False,
+        system_prompt: bool = False,
         close: bool = True,
         prompt_capabilities: Optional[PromptCapabilities] = None,
         mcp_capabilities: Optional[McpCapabilities] = None,
@@ -83,6 +88,7 @@ class Options:
             agent_name=agent_name,
             agent_version=agent_version,
             compaction=compaction,
+            system_prompt=system_prompt,
             close=close,
             prompt_capabilities=prompt_capabilities,
             mcp_capabilities=mcp_capabilities,
@@ -125,6 +131,11 @@ class Options:
     def compaction(self, on: bool) -> "Options":
         """Turns ``/compact`` on or off."""
         return self._with(lambda o: o.replace(compaction=on))
+
+    def system_prompt(self, accepted: bool) -> "Options":
+        """Declares whether the host takes the client's system prompt (the ``system_prompt``
+        keyword argument)."""
+        return self._with(lambda o: o.replace(system_prompt=accepted))
 
     def close(self, on: bool) -> "Options":
         """Turns ``session/close`` on or off."""

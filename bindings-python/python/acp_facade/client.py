@@ -71,6 +71,17 @@ class ClientCapabilities:
     """``auth.terminal`` (schema v1.21.0): the client can run terminal authentication methods."""
     meta: Optional[Dict[str, Any]] = None
     """The client's ``_meta`` on its capabilities (its extensions), if any."""
+    notices: bool = False
+    """``session.notices``: the client shows ``notice`` updates (:meth:`acp_facade.Turn.notice`)."""
+    compaction: bool = False
+    """``session.compaction``: the client follows a compaction (``compaction_update``) and gets
+    its summary (``compaction_summary_chunk``)."""
+    subagents: bool = False
+    """``subagents``: the client shows child sessions and the messages exchanged with them
+    (:meth:`acp_facade.Turn.start_subagent`)."""
+    plan_operations: bool = False
+    """``plan``: the client takes plans with ids (``plan_update``, ``plan_removed``:
+    :meth:`acp_facade.Turn.update_plan`); any other client gets whole ``plan`` updates instead."""
 
 
 @record(frozen=True)

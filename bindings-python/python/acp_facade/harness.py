@@ -32,6 +32,8 @@ __all__ = [
     "ApprovalAction",
     "CompactWaiterRejected",
     "CompactWaiterResolved",
+    "CompactionChanged",
+    "CompactionSummary",
     "ContentBlock",
     "ContextMeasured",
     "Event",
@@ -44,11 +46,17 @@ __all__ = [
     "GateResolver",
     "GateResponse",
     "Message",
+    "Notice",
+    "PlanChanged",
+    "PlanRemoved",
     "PlanUpdated",
     "ResponseMeta",
+    "SessionMessage",
+    "SessionMessageChunk",
     "SessionMetaChanged",
     "StepDone",
     "StopReason",
+    "SubagentChanged",
     "TokenChannel",
     "TokenDelta",
     "ToolCallCompleted",
@@ -198,21 +206,23 @@ class UserMessage:
 
 @record
 class ToolCallRequest:
-    """One tool call a model asked for, as it was announced; ``locations`` are the files (and
-    lines) it works on."""
+    """One tool call a model asked for, as it was announced: its title (``name``), kind and input;
+    ``locations`` are the files (and lines) it works on, ``tool_name`` its programmatic name (the
+    tool as the model calls it: ``name`` on the wire), if it has one."""
 
     call_id: str
     name: str
     kind: ToolKind = ToolKind.OTHER
     input: Any = None
     locations: List[Dict[str, Any]] = field(default_factory=list)
+    tool_name: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
         out = {"call_id": self.call_id, "name": self.name, "kind": _wire(self.kind), "input": self.input}
         if self.locations:
             out["locations"] = list(self.locations)
-        return out
+        return _set(out, tool_name=self.tool_name)
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "ToolCallRequest":
@@ -223,6 +233,7 @@ class ToolCallRequest:
             ToolKind(data.get("kind", "other")),
             data.get("input"),
             list(data.get("locations") or []),
+            data.get("tool_name"),
         )
 
 
@@ -247,8 +258,8 @@ class AiMessage:
 @record
 class ToolResultMessage:
     """The result of one tool call: its final content (content blocks, diffs, terminals), and
-    its title, kind, locations, raw input and output where they changed since it was announced
-    (``None``: unchanged)."""
+    its title, kind, locations, raw input and output and programmatic name (``tool_name``) where
+    they changed since it was announced (``None``: unchanged)."""
 
     call_id: str
     output: List[ContentBlock] = field(default_factory=list)
@@ -258,6 +269,7 @@ class ToolResultMessage:
     locations: Optional[List[Dict[str, Any]]] = None
     raw_input: Any = None
     raw_output: Any = None
+    tool_name: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The core's JSON form."""
@@ -269,6 +281,7 @@ class ToolResultMessage:
             locations=self.locations,
             raw_input=self.raw_input,
             raw_output=self.raw_output,
+            tool_name=self.tool_name,
         )
 
 
@@ -303,6 +316,7 @@ def _message_from_json(data: Dict[str, Any]) -> Message:
         data.get("locations"),
         data.get("raw_input"),
         data.get("raw_output"),
+        data.get("tool_name"),
     )
 
 
@@ -460,7 +474,7 @@ class _ToolCallKind(_Kind):
 def _tool_extras(args: Dict[str, Any]) -> Dict[str, Any]:
     """The optional fields of a tool call kind's core form, typed."""
     extras: Dict[str, Any] = {}
-    for name in ("title", "raw_input", "raw_output", "content"):
+    for name in ("title", "raw_input", "raw_output", "content", "tool_name"):
         if args.get(name) is not None:
             extras[name] = args[name]
     if args.get("kind") is not None:
@@ -476,7 +490,8 @@ def _tool_extras(args: Dict[str, Any]) -> Dict[str, Any]:
 class ToolCallStarted(_ToolCallKind):
     """A tool call was announced (``tool_call``): its title (``name``), kind and raw input, and
     optionally the status it starts in (``pending`` when absent), its content (content blocks,
-    :class:`~acp_facade.Diff`, :class:`~acp_facade.TerminalContent`), locations and raw output."""
+    :class:`~acp_facade.Diff`, :class:`~acp_facade.TerminalContent`), locations, raw output and
+    programmatic name (``tool_name``: the tool as the model calls it, ``name`` on the wire)."""
 
     type = "tool_call_started"
     call_id: str = ""
@@ -487,12 +502,14 @@ class ToolCallStarted(_ToolCallKind):
     content: Optional[List[ToolCallContent]] = None
     locations: Optional[List[ToolCallLocation]] = None
     raw_output: Any = None
+    tool_name: Optional[str] = None
 
 
 @record
 class ToolCallProgress(_ToolCallKind):
     """A tool call changed (``tool_call_update``): every field that is not ``None`` replaces the
-    call's (``content`` and ``locations`` as whole lists)."""
+    call's (``content`` and ``locations`` as whole lists; ``tool_name`` is its programmatic
+    name)."""
 
     type = "tool_call_progress"
     call_id: str = ""
@@ -503,6 +520,7 @@ class ToolCallProgress(_ToolCallKind):
     locations: Optional[List[ToolCallLocation]] = None
     raw_input: Any = None
     raw_output: Any = None
+    tool_name: Optional[str] = None
 
 
 @record
@@ -519,6 +537,7 @@ class ToolCallCompleted(_ToolCallKind):
     locations: Optional[List[ToolCallLocation]] = None
     raw_input: Any = None
     raw_output: Any = None
+    tool_name: Optional[str] = None
 
 
 @record
@@ -637,6 +656,92 @@ class ResponseMeta(_Kind):
     meta: Meta = field(default_factory=dict)
 
 
+# The updates ACP gates behind a client capability (issue 34). Each carries the ACP value in its
+# wire form; the core sends it only to a client that advertised the capability, and degrades it
+# for any other (see each kind). Publish them Enduring, but notices and compaction reports.
+
+
+@record
+class PlanChanged(_Kind):
+    """A plan with an id was created or replaced (``plan_update``): ``update`` is an ACP
+    ``PlanUpdate`` in its wire form (``{"plan": {"type": "items", "planId", "entries"}}``, or
+    ``"type": "markdown"`` with ``content``). A client that did not advertise plan operations gets
+    the entries as a whole ``plan`` (a Markdown plan: an empty one). Enduring: ``session/load``
+    replays each plan's latest form."""
+
+    type = "plan_changed"
+    update: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class PlanRemoved(_Kind):
+    """A plan with an id was removed (``plan_removed``; without plan operations: an empty
+    ``plan``): ``removed`` is an ACP ``PlanRemoved`` (``{"planId": ...}``)."""
+
+    type = "plan_removed"
+    removed: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class Notice(_Kind):
+    """Information for the user that is not session history (``notice``), sent only to a client
+    that advertised ``session.notices``: ``notice`` is an ACP ``Notice`` (``{"severity", "title",
+    "description"}``). Ephemeral by nature: never replayed."""
+
+    type = "notice"
+    notice: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class CompactionChanged(_Kind):
+    """A compaction started, progressed or ended (``compaction_update``), sent only to a client
+    that advertised ``session.compaction``: ``update`` is an ACP ``CompactionUpdate``
+    (``{"compactionId", "status"}``)."""
+
+    type = "compaction_changed"
+    update: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class CompactionSummary(_Kind):
+    """A block of a compaction's summary (``compaction_summary_chunk``), sent only to a client
+    that advertised ``session.compaction``: ``chunk`` is an ACP ``CompactionSummaryChunk``
+    (``{"compactionId", "content"}``)."""
+
+    type = "compaction_summary"
+    chunk: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class SubagentChanged(_Kind):
+    """A child session was announced or changed (``subagent_update``), sent only to a client that
+    advertised ``subagents``: ``update`` is an ACP ``SubagentUpdate`` (``{"sessionId", "title",
+    "state"}``). Enduring: replayed by ``session/load``."""
+
+    type = "subagent_changed"
+    update: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class SessionMessage(_Kind):
+    """A message between this session and another one (``session_message``), sent only to a
+    client that advertised ``subagents``: ``message`` is an ACP ``SessionMessage``
+    (``{"messageId", "senderSessionId", "recipientSessionId", "content"}``). Enduring."""
+
+    type = "session_message"
+    message: Dict[str, Any] = field(default_factory=dict)
+
+
+@record
+class SessionMessageChunk(_Kind):
+    """A block of a message between sessions (``session_message_chunk``), sent only to a client
+    that advertised ``subagents``: ``chunk`` is an ACP ``SessionMessageChunk`` (``{"messageId",
+    "content"}``). Enduring."""
+
+    type = "session_message_chunk"
+    chunk: Dict[str, Any] = field(default_factory=dict)
+
+
 if TYPE_CHECKING:
     EventKind = Union[
         TurnStarted,
@@ -656,6 +761,14 @@ if TYPE_CHECKING:
         SessionMetaChanged,
         PlanUpdated,
         ResponseMeta,
+        PlanChanged,
+        PlanRemoved,
+        Notice,
+        CompactionChanged,
+        CompactionSummary,
+        SubagentChanged,
+        SessionMessage,
+        SessionMessageChunk,
     ]
     """What happened."""
 
@@ -679,6 +792,14 @@ _KINDS: Dict[str, Any] = {
         SessionMetaChanged,
         PlanUpdated,
         ResponseMeta,
+        PlanChanged,
+        PlanRemoved,
+        Notice,
+        CompactionChanged,
+        CompactionSummary,
+        SubagentChanged,
+        SessionMessage,
+        SessionMessageChunk,
     )
 }
 

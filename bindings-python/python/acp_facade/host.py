@@ -31,7 +31,7 @@ from ._record import field, record
 from . import _native
 from ._bridge import DONE, dispatcher
 from .client import Client, ClientCapabilities
-from .acp import AvailableCommand, mcp_server_from_json
+from .acp import AvailableCommand, SystemPrompt, mcp_server_from_json
 from .control import SessionControl
 from .harness import Event, GateResponse
 from .prompt import Prompt
@@ -64,8 +64,13 @@ MODE_CONFIG_ID = "mode"
 class Setup:
     """The validated setup of a session: absolute, canonical ``cwd``, extra roots, the MCP servers
     the client asked for (only of transports the agent advertises: stdio always, http and sse per
-    ``Options.mcp_capabilities``), the request's ``meta`` (ACP ``_meta``), and the session's handle
-    on the client (:attr:`client`)."""
+    ``Options.mcp_capabilities``), the request's ``meta`` (ACP ``_meta``), the session's handle
+    on the client (:attr:`client`) and the client's :attr:`system_prompt`.
+
+    Its JSON form, as the core hands it over: ``{"cwd": "/abs/path", "additionalDirectories":
+    ["/abs/other"], "mcpServers": [<ACP McpServer>]}``, then ``"meta"`` when the request had a
+    ``_meta`` and ``"systemPrompt"`` (an ACP ``SystemPrompt``) when it carried one the host
+    takes."""
 
     cwd: str
     additional_directories: List[str] = field(default_factory=list)
@@ -78,6 +83,11 @@ class Setup:
     it closes. Calls made through it while a prompt is in flight are cancelled with that prompt,
     and go out after the updates of the events the session published before them. ``None`` only
     for a setup built by hand."""
+    system_prompt: Optional[SystemPrompt] = None
+    """The client's system prompt (``systemPrompt`` of the ``session/new``, ``load`` or
+    ``resume`` request), only when the host takes it (:meth:`acp_facade.Options.system_prompt`);
+    otherwise, and when the request carried none, ``None``. On ``load`` and ``resume``, ``None``
+    means "keep the one the session has"."""
 
     @property
     def client_capabilities(self) -> ClientCapabilities:
@@ -94,6 +104,7 @@ class Setup:
             [mcp_server_from_json(s) for s in data.get("mcpServers", [])],
             data.get("meta"),
             None if client is None else Client(client),
+            None if data.get("systemPrompt") is None else SystemPrompt.from_json(data["systemPrompt"]),
         )
 
 

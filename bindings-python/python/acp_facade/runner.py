@@ -7,9 +7,11 @@ further product code.
 
 A turn runner defines ``async def run_turn(self, turn)`` and may define
 ``config_options(self) -> list[ConfigOption]`` and ``commands(self) -> list[AvailableCommand]``
-(host-defined slash commands every session starts with; both read once, when the runner is built),
-``title(self, first_prompt) -> str | None`` and ``async def compact(self, session_id)`` (its
-presence switches ``/compact`` on).
+(host-defined slash commands every session starts with), ``accepts_system_prompt(self) -> bool``
+(whether its turns take the client's system prompt, :attr:`Turn.system_prompt`; these three are read
+once, when the runner is built), ``title(self, first_prompt) -> str | None`` and
+``async def compact(self, session_id) -> str | None`` (its presence switches ``/compact`` on; it
+returns the compaction's summary, if any).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from .client import Client, ClientCapabilities
 from .acp import (
     AvailableCommand,
     Cost,
+    NoticeSeverity,
     Plan,
+    PlanEntry,
+    SystemPrompt,
     ToolCallLocation,
     mcp_server_from_json,
     prompt_block_from_json,
@@ -50,6 +55,7 @@ __all__ = [
     "Reply",
     "Runner",
     "SqliteStore",
+    "Subagent",
     "Turn",
     "TurnRunner",
 ]
@@ -126,6 +132,7 @@ def _value(v: Any) -> Any:
 
 def _tool_fields(
     title: Optional[str],
+    name: Optional[str],
     kind: Any,
     status: Any,
     content: Optional[Sequence[ToolCallContent]],
@@ -137,6 +144,8 @@ def _tool_fields(
     fields: Dict[str, Any] = {}
     if title is not None:
         fields["title"] = title
+    if name is not None:
+        fields["name"] = name
     if kind is not None:
         fields["kind"] = _value(kind)
     if status is not None:
@@ -160,8 +169,10 @@ class Turn:
     is long (then awaiting it waits: back-pressure). The other calls that answer nothing
     (:meth:`tool_progress`, :meth:`complete_tool_call`, :meth:`fail_tool_call`,
     :meth:`update_tool`, :meth:`usage`, :meth:`end_step`, :meth:`plan`,
-    :meth:`set_response_meta`) are queued the same way: awaiting them waits only for
-    back-pressure, and the turn applies everything in call order. Always ``await`` them: a caller that ignores
+    :meth:`set_response_meta`, :meth:`Subagent.finish`) or what the client advertised
+    (:meth:`notice`, :meth:`update_plan`, :meth:`update_plan_markdown`, :meth:`remove_plan`) are
+    queued the same way: awaiting them waits only for back-pressure, and the turn applies
+    everything in call order. Always ``await`` them: a caller that ignores
     them is refused with :class:`RuntimeError` once the queue holds its hard bound of operations
     (nothing is queued then; memory stays bounded). When the turn is cancelled
     (``session/cancel``, close) the ``run_turn`` task is cancelled too; a loop that never awaits
@@ -288,6 +299,7 @@ class Turn:
         self,
         title: str,
         *,
+        name: Optional[str] = None,
         kind: Union[ToolKind, str, None] = None,
         status: Union[ToolCallStatus, str, None] = None,
         content: Optional[Sequence[ToolCallContent]] = None,
@@ -295,13 +307,14 @@ class Turn:
         raw_input: Any = None,
         raw_output: Any = None,
     ) -> str:
-        """Announces a tool call (``tool_call``) with any of its fields: ``kind`` (``other`` when
+        """Announces a tool call (``tool_call``) with any of its fields: ``name`` (its programmatic
+        name, the tool as the model calls it, shown beside the title), ``kind`` (``other`` when
         absent), ``status`` (``pending``), ``content`` (content blocks, :class:`Diff`,
         :class:`TerminalContent` or a :class:`Terminal`'s ``content``), ``locations``, ``raw_input``, ``raw_output``; returns its id. A call
         finished with :meth:`update_tool` is replayed by ``session/load`` as it ended, less its
         terminals (only the live turn's client has them). The primary form of announcing a
         tool call (:meth:`start_tool_call` is a shorthand)."""
-        fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
+        fields = _tool_fields(title, name, kind, status, content, locations, raw_input, raw_output)
         result: str = await dispatcher.wait(self._n.start_tool, fields)
         return result
 
@@ -310,6 +323,7 @@ class Turn:
         call_id: str,
         *,
         title: Optional[str] = None,
+        name: Optional[str] = None,
         kind: Union[ToolKind, str, None] = None,
         status: Union[ToolCallStatus, str, None] = None,
         content: Optional[Sequence[ToolCallContent]] = None,
@@ -322,7 +336,7 @@ class Turn:
         ``completed`` or ``failed`` finishes the call. The primary form of changing a tool call
         (:meth:`tool_progress`, :meth:`complete_tool_call`, :meth:`fail_tool_call` are
         shorthands)."""
-        fields = _tool_fields(title, kind, status, content, locations, raw_input, raw_output)
+        fields = _tool_fields(title, name, kind, status, content, locations, raw_input, raw_output)
         await self._paced(self._n.update_tool(call_id, fields))
 
     async def request_permission(
@@ -389,8 +403,25 @@ class Turn:
 
     @property
     def client_capabilities(self) -> ClientCapabilities:
-        """What the client advertised (``fs``, ``terminal``, ``elicitation``, ``_meta``)."""
+        """What the client advertised (``fs``, ``terminal``, ``elicitation``, ``auth.terminal``,
+        ``session.notices``, ``session.compaction``, ``subagents``, ``plan``, ``_meta``)."""
         return ClientCapabilities(**self._n.client_capabilities())
+
+    @property
+    def system_prompt(self) -> Optional[SystemPrompt]:
+        """The client's system prompt for the session: the ``systemPrompt`` of its
+        ``session/new``, or of the latest ``session/load`` or ``session/resume`` that carried one
+        (a load or resume without one keeps the session's). Always ``None`` unless the turn runner
+        :meth:`~TurnRunner.accepts_system_prompt`. :meth:`compose_system_prompt` applies it."""
+        data = self._n.system_prompt
+        return None if data is None else SystemPrompt.from_json(data)
+
+    def compose_system_prompt(self, own: str) -> str:
+        """The system prompt for the model: ``own`` (the agent's) with the client's
+        :attr:`system_prompt` applied. ``append``: ``own``, a newline, then the client's text;
+        ``override``: the client's text alone; no system prompt: ``own``. The client's text is its
+        text blocks, joined (:attr:`SystemPrompt.text`)."""
+        return str(self._n.compose_system_prompt(own))
 
     async def usage(self, used: int, size: int, cost: Optional[Cost] = None) -> None:
         """Reports context usage, with the session's cumulative ``cost`` when known; closes the
@@ -405,6 +436,64 @@ class Turn:
         replaces the one before at the client; send it again, whole, as entries progress.
         ``session/load`` replays the session's latest plan."""
         await self._paced(self._n.plan(plan))
+
+    async def update_plan(self, plan_id: str, entries: Sequence[Union[PlanEntry, Dict[str, Any]]]) -> bool:
+        """Creates or replaces the plan ``plan_id`` with ``entries``, each with its current status
+        (``plan_update``); send it again, whole, as entries progress. A client that did not
+        advertise plan operations (``plan``, :attr:`ClientCapabilities.plan_operations`) gets the
+        entries as a whole ``plan`` update instead, so one call serves every client. Returns
+        whether the client received the plan with its id. ``session/load`` replays each plan's
+        latest form."""
+        received, wait = self._n.update_plan(plan_id, list(entries))
+        await self._paced(wait)
+        return bool(received)
+
+    async def update_plan_markdown(self, plan_id: str, content: str) -> bool:
+        """Creates or replaces the plan ``plan_id`` with a Markdown document (``plan_update``). A
+        client without plan operations gets an empty whole ``plan`` (a document has no entries).
+        Returns whether the client received the plan with its id."""
+        received, wait = self._n.update_plan_markdown(plan_id, content)
+        await self._paced(wait)
+        return bool(received)
+
+    async def remove_plan(self, plan_id: str) -> bool:
+        """Removes the plan ``plan_id`` (``plan_removed``; for a client without plan operations,
+        an empty ``plan``). Returns whether the client received the removal as such."""
+        received, wait = self._n.remove_plan(plan_id)
+        await self._paced(wait)
+        return bool(received)
+
+    async def notice(
+        self,
+        title: str,
+        severity: Union[NoticeSeverity, str] = NoticeSeverity.INFO,
+        description: Optional[str] = None,
+    ) -> bool:
+        """Shows the user a notice (``notice``): information that is not part of the conversation
+        (never replayed by ``session/load``), titled ``title`` (plain text that stands alone, not
+        empty), of ``severity`` (``"info"``, ``"warning"`` or ``"error"``; another value is a
+        ``ValueError`` naming it), with an optional plain-text ``description``. Sent only to a
+        client that advertised ``session.notices``; returns whether it was (``False``: nothing was
+        sent, so say it another way if it matters)."""
+        try:
+            level = NoticeSeverity(severity)
+        except ValueError:
+            raise ValueError(f"unknown notice severity {severity!r} (info, warning or error)") from None
+        notice: Dict[str, Any] = {"severity": level.value, "title": title}
+        if description is not None:
+            notice["description"] = description
+        received, wait = self._n.notice(notice)
+        await self._paced(wait)
+        return bool(received)
+
+    async def start_subagent(self, title: str) -> Subagent:
+        """Starts a subagent: a child session of this one, announced to the client with
+        ``subagent_update`` (titled ``title``). Exchange messages with it through the returned
+        :class:`Subagent`, then :meth:`~Subagent.finish` it. Sent only to a client that advertised
+        ``subagents`` (:attr:`Subagent.is_visible`); the exchange is journaled either way, and
+        replayed to such a client by ``session/load``."""
+        session_id: str = await dispatcher.wait(self._n.start_subagent, title)
+        return Subagent(self._n, session_id, bool(self._n.subagents_visible()))
 
     async def set_response_meta(self, meta: Meta) -> None:
         """Sets the ``_meta`` of the prompt's response, whatever the turn's outcome (the last
@@ -437,11 +526,59 @@ class Turn:
         return f"Turn(session_id={self.session_id!r})"
 
 
+class Subagent:
+    """A child session started by :meth:`Turn.start_subagent`: the messages between it and the
+    turn's session, as the client sees them in the parent session (``session_message``, streamed
+    as ``session_message_chunk`` updates). Its calls are queued with the turn's, in call order."""
+
+    __slots__ = ("_n", "_session_id", "_visible")
+
+    def __init__(self, native: Any, session_id: str, visible: bool) -> None:
+        self._n = native
+        self._session_id = session_id
+        self._visible = visible
+
+    @property
+    def session_id(self) -> str:
+        """The child session's id."""
+        return self._session_id
+
+    @property
+    def is_visible(self) -> bool:
+        """Whether the client sees the subagent's updates (it advertised ``subagents``)."""
+        return self._visible
+
+    async def send(self, text: str) -> str:
+        """A message from the turn's session to the child (``session_message`` with ``text``).
+        Returns the message's id."""
+        message_id: str = await dispatcher.wait(self._n.subagent_send, self._session_id, text)
+        return message_id
+
+    async def reply(self, chunks: Sequence[str]) -> str:
+        """The child's reply to the turn's session: a ``session_message`` from the child, then each
+        of ``chunks`` as a ``session_message_chunk`` of it, in order. Returns the message's id."""
+        message_id: str = await dispatcher.wait(self._n.subagent_reply, self._session_id, list(chunks))
+        return message_id
+
+    async def finish(self, stop_reason: Union[StopReason, str] = StopReason.END_TURN) -> None:
+        """Reports the child idle, its work ended with ``stop_reason`` (``subagent_update`` with
+        state ``idle``)."""
+        if self._n.subagent_finish(self._session_id, _value(stop_reason)):
+            await dispatcher.wait(self._n.drained)
+
+    def __repr__(self) -> str:
+        return f"Subagent(session_id={self._session_id!r})"
+
+
 class TurnRunner:
     """What a product writes: how one turn runs. Subclass it and define ``run_turn``.
 
-    Optional: ``config_options()``, ``commands()``, ``title(first_prompt)`` and
-    ``async def compact(session_id)``.
+    Optional: ``config_options()``, ``commands()``, :meth:`accepts_system_prompt`,
+    ``title(first_prompt)`` and ``async def compact(session_id)``, which compacts the session's
+    context (``/compact``) and returns the summary that replaces what was compacted, a ``str``, or
+    ``None`` (a client that advertised ``session.compaction`` sees the compaction start, the
+    summary and its end; any other client only the prompt's ``end_turn``; any other value fails
+    the compaction).
     """
 
     async def run_turn(self, turn: Turn) -> Union[StopReason, str, None]:
@@ -450,6 +587,12 @@ class TurnRunner:
         Raise to fail the turn (``-32603`` with the exception's text).
         """
         raise NotImplementedError
+
+    def accepts_system_prompt(self) -> bool:
+        """Whether the turns take the client's system prompt (:attr:`Turn.system_prompt`):
+        advertised as ``sessionCapabilities.systemPrompt``. Read once, when the :class:`Runner`
+        is built. Default: no."""
+        return False
 
 
 class _TurnRunnerAdapter:
@@ -472,8 +615,8 @@ class _TurnRunnerAdapter:
     def title(self, first_prompt: str) -> Any:
         return self._r.title(first_prompt)
 
-    async def compact(self, session_id: str) -> None:
-        await self._r.compact(session_id)
+    async def compact(self, session_id: str) -> Any:
+        return await self._r.compact(session_id)
 
 
 class Runner:
@@ -496,6 +639,12 @@ class Runner:
         if config_options is not None:
             options = [o.to_json() if isinstance(o, ConfigOption) else o for o in config_options()]
         commands = getattr(turn_runner, "commands", None)
+        accepts_system_prompt = getattr(turn_runner, "accepts_system_prompt", None)
+        if accepts_system_prompt is not None and not callable(accepts_system_prompt):
+            raise TypeError(
+                f"{type(turn_runner).__name__}.accepts_system_prompt must be a method returning a bool, "
+                f"not a {type(accepts_system_prompt).__name__}"
+            )
         self.turn_runner = turn_runner
         self._native = _native.Runner(
             store,
@@ -503,11 +652,13 @@ class Runner:
             options,
             has_title=callable(getattr(turn_runner, "title", None)),
             compaction=callable(getattr(turn_runner, "compact", None)),
+            system_prompt=bool(accepts_system_prompt()) if accepts_system_prompt is not None else False,
             commands=commands_json(commands()) if callable(commands) else [],
         )
 
     def options(self) -> "Options":
-        """Options with every host part of the runner set (and ``/compact`` when supported)."""
+        """Options with every host part of the runner set (``/compact`` when supported, the
+        client's system prompt when accepted)."""
         from .agent import Options
 
         return Options._wrap(self._native.options())

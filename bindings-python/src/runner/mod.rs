@@ -37,16 +37,17 @@ pub struct PyRunner {
 #[pymethods]
 impl PyRunner {
     /// `adapter` is the package's turn-runner adapter; `config_options`, `has_title`,
-    /// `compaction` and `commands` describe the product's turn runner (read once, here); the two
-    /// flags are keyword-only, so that a call site names them.
+    /// `compaction`, `system_prompt` and `commands` describe the product's turn runner (read once,
+    /// here); the flags are keyword-only, so that a call site names them.
     #[new]
-    #[pyo3(signature = (store, adapter, config_options, *, has_title, compaction, commands=None))]
+    #[pyo3(signature = (store, adapter, config_options, *, has_title, compaction, system_prompt=false, commands=None))]
     fn new(
         store: &Bound<'_, PyAny>,
         adapter: Py<PyAny>,
         config_options: &Bound<'_, PyAny>,
         has_title: bool,
         compaction: bool,
+        system_prompt: bool,
         commands: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let store: Arc<dyn Store> = if let Ok(s) = store.cast::<PySqliteStore>() {
@@ -61,7 +62,15 @@ impl PyRunner {
         let config: Vec<SessionConfigOption> = extract(config_options, "config options")?;
         let config_ids = config.iter().map(|o| o.id.0.to_string()).collect();
         let commands: Vec<AvailableCommand> = commands.map(|c| extract(c, "commands")).transpose()?.unwrap_or_default();
-        let turns = PyTurnRunner { target: Arc::new(adapter), config, config_ids, has_title, compaction, commands };
+        let turns = PyTurnRunner {
+            target: Arc::new(adapter),
+            config,
+            config_ids,
+            has_title,
+            compaction,
+            system_prompt,
+            commands,
+        };
         Ok(Self { runner: Runner::new(store, Arc::new(turns)) })
     }
 
@@ -84,6 +93,8 @@ struct PyTurnRunner {
     config_ids: Vec<String>,
     has_title: bool,
     compaction: bool,
+    /// Whether the turns take the client's system prompt (`accepts_system_prompt`).
+    system_prompt: bool,
     /// The host-defined slash commands every session starts with.
     commands: Vec<AvailableCommand>,
 }
@@ -130,9 +141,27 @@ impl TurnRunner for PyTurnRunner {
         self.compaction
     }
 
+    fn accepts_system_prompt(&self) -> bool {
+        self.system_prompt
+    }
+
+    /// The product's `compact` returns the compaction's summary, a `str`, or `None`.
     async fn compact(&self, session: &RunnerSession) -> Result<Option<String>, Error> {
         let session_id = acp_facade::host::LiveSession::id(session).0.to_string();
-        bridge::call(&self.target, "compact", move |py| args(py, (session_id,)), |_| Ok(None)).await
+        bridge::call(
+            &self.target,
+            "compact",
+            move |py| args(py, (session_id,)),
+            |value| {
+                value.extract::<Option<String>>().map_err(|_| {
+                    acp_facade::error::ErrorExt::internal_msg(format!(
+                        "`compact` must return the summary (a str) or None, not {}",
+                        value.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    ))
+                })
+            },
+        )
+        .await
     }
 }
 

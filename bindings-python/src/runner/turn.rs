@@ -13,12 +13,21 @@
 //!
 //! The turn's handle on the client (`client`) is a [`PyClient`] over the core turn's
 //! [`Client`] whose calls go through the same queue (see [`crate::client`]).
+//!
+//! The updates ACP gates behind a client capability (`notice`, the plans with ids, subagents) are
+//! queued like the others; what the core's method answers — whether the client receives the
+//! update as such — is the client's capability, which these methods read here, as the core does.
+//! A subagent is named by its session id between operations (the core's `Subagent` borrows the
+//! turn, which only the queue holds).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use acp_facade::Error;
-use acp_facade::acp::{ContentBlock, ErrorCode, McpServer, Meta, StopReason};
+use acp_facade::acp::{
+    ContentBlock, ErrorCode, McpServer, MessageId, Meta, Notice, PlanId, SessionId, StopReason, SystemPrompt,
+    SystemPromptMode,
+};
 use acp_facade::client::Client;
 use acp_facade::harness::{ApprovalAction, SlashCommand, ToolCallId};
 use acp_facade_runner::binding::ops::{self, PermissionRequest, Reply, TurnEnded, TurnOp, TurnOps};
@@ -58,6 +67,8 @@ pub(crate) async fn run(target: &Target, turn: &Turn, config_ids: &[String]) -> 
         command: turn.command().cloned(),
         meta: turn.meta().cloned(),
         mcp_servers: turn.mcp_servers().to_vec(),
+        system_prompt: turn.system_prompt().cloned(),
+        client_system_text: turn.compose_system_prompt(""),
     };
     let mut call = bridge::call(target, "run_turn", move |py| args(py, (Bound::new(py, handle)?,)), stop_reason);
     // Operations queued before the coroutine returned still belong to the turn.
@@ -118,6 +129,11 @@ pub struct PyTurn {
     command: Option<SlashCommand>,
     meta: Option<Meta>,
     mcp_servers: Vec<McpServer>,
+    /// The client's system prompt for the session, if any.
+    system_prompt: Option<SystemPrompt>,
+    /// The core's composition of the client's system prompt with an empty own one: the client's
+    /// text, after a newline when it is appended (see `compose_system_prompt`).
+    client_system_text: String,
 }
 
 /// How the user answered a question of the turn, as `(kind, value)`: `("answered", value)`,
@@ -151,6 +167,17 @@ impl PyTurn {
     fn push(&self, op: TurnOp) -> PyResult<bool> {
         crate::pace::should_wait(self.ops.push(op), OVER)
     }
+
+    /// Queues an update the client receives as such only when it advertised `received`: answers
+    /// `(received, wait)` (`wait`: see [`PyTurn::push`]).
+    fn push_gated(&self, op: TurnOp, received: bool) -> PyResult<(bool, bool)> {
+        self.push(op).map(|wait| (received, wait))
+    }
+}
+
+/// A reply that completes the Python future `future` with an id (`text` of it) as a `str`.
+fn id_reply<T: Send + 'static>(future: u64, text: fn(&T) -> &str) -> Reply<T> {
+    answer(future, move |py, id: T| Ok(pyo3::types::PyString::new(py, text(&id)).into_any()))
 }
 
 #[pymethods]
@@ -186,7 +213,7 @@ impl PyTurn {
     ) -> PyResult<()> {
         let kind = extract(kind, "tool kind")?;
         let input = Box::new(crate::harness::py_to_json(input)?);
-        let reply = answer(future, |py, id: ToolCallId| Ok(pyo3::types::PyString::new(py, id.as_str()).into_any()));
+        let reply = id_reply(future, ToolCallId::as_str);
         self.push(TurnOp::StartToolCall { title, kind, input, reply }).map(|_| ())
     }
 
@@ -216,7 +243,7 @@ impl PyTurn {
     fn start_tool(&self, fields: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
         let fields: ToolCallFields = extract(fields, "tool call")?;
         let spec = Box::new(fields.into_spec().map_err(pyo3::exceptions::PyValueError::new_err)?);
-        let reply = answer(future, |py, id: ToolCallId| Ok(pyo3::types::PyString::new(py, id.as_str()).into_any()));
+        let reply = id_reply(future, ToolCallId::as_str);
         self.push(TurnOp::StartTool { spec, reply }).map(|_| ())
     }
 
@@ -385,5 +412,79 @@ impl PyTurn {
     fn set_commands(&self, commands: &Bound<'_, PyAny>, future: u64) -> PyResult<()> {
         let commands = extract(commands, "commands")?;
         self.push(TurnOp::SetCommands { commands, reply: outcome(future) }).map(|_| ())
+    }
+
+    // ---- The updates ACP gates behind a client capability: each answers `(received, wait)`,
+    // whether the client receives it as such and whether to await `drained`. ----
+
+    /// Queues a notice (an ACP `Notice` in its wire form; the package checked its severity).
+    fn notice(&self, notice: &Bound<'_, PyAny>) -> PyResult<(bool, bool)> {
+        let notice: Notice = extract(notice, "notice")?;
+        self.push_gated(TurnOp::Notice(Box::new(notice)), self.client.capabilities().notices())
+    }
+
+    /// Queues the plan `plan_id` with `entries` (ACP `PlanEntry`s), whole.
+    fn update_plan(&self, plan_id: String, entries: &Bound<'_, PyAny>) -> PyResult<(bool, bool)> {
+        let entries = extract(entries, "plan entries")?;
+        let op = TurnOp::UpdatePlan { plan_id: PlanId::new(plan_id), entries };
+        self.push_gated(op, self.client.capabilities().plan_operations())
+    }
+
+    /// Queues the plan `plan_id` as a Markdown document.
+    fn update_plan_markdown(&self, plan_id: String, content: String) -> PyResult<(bool, bool)> {
+        let op = TurnOp::UpdatePlanMarkdown { plan_id: PlanId::new(plan_id), content };
+        self.push_gated(op, self.client.capabilities().plan_operations())
+    }
+
+    /// Queues the removal of the plan `plan_id`.
+    fn remove_plan(&self, plan_id: String) -> PyResult<(bool, bool)> {
+        self.push_gated(TurnOp::RemovePlan(PlanId::new(plan_id)), self.client.capabilities().plan_operations())
+    }
+
+    /// Whether the client advertised `subagents` (it sees a subagent's updates).
+    fn subagents_visible(&self) -> bool {
+        self.client.capabilities().subagents()
+    }
+
+    /// Starts a subagent titled `title`; completes `future` with the child session's id.
+    fn start_subagent(&self, title: String, future: u64) -> PyResult<()> {
+        self.push(TurnOp::StartSubagent { title, reply: id_reply(future, |id: &SessionId| &id.0) }).map(|_| ())
+    }
+
+    /// A message from the turn's session to the child `session_id`; completes `future` with the
+    /// message's id.
+    fn subagent_send(&self, session_id: String, text: String, future: u64) -> PyResult<()> {
+        let reply = id_reply(future, |id: &MessageId| &id.0);
+        self.push(TurnOp::SubagentSend { session_id: SessionId::new(session_id), text, reply }).map(|_| ())
+    }
+
+    /// The child `session_id`'s reply, as `chunks`; completes `future` with the message's id.
+    fn subagent_reply(&self, session_id: String, chunks: Vec<String>, future: u64) -> PyResult<()> {
+        let reply = id_reply(future, |id: &MessageId| &id.0);
+        self.push(TurnOp::SubagentReply { session_id: SessionId::new(session_id), chunks, reply }).map(|_| ())
+    }
+
+    /// Reports the child `session_id` idle, its work ended with `stop_reason`.
+    fn subagent_finish(&self, session_id: String, stop_reason: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let stop = extract(stop_reason, "stop reason")?;
+        self.push(TurnOp::SubagentFinish { session_id: SessionId::new(session_id), stop })
+    }
+
+    // ---- The client's system prompt. ----
+
+    /// The client's system prompt for the session (ACP `SystemPrompt` in its wire form), or
+    /// `None`.
+    #[getter]
+    fn system_prompt<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        encode(py, &self.system_prompt)
+    }
+
+    /// `own` with the client's system prompt applied, as the core's `compose_system_prompt`:
+    /// `append` adds the client's text after a newline, `override` replaces `own` with it.
+    fn compose_system_prompt(&self, own: &str) -> String {
+        match &self.system_prompt {
+            Some(prompt) if prompt.mode == SystemPromptMode::Override => self.client_system_text.clone(),
+            _ => format!("{own}{}", self.client_system_text),
+        }
     }
 }

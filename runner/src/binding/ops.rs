@@ -59,8 +59,9 @@ use crate::turn::gates::{PermissionAnswer, Reply as UserReply};
 use crate::turn::tool_state::ToolCallSpec;
 use crate::turn::{Permission, Turn};
 use acp_facade::acp::{
-    AvailableCommand, ContentBlock, Cost, ElicitationId, ElicitationSchema, EnvVariable, Meta, PermissionOption, Plan,
-    SessionConfigOption, TerminalExitStatus, TerminalOutputResponse, ToolCallStatus, ToolCallUpdateFields, ToolKind,
+    AvailableCommand, ContentBlock, Cost, ElicitationId, ElicitationSchema, EnvVariable, MessageId, Meta, Notice,
+    PermissionOption, Plan, PlanEntry, PlanId, SessionConfigOption, SessionId, StopReason, TerminalExitStatus,
+    TerminalOutputResponse, ToolCallStatus, ToolCallUpdateFields, ToolKind,
 };
 use acp_facade::binding::pace::{Backlog, Pace, Refused};
 use acp_facade::client::{Client, ClientError, ElicitationAnswer, Terminal, UrlElicitation};
@@ -221,6 +222,61 @@ pub enum TurnOp {
         call_id: ToolCallId,
         /// The fields that change (boxed: see the size note on [`TurnOp`]).
         fields: Box<ToolCallUpdateFields>,
+    },
+    /// [`Turn::notice`] (boxed: see the size note on [`TurnOp`]). What the method answers — whether
+    /// the client advertised notices — the binding reads from the client's capabilities itself.
+    Notice(Box<Notice>),
+    /// [`Turn::update_plan`] (the binding reads its answer from the client's capabilities, as for
+    /// [`TurnOp::Notice`]).
+    UpdatePlan {
+        /// The plan.
+        plan_id: PlanId,
+        /// Its entries, whole.
+        entries: Vec<PlanEntry>,
+    },
+    /// [`Turn::update_plan_markdown`].
+    UpdatePlanMarkdown {
+        /// The plan.
+        plan_id: PlanId,
+        /// Its Markdown document.
+        content: String,
+    },
+    /// [`Turn::remove_plan`].
+    RemovePlan(PlanId),
+    /// [`Turn::start_subagent`]; answers the child session's id, by which the operations below
+    /// name it.
+    StartSubagent {
+        /// The child's title.
+        title: String,
+        /// Answered with the child session's id.
+        reply: Reply<SessionId>,
+    },
+    /// [`Subagent::send`](crate::Subagent::send) to a child the turn started; answers the
+    /// message's id.
+    SubagentSend {
+        /// The child session.
+        session_id: SessionId,
+        /// The message's text.
+        text: String,
+        /// Answered with the message's id.
+        reply: Reply<MessageId>,
+    },
+    /// [`Subagent::reply`](crate::Subagent::reply) of a child the turn started; answers the
+    /// message's id.
+    SubagentReply {
+        /// The child session.
+        session_id: SessionId,
+        /// The reply's chunks, in order.
+        chunks: Vec<String>,
+        /// Answered with the message's id.
+        reply: Reply<MessageId>,
+    },
+    /// [`Subagent::finish`](crate::Subagent::finish) of a child the turn started.
+    SubagentFinish {
+        /// The child session.
+        session_id: SessionId,
+        /// Why its work ended.
+        stop: StopReason,
     },
     /// [`Client::read_text_file`](acp_facade::client::Client::read_text_file) on [`Turn::client`];
     /// answered off the queue (see "Calls to the client" in the module doc).
@@ -415,6 +471,28 @@ impl TurnOp {
             Self::SetCommands { commands, reply } => reply.send(turn.set_commands(commands).await),
             Self::StartTool { spec, reply } => reply.send(turn.start_tool(*spec).await),
             Self::UpdateTool { call_id, fields } => turn.update_tool(&call_id, *fields).await,
+            Self::Notice(notice) => {
+                turn.notice(*notice).await;
+            }
+            Self::UpdatePlan { plan_id, entries } => {
+                turn.update_plan(plan_id, entries).await;
+            }
+            Self::UpdatePlanMarkdown { plan_id, content } => {
+                turn.update_plan_markdown(plan_id, content).await;
+            }
+            Self::RemovePlan(plan_id) => {
+                turn.remove_plan(plan_id).await;
+            }
+            Self::StartSubagent { title, reply } => {
+                reply.send(turn.start_subagent(title).await.session_id().clone());
+            }
+            Self::SubagentSend { session_id, text, reply } => {
+                reply.send(turn.subagent(session_id).send(text).await);
+            }
+            Self::SubagentReply { session_id, chunks, reply } => {
+                reply.send(turn.subagent(session_id).reply(chunks).await);
+            }
+            Self::SubagentFinish { session_id, stop } => turn.subagent(session_id).finish(stop).await,
         }
     }
 }

@@ -64,6 +64,12 @@ impl Turn {
         self.emit(EventClass::Enduring, EventKind::SubagentChanged { update }).await;
         Subagent { turn: self, session_id }
     }
+
+    /// The handle on a child this turn started, by the child's id: how the bindings' operation
+    /// queue, which cannot keep a [`Subagent`] between operations, reaches it again.
+    pub(crate) fn subagent(&self, session_id: SessionId) -> Subagent<'_> {
+        Subagent { turn: self, session_id }
+    }
 }
 
 /// A child session started by [`Turn::start_subagent`]: the messages between it and the turn's
