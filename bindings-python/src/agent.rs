@@ -97,7 +97,7 @@ impl PyOptions {
 
     /// A copy with the given settings changed (`None` keeps a setting); extension handlers, as
     /// `(name, adapter)` pairs, are added to those registered.
-    #[pyo3(signature = (*, agent_name=None, agent_version=None, compaction=None, system_prompt=None, close=None, prompt_capabilities=None,
+    #[pyo3(signature = (*, agent_name=None, agent_version=None, compaction=None, system_prompt=None, protocol_v2=None, close=None, prompt_capabilities=None,
         mcp_capabilities=None, extension_methods=None, extension_notifications=None,
         max_sessions=None, max_page_size=None, close_grace=None, cancel_grace=None, max_message_size=None))]
     #[allow(clippy::too_many_arguments)]
@@ -107,6 +107,7 @@ impl PyOptions {
         agent_version: Option<String>,
         compaction: Option<bool>,
         system_prompt: Option<bool>,
+        protocol_v2: Option<bool>,
         close: Option<bool>,
         prompt_capabilities: Option<&Bound<'_, PyAny>>,
         mcp_capabilities: Option<&Bound<'_, PyAny>>,
@@ -129,6 +130,9 @@ impl PyOptions {
         }
         if let Some(on) = system_prompt {
             options = options.system_prompt(on);
+        }
+        if let Some(on) = protocol_v2 {
+            options = options.protocol_v2(on);
         }
         if let Some(on) = close {
             options = options.close(on);

@@ -635,7 +635,8 @@ def rich(options: Options) -> Options:
 def demo_agent(store: Union[SqliteStore, PostgresStore], page_size: int, auth: bool) -> Agent:
     """The demo agent over ``store``."""
     runner = Runner(store, Script())
-    options = rich(runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size))
+    options = runner.options().agent_info("acp-facade-demo", acp_facade.__version__).max_page_size(page_size)
+    options = rich(options.protocol_v2(True))
     if auth:
         options = options.authenticator(DemoLogin())
     return runner.agent(options)

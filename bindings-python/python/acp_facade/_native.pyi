@@ -171,6 +171,7 @@ class Options:
         agent_version: Optional[str] = None,
         compaction: Optional[bool] = None,
         system_prompt: Optional[bool] = None,
+        protocol_v2: Optional[bool] = None,
         close: Optional[bool] = None,
         prompt_capabilities: Optional[PromptCapabilities] = None,
         mcp_capabilities: Optional[McpCapabilities] = None,

@@ -43,6 +43,9 @@ class Options:
         ``session/new``, ``load`` and ``resume``, handed over as :attr:`acp_facade.Setup.system_prompt`):
         advertised as ``sessionCapabilities.systemPrompt``. Off by default; a system prompt a
         client sends anyway is then left out of the setup (ACP: clients must not send it).
+    :param protocol_v2: whether a client that asks for ACP v2 (Preview) is served in v2 (off by
+        default: such a client is answered 1 and goes on in v1). Hosts and turns do not change;
+        the core translates. v2 also needs the host's ``list_sessions`` and ``resume_session``.
     :param close: whether ``session/close`` is offered.
     :param prompt_capabilities: the prompt content accepted beyond text and resource links
         (``promptCapabilities``: image, audio, embedded context); anything else a client sends is
@@ -72,6 +75,7 @@ class Options:
         agent_version: Optional[str] = None,
         compaction: bool = False,
         system_prompt: bool = False,
+        protocol_v2: bool = False,
         close: bool = True,
         prompt_capabilities: Optional[PromptCapabilities] = None,
         mcp_capabilities: Optional[McpCapabilities] = None,
@@ -89,6 +93,7 @@ class Options:
             agent_version=agent_version,
             compaction=compaction,
             system_prompt=system_prompt,
+            protocol_v2=protocol_v2,
             close=close,
             prompt_capabilities=prompt_capabilities,
             mcp_capabilities=mcp_capabilities,
@@ -136,6 +141,10 @@ class Options:
         """Declares whether the host takes the client's system prompt (the ``system_prompt``
         keyword argument)."""
         return self._with(lambda o: o.replace(system_prompt=accepted))
+
+    def protocol_v2(self, on: bool) -> "Options":
+        """Serves ACP v2 (Preview) to a client that asks for it, or not (see the class doc)."""
+        return self._with(lambda o: o.replace(protocol_v2=on))
 
     def close(self, on: bool) -> "Options":
         """Turns ``session/close`` on or off."""
