@@ -74,6 +74,7 @@ pub fn event_from_json(mut value: Value) -> Result<Event, String> {
 /// the core's serde form (`snake_case`). Payload fields are not listed: they pass untouched.
 const KIND_FIELDS: &[(&str, &str)] = &[
     ("callId", "call_id"),
+    ("toolName", "tool_name"),
     ("isError", "is_error"),
     ("rawInput", "raw_input"),
     ("rawOutput", "raw_output"),
@@ -82,12 +83,13 @@ const KIND_FIELDS: &[(&str, &str)] = &[
 ];
 const MESSAGE_FIELDS: &[(&str, &str)] = &[
     ("callId", "call_id"),
+    ("toolName", "tool_name"),
     ("isError", "is_error"),
     ("rawInput", "raw_input"),
     ("rawOutput", "raw_output"),
     ("toolCalls", "tool_calls"),
 ];
-const TOOL_CALL_FIELDS: &[(&str, &str)] = &[("callId", "call_id")];
+const TOOL_CALL_FIELDS: &[(&str, &str)] = &[("callId", "call_id"), ("toolName", "tool_name")];
 const GATE_FIELDS: &[(&str, &str)] = &[("toolCallId", "tool_call_id")];
 
 /// Rewrites an event kind from its Node form (camelCase) to the core's serde form, in place.
