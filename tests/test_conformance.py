@@ -1,7 +1,7 @@
 """Every scenario against every demo agent, then the agents' wire compared.
 
 ``test_scenario[<scenario>-<agent>]``: the scenario's own assertions (docs/DEMO.md, ARCHITECTURE.md), every
-agent message valid against the pinned schema, and the transcript-wide rules.
+agent message valid against the generated v1 schema, and the transcript-wide rules.
 
 ``test_same_wire[<scenario>]``: the normalised transcripts of every available agent equal the
 first agent's (Rust), message for message; a difference fails with a unified diff.

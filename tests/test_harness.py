@@ -7,7 +7,7 @@ import json
 
 from conformance import invariants
 from conformance.normalize import difference, normalise
-from conformance.schema import check_agent_message, id_key
+from conformance.schema import V1, check_agent_message, check_agent_message_v2, id_key
 from conformance.wire import Entry
 
 
@@ -21,6 +21,51 @@ def update(session: str, kind: str, **fields):
 
 def prompt(request_id: int, session: str, text: str):
     return {"jsonrpc": "2.0", "id": request_id, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}
+
+
+def test_the_schema_says_what_an_agent_sends() -> None:
+    # Read from the generated schema (x-method): a regenerated schema that drops or renames one
+    # of these fails here.
+    assert V1.agent_requests == {
+        "session/request_permission": "RequestPermissionRequest",
+        "fs/read_text_file": "ReadTextFileRequest",
+        "fs/write_text_file": "WriteTextFileRequest",
+        "terminal/create": "CreateTerminalRequest",
+        "terminal/output": "TerminalOutputRequest",
+        "terminal/wait_for_exit": "WaitForTerminalExitRequest",
+        "terminal/kill": "KillTerminalRequest",
+        "terminal/release": "ReleaseTerminalRequest",
+        "elicitation/create": "CreateElicitationRequest",
+    }
+    assert V1.agent_notifications == {
+        "session/update": "SessionNotification",
+        "$/cancel_request": "CancelRequestNotification",
+        "elicitation/complete": "CompleteElicitationNotification",
+    }
+    assert V1.responses == {
+        "initialize": "InitializeResponse",
+        "authenticate": "AuthenticateResponse",
+        "logout": "LogoutResponse",
+        "session/new": "NewSessionResponse",
+        "session/load": "LoadSessionResponse",
+        "session/resume": "ResumeSessionResponse",
+        "session/list": "ListSessionsResponse",
+        "session/delete": "DeleteSessionResponse",
+        "session/close": "CloseSessionResponse",
+        "session/set_mode": "SetSessionModeResponse",
+        "session/set_config_option": "SetSessionConfigOptionResponse",
+        "session/prompt": "PromptResponse",
+    }
+
+
+def test_the_v2_schema_is_checked_as_v2() -> None:
+    text = {"type": "text", "text": "hi"}
+    assert check_agent_message_v2(update("s", "agent_message_chunk", messageId="m1", content=text), {}) == []
+    assert check_agent_message_v2(update("s", "agent_message_chunk", content=text), {}), "v2 chunks carry a messageId"
+    asked = {id_key(1): ["session/prompt"]}
+    assert check_agent_message_v2({"jsonrpc": "2.0", "id": 1, "result": {"messageId": "m1"}}, asked) == []
+    asked = {id_key(1): ["session/prompt"]}
+    assert check_agent_message_v2({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}, asked)
 
 
 def test_schema_violations_are_caught() -> None:

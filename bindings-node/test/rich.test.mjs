@@ -1,5 +1,5 @@
-// The rich turn from Node, in-process over `agent.serve` to the official client, every
-// agent message validated against the pinned schema: prompt blocks, MCP servers, the request's
+// The rich turn from Node, in-process over `agent.serve` to the official client, every agent
+// message validated against the generated v1 schema: prompt blocks, MCP servers, the request's
 // `_meta`, slash commands and the session's `SessionControl` reaching a host's live session; plans,
 // response `_meta`, costs and complete tool calls from its events; extension methods; and the
 // runner's `Turn` with all of it (tool calls with diffs, terminals and locations, replayed by load).

@@ -1,5 +1,5 @@
 // The Node demo agent (examples/node/demo_host.mjs, on the turn runner) driven as a subprocess by
-// the official TypeScript client, every agent message validated against the pinned schema.
+// the official TypeScript client, every agent message validated against the generated v1 schema.
 // Scenarios: docs/DEMO.md.
 
 import assert from 'node:assert/strict'

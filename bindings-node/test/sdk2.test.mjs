@@ -2,9 +2,9 @@
 // docs/DEMO.md: @agentclientprotocol/sdk 2.x and its app API (`client().onRequest(...)`,
 // `connectWith`), what an editor built today uses — installed as `acp-sdk-2`; the other suites keep
 // 1.9.0's ClientSideConnection. Files are really read and written, terminal commands really run.
-// Every message the agent sends validates against the pinned schema, and is parsed by the SDK's
-// own schema to exactly what was sent: the SDK drops a field or an array item it does not accept
-// without a word, so "no error" alone would prove nothing.
+// Every message the agent sends validates against the generated v1 schema, and is parsed by the
+// SDK's own schema to exactly what was sent: the SDK drops a field or an array item it does not
+// accept without a word, so "no error" alone would prove nothing.
 
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -106,9 +106,9 @@ async function drive(command, entry, workflow) {
     try {
       validateAgentMessage(message, sentMethods)
     } catch (error) {
-      seen.problems.push(`pinned schema: ${error.message}`)
+      seen.problems.push(`v1 schema: ${error.message}`)
     }
-    if ('error' in message) return // a JSON-RPC error: no result to parse (the pinned schema checked it)
+    if ('error' in message) return // a JSON-RPC error: no result to parse (the v1 schema checked it)
     const method = message.method ?? sentMethods.get(JSON.stringify(message.id))
     const name = message.method !== undefined ? SENT_BY_AGENT[message.method] : ANSWERS[method]
     const parser = PARSERS[entry][name]

@@ -1,5 +1,6 @@
 """Shared helpers: the Python demo agent driven by the official ACP Python client, with every
-message the agent sends validated against the pinned ACP schema (v1.21.0)."""
+message the agent sends validated against the ACP v1 schema generated from the agent's wire types
+(schema/v1/schema.json; schema/README.md)."""
 
 from __future__ import annotations
 
@@ -19,56 +20,79 @@ from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "python" / "demo_host.py"
-SCHEMA = json.loads((ROOT / "schema" / "acp-v1.21.0.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "schema" / "v1" / "schema.json").read_text())
+"""The ACP v1 schema generated from the agent's wire types (schema/README.md)."""
+SCHEMA_V2 = json.loads((ROOT / "schema" / "v2" / "schema.json").read_text())
+"""The ACP v2 schema (a preview: nothing speaks it yet)."""
 
-_RESPONSES = {
-    "initialize": "InitializeResponse",
-    "authenticate": "AuthenticateResponse",
-    "session/new": "NewSessionResponse",
-    "session/load": "LoadSessionResponse",
-    "session/resume": "ResumeSessionResponse",
-    "session/list": "ListSessionsResponse",
-    "session/delete": "DeleteSessionResponse",
-    "session/close": "CloseSessionResponse",
-    "session/set_mode": "SetSessionModeResponse",
-    "session/set_config_option": "SetSessionConfigOptionResponse",
-    "session/prompt": "PromptResponse",
-}
-_AGENT_REQUESTS = {
-    "session/request_permission": "RequestPermissionRequest",
-    "fs/read_text_file": "ReadTextFileRequest",
-    "fs/write_text_file": "WriteTextFileRequest",
-    "terminal/create": "CreateTerminalRequest",
-    "terminal/output": "TerminalOutputRequest",
-    "terminal/wait_for_exit": "WaitForTerminalExitRequest",
-    "terminal/kill": "KillTerminalRequest",
-    "terminal/release": "ReleaseTerminalRequest",
-    "elicitation/create": "CreateElicitationRequest",
-}
-_AGENT_NOTIFICATIONS = {
-    "session/update": "SessionNotification",
-    "$/cancel_request": "CancelRequestNotification",
-    "elicitation/complete": "CompleteElicitationNotification",
-}
-_VALIDATORS: Dict[str, Any] = {}
+
+def _refs(schema: Any) -> List[str]:
+    """The names of every ``#/$defs/...`` reference under ``schema``."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("$ref"), str):
+            return [schema["$ref"].removeprefix("#/$defs/")]
+        return [name for value in schema.values() for name in _refs(value)]
+    if isinstance(schema, list):
+        return [name for item in schema for name in _refs(item)]
+    return []
+
+
+class Protocol:
+    """One protocol version's schema, and what it says an agent may send: the definitions the
+    envelopes ``$defs/AgentRequest``, ``AgentNotification``, ``ProtocolLevelNotification`` and
+    ``AgentResponse`` may carry each name their method (``x-method``), as in
+    runner/tests/common/schema.rs."""
+
+    def __init__(self, name: str, schema: Dict[str, Any]) -> None:
+        self.name = name
+        self.defs: Dict[str, Any] = schema["$defs"]
+        self.requests = self._methods("AgentRequest")
+        self.notifications = self._methods("AgentNotification", "ProtocolLevelNotification")
+        self.responses = self._methods("AgentResponse")
+        self._validators: Dict[str, Any] = {}
+
+    def _methods(self, *envelopes: str) -> Dict[str, str]:
+        table = {
+            self.defs[name]["x-method"]: name
+            for envelope in envelopes
+            for name in _refs(self.defs[envelope])
+            if "x-method" in self.defs[name]
+        }
+        assert table, f"{self.name}: no method in {envelopes}"
+        return table
+
+    def validate_def(self, name: str, instance: Any) -> None:
+        """Validates ``instance`` against ``$defs/name``."""
+        validator = self._validators.get(name)
+        if validator is None:
+            assert name in self.defs, f"{self.name}: no schema definition {name}"
+            doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": self.defs, "$ref": f"#/$defs/{name}"}
+            validator = jsonschema.Draft202012Validator(doc)
+            self._validators[name] = validator
+        errors = [f"{e.message} at {list(e.absolute_path)}" for e in validator.iter_errors(instance)]
+        assert not errors, f"schema violation ({self.name} {name}) in {instance}: {errors}"
+
+
+V1 = Protocol("ACP v1", SCHEMA)
+V2 = Protocol("ACP v2", SCHEMA_V2)
 
 
 def validate_def(name: str, instance: Any) -> None:
-    """Validates ``instance`` against ``$defs/name`` of the pinned schema."""
-    validator = _VALIDATORS.get(name)
-    if validator is None:
-        doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": SCHEMA["$defs"], "$ref": f"#/$defs/{name}"}
-        validator = jsonschema.Draft202012Validator(doc)
-        _VALIDATORS[name] = validator
-    errors = [f"{e.message} at {list(e.absolute_path)}" for e in validator.iter_errors(instance)]
-    assert not errors, f"schema violation ({name}) in {instance}: {errors}"
+    """Validates ``instance`` against ``$defs/name`` of the v1 schema."""
+    V1.validate_def(name, instance)
+
+
+def validate_def_v2(name: str, instance: Any) -> None:
+    """Validates ``instance`` against ``$defs/name`` of the v2 schema."""
+    V2.validate_def(name, instance)
 
 
 class SchemaObserver:
-    """Checks every message the agent sends: envelope, responses by the method asked, requests and
-    notifications by their method."""
+    """Checks every message the agent sends against ``protocol``'s schema (v1 unless told):
+    envelope, responses by the method asked, requests and notifications by their method."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol: Protocol = V1) -> None:
+        self.protocol = protocol
         self.sent: Dict[Any, str] = {}
         self.checked = 0
         self.violations: List[str] = []
@@ -87,19 +111,20 @@ class SchemaObserver:
     def _check(self, message: Dict[str, Any]) -> None:
         self.checked += 1
         assert message.get("jsonrpc") == "2.0", message
+        protocol = self.protocol
         method = message.get("method")
         if method is not None:
-            table = _AGENT_REQUESTS if "id" in message else _AGENT_NOTIFICATIONS
+            table = protocol.requests if "id" in message else protocol.notifications
             assert method in table, f"unexpected agent message {method}"
-            validate_def(table[method], message.get("params"))
+            protocol.validate_def(table[method], message.get("params"))
             return
         if "error" in message:
-            validate_def("Error", message["error"])
+            protocol.validate_def("Error", message["error"])
             return
         asked = self.sent.get(message.get("id"))
         assert asked is not None, f"a response to an unknown id: {message}"
-        if asked in _RESPONSES:
-            validate_def(_RESPONSES[asked], message["result"])
+        if asked in protocol.responses:
+            protocol.validate_def(protocol.responses[asked], message["result"])
 
 
 class RecordingClient:

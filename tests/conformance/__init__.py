@@ -1,2 +1,2 @@
 """The cross-language conformance harness: the demo agents as subprocesses, their wire recorded,
-validated against the pinned ACP schema, normalised and compared."""
+validated against the generated ACP v1 schema, normalised and compared."""

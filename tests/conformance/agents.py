@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = ROOT / "schema" / "acp-v1.21.0.schema.json"
+SCHEMA_PATH = ROOT / "schema" / "v1" / "schema.json"
+"""The ACP v1 schema generated from the agent's wire types (schema/README.md)."""
+SCHEMA_V2_PATH = ROOT / "schema" / "v2" / "schema.json"
+"""The ACP v2 schema (a preview: nothing speaks it yet)."""
 
 Located = Union[Tuple[str, ...], str]
 """A command line (argv prefix), or the reason the agent is not available."""

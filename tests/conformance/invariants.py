@@ -1,6 +1,6 @@
 """Rules checked on every transcript, whatever the scenario (DESIGN.md, ARCHITECTURE.md):
 
-- every agent message is valid against the pinned schema, and stdout carries JSON-RPC only
+- every agent message is valid against the generated v1 schema, and stdout carries JSON-RPC only
   (checked as the lines arrive, see ``wire``);
 - every client request gets exactly one response, and no response names an id never asked;
 - every ``session/prompt`` answered ``end_turn`` was preceded by a ``usage_update`` of its turn
@@ -77,6 +77,18 @@ _NEEDS = {
 }
 """The client capability each call of the agent needs (``elicitation/create``: by its mode)."""
 
+_GATED_UPDATES = {
+    "notice": ("session", "notices"),
+    "compaction_update": ("session", "compaction"),
+    "compaction_summary_chunk": ("session", "compaction"),
+    "subagent_update": ("subagents",),
+    "session_message": ("subagents",),
+    "session_message_chunk": ("subagents",),
+    "plan_update": ("plan",),
+    "plan_removed": ("plan",),
+}
+"""The client capability each ``session/update`` kind of the schema needs (an object marker)."""
+
 
 def _advertised(capabilities: Any, path: tuple) -> bool:
     """Whether ``clientCapabilities`` advertise ``path`` (a true flag, or a present, non-null
@@ -86,13 +98,16 @@ def _advertised(capabilities: Any, path: tuple) -> bool:
         if not isinstance(value, dict):
             return False
         value = value.get(key)
-    return value is True or (path[0] == "elicitation" and isinstance(value, dict))
+    return value is True or ((path[0] == "elicitation" or path in _GATED_UPDATES.values()) and isinstance(value, dict))
 
 
 def _unadvertised(m: Dict[str, Any], capabilities: Any) -> Optional[str]:
     """The capability an agent call needs that the client did not advertise, if any."""
     method = m.get("method")
     path = _NEEDS.get(method) if isinstance(method, str) else None
+    if method == "session/update":
+        kind = ((m.get("params") or {}).get("update") or {}).get("sessionUpdate")
+        path = _GATED_UPDATES.get(kind) if isinstance(kind, str) else None
     if method == "elicitation/create":
         mode = (m.get("params") or {}).get("mode")
         path = ("elicitation", mode if isinstance(mode, str) else "?")
@@ -111,6 +126,9 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
     in_flight: Dict[str, Any] = {}
     prompt_usage: Dict[str, bool] = {}
     mentioned: set = set()
+    # ACP v2 (the agent answered `initialize` with protocolVersion 2): a prompt's response only
+    # acknowledges it; its turn lasts until the session's idle `state_update`.
+    v2 = False
     for index, e in enumerate(entries):
         m = e.msg
         if e.dir == "in" and isinstance(m, dict) and "method" in m and m.get("id") is not None:
@@ -127,7 +145,8 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
             # changes nothing.
             initialized = True
             capabilities = (m.get("params") or {}).get("clientCapabilities") or {}
-        if e.dir == "out" and isinstance(m, dict) and "method" in m:
+        if e.dir == "out" and isinstance(m, dict) and "method" in m and not (v2 and m["method"] == "session/update"):
+            # (A v2 client needs no capability for any update.)
             missing = _unadvertised(m, capabilities)
             if missing is not None:
                 problems.append(f"a call the client did not advertise ({missing}): {e.line[:300]}")
@@ -140,6 +159,14 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
                     prompt_usage[key] = False
         elif e.dir == "out" and _is_response(m):
             key = json.dumps(m["id"])
+            request = in_flight.get(key)
+            if (
+                request is not None
+                and request[0] == "initialize"
+                and isinstance(m.get("result"), dict)
+                and m["result"].get("protocolVersion") == 2
+            ):
+                v2 = True
             if m["id"] is not None:
                 answered[key] = answered.get(key, 0) + 1
                 if key not in asked and not (key in mentioned and "error" in m):
@@ -150,7 +177,8 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
                 as_bytes = [i.encode() for i in ids if isinstance(i, str)]
                 if as_bytes != sorted(set(as_bytes)) or len(as_bytes) != len(ids):
                     problems.append(f"a session/list page not sorted by id bytes (or with a repeat): {ids}")
-            if request is not None and answered[key] >= asked.get(key, 0):
+            turn_goes_on = v2 and request is not None and request[0] == "session/prompt" and "result" in m
+            if request is not None and answered[key] >= asked.get(key, 0) and not turn_goes_on:
                 in_flight.pop(key)
             if request is not None and request[0] == "session/prompt":
                 result = m.get("result")
@@ -161,10 +189,17 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
             naming = [k for k, (_, s, _) in in_flight.items() if s == session]
             if not naming:
                 problems.append(f"a session/update with no request for its session in flight: {e.line[:300]}")
-            if ((m.get("params") or {}).get("update") or {}).get("sessionUpdate") == "usage_update":
+            update = (m.get("params") or {}).get("update") or {}
+            if update.get("sessionUpdate") == "usage_update":
                 for k in naming:
                     if k in prompt_usage:
                         prompt_usage[k] = True
+            if v2 and update.get("sessionUpdate") == "state_update" and update.get("state") == "idle":
+                # The end of the session's turn: its prompt is over.
+                for k in [k for k in naming if in_flight[k][0] == "session/prompt" and answered.get(k)]:
+                    if update.get("stopReason") == "end_turn" and prompt_usage.get(k) is False:
+                        problems.append(f"a v2 turn ended end_turn with no usage_update before: {e.line[:300]}")
+                    in_flight.pop(k)
     if complete:
         for key, count in asked.items():
             got = answered.get(key, 0)

@@ -3,8 +3,9 @@
 What legitimately differs between two runs of the same scenario is replaced by placeholders
 numbered in order of first appearance, so that equal behaviour gives equal text:
 
-- values the agent generates: session ids, tool call ids (``sessionId`` / ``toolCallId`` first
-  written by the agent) and the ids of the agent's own requests (and the client's answers to them);
+- values the agent generates: session ids, tool call ids and message ids (``sessionId`` /
+  ``toolCallId`` / ``messageId`` first written by the agent; a v2 prompt's user message id names
+  its process) and the ids of the agent's own requests (and the client's answers to them);
 - list cursors (``cursor`` / ``nextCursor``: HMAC-authenticated with a per-process random key,
   including cursors the client derived from them);
 - times: ``updatedAt`` and any RFC 3339 timestamp inside a string.
@@ -31,7 +32,7 @@ from typing import Any, Dict, Iterable, List
 from .wire import Entry
 
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
-_GENERATED_KEYS = {"sessionId": "session", "toolCallId": "tool-call"}
+_GENERATED_KEYS = {"sessionId": "session", "toolCallId": "tool-call", "messageId": "message"}
 _CURSOR_KEYS = {"cursor", "nextCursor"}
 _MIN_SUBSTITUTED = 6
 

@@ -2,7 +2,7 @@
 
 A ``Run`` is one scenario against one agent: it starts agent processes (several when a scenario
 restarts the agent on the same store), records the transcript, validates every agent message
-against the pinned schema as it arrives, and shuts everything down.
+against the generated v1 schema as it arrives, and shuts everything down.
 
 A ``Peer`` is one process: the official ACP client (``acp.ClientSideConnection``) drives it through
 ``SdkTransport``, a message transport that writes and reads the process's pipes itself so that the
@@ -46,7 +46,7 @@ from acp.schema import (
 
 from .agents import Agent
 from .editor import Editor
-from .schema import check_agent_message, id_key
+from .schema import check_agent_message, check_agent_message_v2, id_key
 
 STEP_TIMEOUT = 20.0
 """The longest any single wait may take: a hang fails the scenario with a readable message."""
@@ -226,6 +226,8 @@ class Peer:
         self.client = Client()
         self.conn: Optional[ClientSideConnection] = None
         self.asked: Dict[str, List[str]] = {}
+        # The ACP version the agent speaks on this connection: 2 once it answers `initialize` so.
+        self.protocol = 1
         self.exit_code: Optional[int] = None
         self._sdk_inbox: "asyncio.Queue[Optional[Dict[str, Any]]]" = asyncio.Queue()
         self._raw_inbox: "asyncio.Queue[Any]" = asyncio.Queue()
@@ -285,7 +287,11 @@ class Peer:
                 return
             self.run.violations.append(f"p{self.index}: stdout carried a line that is not JSON: {line!r}")
             return
-        for problem in check_agent_message(message, self.asked):
+        if self.protocol == 1 and _answers_initialize_with_v2(message, self.asked):
+            # The agent speaks v2 on this connection from its `initialize` answer on.
+            self.protocol = 2
+        check = check_agent_message_v2 if self.protocol == 2 else check_agent_message
+        for problem in check(message, self.asked):
             self.run.violations.append(f"p{self.index}: {problem} in {line}")
         if not isinstance(message, dict):
             self._raw_inbox.put_nowait(message)
@@ -560,6 +566,15 @@ class Peer:
     async def wait_for(self, predicate: Callable[[Any], bool], since: int = 0, timeout: float = STEP_TIMEOUT) -> Any:
         """Waits until the agent wrote a message matching ``predicate`` (transcript index >= since)."""
         return await self.run.wait_for(self.index, predicate, since, timeout)
+
+
+def _answers_initialize_with_v2(message: Any, asked: Dict[str, List[str]]) -> bool:
+    """Whether ``message`` answers an ``initialize`` with protocol version 2."""
+    if not isinstance(message, dict) or "method" in message or "id" not in message:
+        return False
+    methods = asked.get(id_key(message["id"])) or []
+    result = message.get("result")
+    return bool(methods) and methods[0] == "initialize" and isinstance(result, dict) and result.get("protocolVersion") == 2
 
 
 class Run:

@@ -17,7 +17,8 @@ from .prompts import assert_usage_last
 async def initialize(run: Run) -> None:
     """initialize: protocolVersion 1, every session capability advertised (loadSession, list,
     resume, close, delete), the prompt content and MCP transports accepted beyond text and stdio
-    (image, audio, embedded context; http), agentInfo; a newer client version is answered with 1."""
+    (image, audio, embedded context; http), agentInfo; a newer client version is answered with 2,
+    the newest the demos speak (v2 Preview), and a repeat as the first was."""
     p = await run.start(initialize=False)
     init = (await p.initialize(1)).result
     assert init["protocolVersion"] == 1, init
@@ -31,13 +32,15 @@ async def initialize(run: Run) -> None:
     assert init["authMethods"] == [], init
     await p.hang_up()
     p = await run.start(initialize=False)
-    init = (await p.initialize(7)).result
-    assert init["protocolVersion"] == 1, init
-    # A second initialize is answered as the first was.
-    assert (await p.request("initialize", {"protocolVersion": 1})).result == init
     # No auth methods: authenticate with an unknown method id fails.
     reply = await p.request("authenticate", {"methodId": "password"})
     assert not reply.ok, reply.raw
+    await p.hang_up()
+    p = await run.start(sdk=False)
+    init = (await p.raw_request("initialize", {"protocolVersion": 7, "info": {"name": "c", "version": "1"}, "capabilities": {}}))["result"]
+    assert init["protocolVersion"] == 2, init
+    # A second initialize is answered as the first was, whatever it asks.
+    assert (await p.raw_request("initialize", {"protocolVersion": 1, "clientCapabilities": {}}))["result"] == init
 
 
 @scenario()

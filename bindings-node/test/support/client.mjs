@@ -1,5 +1,5 @@
 // Test support: the OFFICIAL ACP TypeScript client (@agentclientprotocol/sdk) driving an agent,
-// with every agent message validated against the pinned schema and recorded.
+// with every agent message validated against the generated v1 schema and recorded.
 
 import { execFileSync, spawn } from 'node:child_process'
 import { PassThrough, Readable, Writable } from 'node:stream'

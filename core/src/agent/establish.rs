@@ -152,7 +152,10 @@ pub(crate) async fn reopen(
     // The replay is written before the session is registered: no prompt can reach it meanwhile.
     let replayed = async {
         ensure_same_id(id, live.as_ref())?;
-        replay(agent, id, &history, setup.client_capabilities()).await
+        if how == Reopen::Load {
+            replay(agent, id, &history, setup.client_capabilities()).await?;
+        }
+        Ok::<_, Error>(())
     }
     .await;
     if let Err(e) = replayed {
@@ -200,6 +203,10 @@ async fn reattach(
 async fn replay(agent: &AgentInner, id: &SessionId, history: &[Event], client: &Capabilities) -> Result<(), Error> {
     for update in replay_updates(history, client) {
         agent.send_update(id, update).await?;
+    }
+    if agent.dialect.is_v2() {
+        // v2's `session/resume` with `replayFrom`: the end of the replay, before the response.
+        agent.peer().send_line(super::v2::lifecycle::replay_complete_line(id)).await?;
     }
     Ok(())
 }

@@ -174,7 +174,11 @@ fn tool_call_update(gate: &Gate, tool_call: Option<&ToolCall>) -> ToolCallUpdate
     let mut fields = ToolCallUpdateFields::new().status(ToolCallStatus::Pending);
     match tool_call {
         Some(call) => {
-            fields = fields.title(call.title.clone()).kind(call.kind).raw_input(call.raw_input.clone());
+            fields = fields
+                .title(call.title.clone())
+                .name(call.name.clone())
+                .kind(call.kind)
+                .raw_input(call.raw_input.clone());
             if !call.content.is_empty() {
                 fields = fields.content(call.content.clone());
             }

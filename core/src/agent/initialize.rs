@@ -2,7 +2,8 @@
 //! protocol version, capabilities, identity and authentication methods.
 //!
 //! A repeated `initialize` is answered the same way and changes nothing: the first one's client
-//! capabilities hold for the whole connection.
+//! capabilities (and protocol version) hold for the whole connection. A client asking for 2 or
+//! more is answered in v2 when the options serve it ([`super::v2::initialize`]), else 1.
 
 use std::sync::Arc;
 
@@ -11,10 +12,15 @@ use serde_json::Value;
 
 use super::AgentInner;
 use super::capabilities;
+use super::v2;
 use super::wire::{Reply, decode, encode, ready};
 use crate::acp::{InitializeRequest, InitializeResponse};
+use crate::rpc::Answer;
 
 pub(super) fn initialize(this: &Arc<AgentInner>, params: Value) -> Reply {
+    if wants_v2(this, &params) {
+        return initialize_v2(this, &params);
+    }
     let request: InitializeRequest = match decode(params) {
         Ok(r) => r,
         Err(e) => return ready(Err(e)),
@@ -34,4 +40,25 @@ pub(super) fn initialize(this: &Arc<AgentInner>, params: Value) -> Reply {
         response = response.auth_methods(capabilities::auth_methods(auth.methods(), &request.client_capabilities));
     }
     ready(encode(&response))
+}
+
+/// Whether this `initialize` is answered in v2: the first one asked for 2 or more and v2 is
+/// offered, or it is a repeat on a connection that speaks v2 already.
+fn wants_v2(this: &AgentInner, params: &Value) -> bool {
+    if this.dialect.is_v2() {
+        return true;
+    }
+    let asks = params.get("protocolVersion").and_then(Value::as_u64).is_some_and(|v| v >= 2);
+    asks && this.client_capabilities.get().is_none() && v2::initialize::offered(this)
+}
+
+/// `initialize` in v2: the client's capabilities read (the first time), every later line of the
+/// connection through the v2 rewriter.
+fn initialize_v2(this: &Arc<AgentInner>, params: &Value) -> Reply {
+    if this.client_capabilities.set(v2::initialize::client_capabilities(params)).is_ok() {
+        // Before the response is queued: it is the first line the rewriter sees in v2.
+        this.peer().forbid_direct_writes();
+        this.dialect.switch_to_v2();
+    }
+    ready(Ok(Answer::from(v2::initialize::response(this))))
 }

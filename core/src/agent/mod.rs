@@ -38,6 +38,7 @@ mod compact;
 mod control;
 mod control_queue;
 pub(crate) mod cursor;
+mod dialect;
 mod elicitation;
 mod establish;
 mod extensions;
@@ -59,6 +60,7 @@ mod session_set_config_option;
 mod session_state;
 mod state;
 mod translate;
+mod v2;
 mod wire;
 
 use std::sync::Arc;
@@ -131,8 +133,15 @@ impl Agent {
         let options =
             ConnectionOptions { max_message_size: self.inner.options.max_message_size, ..ConnectionOptions::default() };
         let inner = self.inner.clone();
-        rpc::connection::serve_with(reader, writer, direct, self.inner.clone(), options, |peer| inner.set_peer(peer))
-            .await
+        // Only an agent that may speak v2 rewrites lines (a v1 connection of it, after one check).
+        let rewriter: Option<Box<dyn rpc::LineRewriter>> =
+            self.inner.options.protocol_v2.then(|| {
+                Box::new(v2::updates::Rewriter::new(self.inner.dialect.clone())) as Box<dyn rpc::LineRewriter>
+            });
+        rpc::connection::serve_with(reader, writer, direct, self.inner.clone(), options, rewriter, |peer| {
+            inner.set_peer(peer);
+        })
+        .await
     }
 
     /// How many sessions are live.
@@ -173,6 +182,30 @@ impl AgentInner {
         if method == method::INITIALIZE {
             return initialize::initialize(this, params.into_value());
         }
+        if this.dialect.is_v2() {
+            return Self::dispatch_v2(this, method, params, cx);
+        }
+        Self::dispatch_v1(this, method, params, cx)
+    }
+
+    /// A request of a v2 connection: served by its v1 handler, params and answer translated
+    /// (see [`v2::requests`]).
+    fn dispatch_v2(this: &Arc<Self>, method: &str, params: Params, cx: RequestContext) -> Reply {
+        let mapped = match v2::requests::map(method, params) {
+            Ok(mapped) => mapped,
+            Err(e) => return ready(Err(e)),
+        };
+        // An extension method keeps its name.
+        let v1_method = if mapped.method.is_empty() { method } else { mapped.method };
+        let form = mapped.answer;
+        let reply = Self::dispatch_v1(this, v1_method, mapped.params, cx);
+        if form == v2::requests::AnswerForm::Same {
+            return reply;
+        }
+        Box::pin(async move { reply.await.map(|answer| v2::requests::answer(form, answer)) })
+    }
+
+    fn dispatch_v1(this: &Arc<Self>, method: &str, params: Params, cx: RequestContext) -> Reply {
         let Some(route) = this.route(method) else {
             return ready(Err(Error::method_not_found_msg(method)));
         };

@@ -32,6 +32,7 @@ use crate::host::{Authenticator, SessionCatalog, SessionDeleter, SessionHost, Se
 /// The runner (`acp_facade_runner::Runner`) fills every part in: `runner.options()`.
 #[derive(Clone)]
 #[non_exhaustive]
+#[allow(clippy::struct_excessive_bools, reason = "each switch is one independent ACP feature the host turns on")]
 pub struct Options {
     /// Name and version reported as `agentInfo`.
     pub agent_info: Implementation,
@@ -55,6 +56,11 @@ pub struct Options {
     /// advertised as `sessionCapabilities.systemPrompt`. Off by default; a client's system prompt
     /// sent anyway is then left out of the setup (ACP: clients must not send it).
     pub system_prompt: bool,
+    /// Whether a client that asks for ACP v2 (Preview) is served in v2 (`protocolVersion` 2); off
+    /// by default, so such a client is answered 1 and goes on in v1. Hosts and turns do not
+    /// change: the facade translates (see the README, "Protocol versions and features"). v2 needs
+    /// its baseline session methods: `session/list`, `resume` and `close` must be served too.
+    pub protocol_v2: bool,
     /// Whether `session/close` is offered. On by default: closing needs no host part (a
     /// session's [`SessionCloser`](crate::host::SessionCloser) is used when it has one).
     pub close: bool,
@@ -100,6 +106,7 @@ impl Options {
             authenticator: None,
             compaction: false,
             system_prompt: false,
+            protocol_v2: false,
             close: true,
             prompt_capabilities: PromptCapabilities::new(),
             mcp_capabilities: McpCapabilities::new(),
@@ -166,6 +173,13 @@ impl Options {
     #[must_use]
     pub fn system_prompt(mut self, accepted: bool) -> Self {
         self.system_prompt = accepted;
+        self
+    }
+
+    /// Serves ACP v2 (Preview) to a client that asks for it, or not (see [`Options::protocol_v2`]).
+    #[must_use]
+    pub fn protocol_v2(mut self, on: bool) -> Self {
+        self.protocol_v2 = on;
         self
     }
 
@@ -251,6 +265,7 @@ impl std::fmt::Debug for Options {
             .field("authenticator", &self.authenticator.is_some())
             .field("compaction", &self.compaction)
             .field("system_prompt", &self.system_prompt)
+            .field("protocol_v2", &self.protocol_v2)
             .field("close", &self.close)
             .field("prompt_capabilities", &self.prompt_capabilities)
             .field("mcp_capabilities", &self.mcp_capabilities)

@@ -60,12 +60,23 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
     let agent = agent.clone();
     Box::pin(async move {
         let (prompt, meta, entry, guard) = accepted?;
+        let v2 = agent.dialect.is_v2();
+        if v2 {
+            // ACP v2: acknowledged now; the turn's end is an idle `state_update`.
+            super::v2::lifecycle::accepted(&agent, &cx, &entry.id, &prompt).await;
+        }
         let span = tracing::info_span!("turn", session = %entry.id);
         // Calls through the session's client handle meanwhile belong to this prompt.
         let calls = entry.setup.client().link.begin_prompt();
         let outcome = run_prompt(&agent, &entry, &guard, prompt, meta, &cx.cancelled).instrument(span).await;
         // A cancelled prompt's terminals are killed and released before it is answered.
         entry.setup.client().link.end_prompt(&calls).await;
+        if v2 {
+            super::v2::lifecycle::ended(&agent, &entry.id, outcome.as_ref().map(|a| a.stop)).await;
+            cx.keep_until_answered(guard.release());
+            // Not sent: the request was answered when it was accepted.
+            return outcome.map(|_| Answer::from(serde_json::Value::Null));
+        }
         // The next prompt may start now; a close waiting for this one waits until its response
         // is queued, so it can never answer first.
         cx.keep_until_answered(guard.release());

@@ -26,6 +26,8 @@ pub(crate) struct AgentInner {
     pub(crate) client_capabilities: OnceLock<ClientCapabilities>,
     peer: OnceLock<Peer>,
     pub(crate) cursor_key: CursorKey,
+    /// Whether the connection speaks ACP v2 (see [`super::v2`]).
+    pub(crate) dialect: super::dialect::Dialect,
 }
 
 impl AgentInner {
@@ -39,6 +41,7 @@ impl AgentInner {
             client_capabilities: OnceLock::new(),
             peer: OnceLock::new(),
             cursor_key,
+            dialect: super::dialect::Dialect::default(),
         }
     }
 

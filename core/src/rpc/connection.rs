@@ -80,6 +80,15 @@ pub(crate) trait Handler: Send + Sync + 'static {
     }
 }
 
+/// Rewrites the lines a connection writes, in order, on the writer task: how a protocol dialect
+/// negotiated on the connection (ACP v2) reaches the wire while the agent speaks one vocabulary.
+/// Lines written directly by their producers (see [`super::outlet`]) skip it, so a rewriter that
+/// starts changing lines must first stop those ([`Peer::forbid_direct_writes`]).
+pub(crate) trait LineRewriter: Send + 'static {
+    /// Appends to `out` what to write for `line` (`line` itself, others, or nothing).
+    fn rewrite(&mut self, line: Vec<u8>, out: &mut Vec<Vec<u8>>);
+}
+
 /// Per-request context handed to [`Handler::accept`].
 #[derive(Debug, Clone)]
 pub(crate) struct RequestContext {
@@ -87,9 +96,22 @@ pub(crate) struct RequestContext {
     pub cancelled: CancellationToken,
     /// Values kept alive until the response has been queued (see [`RequestContext::keep_until_answered`]).
     kept: Arc<Mutex<Vec<Box<dyn std::any::Any + Send>>>>,
+    /// The request's id.
+    id: RequestId,
+    /// Set once the handler answered early ([`RequestContext::answer_now`]).
+    answered: Arc<AtomicBool>,
 }
 
 impl RequestContext {
+    /// Answers the request now, before its handler's future completes (ACP v2's `session/prompt`
+    /// acknowledges, then the turn goes on). The handler's eventual result is then not sent: it
+    /// must report its outcome another way. Every request still gets exactly one response.
+    pub(crate) async fn answer_now(&self, peer: &Peer, answer: Answer) {
+        if !self.answered.swap(true, Ordering::AcqRel) {
+            let _ = peer.send_awaited_line(response_line(&self.id, &Ok(answer))).await;
+        }
+    }
+
     /// Keeps `value` alive until this request's response is queued on the writer, then drops it.
     /// A handler uses it for state whose release others wait on — e.g. "a prompt is in flight",
     /// which `session/close` waits for — so that the release can never overtake the response.
@@ -128,6 +150,7 @@ pub(crate) async fn serve_with<R, W, H>(
     direct: Option<Arc<dyn WholeLineWrite>>,
     handler: Arc<H>,
     options: ConnectionOptions,
+    rewriter: Option<Box<dyn LineRewriter>>,
     on_peer: impl FnOnce(&Peer),
 ) -> std::io::Result<()>
 where
@@ -147,7 +170,7 @@ where
     let outlet = Arc::new(Outlet::new(direct, trace.clone()));
     let peer = Peer::new(tx, awaited.clone(), outlet.clone());
     on_peer(&peer);
-    let writer_task = tokio::spawn(write_loop(Locked::new(writer, outlet.clone()), rx, awaited, outlet));
+    let writer_task = tokio::spawn(write_loop(Locked::new(writer, outlet.clone()), rx, awaited, outlet, rewriter));
 
     let (notify_tx, notify_rx) = mpsc::channel::<(String, BoxFuture<'static, ()>)>(OUTGOING_QUEUE);
     let notification_task = tokio::spawn(notification_loop(notify_rx));
@@ -255,7 +278,9 @@ async fn dispatch<H: Handler + ?Sized>(
     let inline = handler.answers_inline(&method);
     let span = tracing::debug_span!("request", method = %method, id = %id);
     let kept: Arc<Mutex<Vec<Box<dyn std::any::Any + Send>>>> = Arc::default();
-    let cx = RequestContext { cancelled: token.clone(), kept: kept.clone() };
+    let answered = Arc::new(AtomicBool::new(false));
+    let cx =
+        RequestContext { cancelled: token.clone(), kept: kept.clone(), id: id.clone(), answered: answered.clone() };
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.clone().accept(&method, params, cx))) {
         Ok(future) => future,
         Err(panic) => {
@@ -279,9 +304,19 @@ async fn dispatch<H: Handler + ?Sized>(
                 }
             };
             in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-            response_line(&id, &outcome)
+            if answered.load(Ordering::Acquire) {
+                // Answered early: the outcome was reported another way.
+                if let Err(e) = &outcome {
+                    tracing::debug!(%id, error = %e.message, "a request answered early ended with an error");
+                }
+                None
+            } else {
+                Some(response_line(&id, &outcome))
+            }
         };
-        let _ = peer.send_awaited_line(line).await;
+        if let Some(line) = line {
+            let _ = peer.send_awaited_line(line).await;
+        }
         // Only now may whatever the handler kept (e.g. its in-flight marker) go.
         drop(std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner)));
     };
@@ -299,6 +334,18 @@ async fn dispatch<H: Handler + ?Sized>(
     if answer.as_mut().now_or_never().is_none() {
         tasks.spawn(answer);
     }
+}
+
+/// Writes one line (recorded in the wire trace first).
+async fn write_line<W: AsyncWrite + Unpin>(
+    out: &mut BufWriter<W>,
+    outlet: &Outlet,
+    line: &[u8],
+) -> std::io::Result<()> {
+    if let Some(trace) = outlet.trace() {
+        trace.record(Direction::Out, line);
+    }
+    out.write_all(line).await.inspect_err(|e| tracing::warn!(error = %e, "writing to the peer failed"))
 }
 
 fn panic_error(method: &str, message: &str) -> Error {
@@ -347,8 +394,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     rx: mpsc::Receiver<Vec<u8>>,
     awaited: Arc<AtomicBool>,
     outlet: Arc<Outlet>,
+    rewriter: Option<Box<dyn LineRewriter>>,
 ) -> std::io::Result<()> {
-    let written = write_lines(writer, rx, &awaited, &outlet).await;
+    let written = write_lines(writer, rx, &awaited, &outlet, rewriter).await;
     outlet.close();
     written
 }
@@ -360,8 +408,10 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Vec<u8>>,
     awaited: &AtomicBool,
     outlet: &Outlet,
+    mut rewriter: Option<Box<dyn LineRewriter>>,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, writer);
+    let mut rewritten = Vec::new();
     let mut batch = Vec::with_capacity(64);
     let mut ended = false;
     // Lines written since the last flush: how busy the producers are.
@@ -379,13 +429,16 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                 ended = true;
                 continue;
             }
-            if let Some(trace) = outlet.trace() {
-                trace.record(Direction::Out, &line);
+            match rewriter.as_mut() {
+                None => write_line(&mut out, outlet, &line).await?,
+                Some(rewriter) => {
+                    rewriter.rewrite(line, &mut rewritten);
+                    for line in rewritten.drain(..) {
+                        write_line(&mut out, outlet, &line).await?;
+                    }
+                }
             }
-            if let Err(e) = out.write_all(&line).await {
-                tracing::warn!(error = %e, "writing to the peer failed");
-                return Err(e);
-            }
+            // Counted per queued line, as the outlet counted them.
             unflushed += 1;
         }
         if !ended && rx.is_empty() {
@@ -472,7 +525,7 @@ mod tests {
         let outlet = Arc::new(Outlet::new(None, None));
         let peer = Peer::new(tx, awaited.clone(), outlet.clone());
         let out = Recorder::default();
-        let writer = tokio::spawn(write_loop(out.clone(), rx, awaited, outlet));
+        let writer = tokio::spawn(write_loop(out.clone(), rx, awaited, outlet, None));
 
         peer.send_line(b"{\"n\":1}\n".to_vec()).await.expect("queued");
         tokio::task::yield_now().await;
@@ -582,7 +635,7 @@ mod tests {
         let direct: Arc<dyn WholeLineWrite> = pipe.clone();
         let outlet = Arc::new(Outlet::new(Some(direct), None));
         let peer = Peer::new(tx, awaited.clone(), outlet.clone());
-        let writer = tokio::spawn(write_loop(Locked::new(PipeWriter(pipe), outlet.clone()), rx, awaited, outlet));
+        let writer = tokio::spawn(write_loop(Locked::new(PipeWriter(pipe), outlet.clone()), rx, awaited, outlet, None));
         (peer, receiver, writer)
     }
 

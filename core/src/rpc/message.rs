@@ -522,6 +522,16 @@ impl Answer {
     }
 }
 
+impl Answer {
+    /// The answer as a value (for rewriting it).
+    pub(crate) fn into_value(self) -> Value {
+        match self.0 {
+            AnswerRepr::Value(value) => value,
+            AnswerRepr::Json(json) => serde_json::from_str(&json).unwrap_or(Value::Null),
+        }
+    }
+}
+
 impl From<Value> for Answer {
     fn from(value: Value) -> Self {
         Self(AnswerRepr::Value(value))

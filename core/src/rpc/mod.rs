@@ -14,7 +14,7 @@ pub(crate) mod stdio;
 mod strict;
 pub(crate) mod trace;
 
-pub(crate) use connection::{ConnectionOptions, Handler, RequestContext};
+pub(crate) use connection::{ConnectionOptions, Handler, LineRewriter, RequestContext};
 pub(crate) use framing::DEFAULT_MAX_MESSAGE_SIZE;
 pub(crate) use message::{Answer, IncomingNotification, Params};
 pub(crate) use peer::{Peer, RequestError};

@@ -46,6 +46,8 @@ pub(crate) struct Outlet {
     direct: Mutex<Option<Arc<dyn WholeLineWrite>>>,
     /// Lines queued or being written by the writer and not yet flushed (see the module doc).
     unwritten: AtomicUsize,
+    /// Set once the connection's lines are rewritten (see `LineRewriter`): no more direct writes.
+    no_direct: std::sync::atomic::AtomicBool,
     trace: Option<Arc<WireTrace>>,
 }
 
@@ -58,7 +60,12 @@ impl std::fmt::Debug for Outlet {
 impl Outlet {
     /// An outlet whose lines may be written straight to `direct` (when given), recorded in `trace`.
     pub(crate) fn new(direct: Option<Arc<dyn WholeLineWrite>>, trace: Option<Arc<WireTrace>>) -> Self {
-        Self { direct: Mutex::new(direct), unwritten: AtomicUsize::new(0), trace }
+        Self {
+            direct: Mutex::new(direct),
+            unwritten: AtomicUsize::new(0),
+            no_direct: std::sync::atomic::AtomicBool::new(false),
+            trace,
+        }
     }
 
     /// The wire trace, if any.
@@ -83,6 +90,9 @@ impl Outlet {
     /// direct writes, nothing queued before is unwritten, and the transport takes the whole line
     /// at once. Returns whether it did; when not, nothing was written and the caller queues it.
     pub(crate) fn write_now(&self, line: &[u8]) -> bool {
+        if self.no_direct.load(Ordering::Acquire) {
+            return false;
+        }
         let direct = self.lock();
         let Some(sink) = direct.as_ref() else {
             return false;
@@ -104,6 +114,13 @@ impl Outlet {
                 false
             }
         }
+    }
+
+    /// Every line goes through the writer from now on (its lines are rewritten).
+    pub(crate) fn forbid_direct(&self) {
+        // Under the lock: a direct write in progress finishes before this returns.
+        let _held = self.lock();
+        self.no_direct.store(true, Ordering::Release);
     }
 
     /// The writer has ended: no more direct writes, and the sink is let go.

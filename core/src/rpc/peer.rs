@@ -96,6 +96,11 @@ impl Peer {
         }
     }
 
+    /// From now on every line goes through the writer (the connection's lines are rewritten).
+    pub(crate) fn forbid_direct_writes(&self) {
+        self.inner.outlet.forbid_direct();
+    }
+
     /// Queues one pre-serialised line, waiting while the writer's queue is full.
     pub(crate) async fn send_line(&self, line: Vec<u8>) -> Result<(), ConnectionClosed> {
         // Room is almost always there: taking it directly is much cheaper than the waiting send.

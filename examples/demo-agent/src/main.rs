@@ -171,8 +171,11 @@ fn main() -> std::process::ExitCode {
         }
     };
     let runner = Runner::new(store, Arc::new(script::Script));
-    let options =
-        runner.options().agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION")).max_page_size(args.page_size);
+    let options = runner
+        .options()
+        .agent_info("acp-facade-demo", env!("CARGO_PKG_VERSION"))
+        .max_page_size(args.page_size)
+        .protocol_v2(true);
     let mut options = match rich(options) {
         Ok(options) => options,
         Err(e) => {

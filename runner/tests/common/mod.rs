@@ -1,5 +1,6 @@
 //! Shared helpers for the integration tests: an in-memory client that validates every message the
-//! agent sends against the pinned ACP schema, and a scripted host whose events the test controls.
+//! agent sends against the generated ACP v1 schema (schema/README.md), and a scripted host whose
+//! events the test controls.
 
 #![allow(dead_code, clippy::missing_panics_doc, clippy::must_use_candidate)]
 

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use acp_facade_runner::{Claim, PostgresStore, Store, StoreErrorKind};
 use common::stores::{open_postgres, open_postgres_with_lease, postgres_url, raw_client};
 
-use super::store::{event, record, seqs, sid};
+use acp_facade::acp::SystemPromptMode;
+
+use super::store::{event, record, seqs, sid, system_prompt};
 
 /// Waits (at most `limit`) until `claim` of session `id` by `store` succeeds; returns how long.
 async fn claim_within(store: &Arc<dyn Store>, id: &str, limit: Duration) -> Duration {
@@ -114,7 +116,7 @@ async fn the_schema_is_versioned_and_a_newer_one_is_refused_untouched() {
     let raw = raw_client(&url).await;
     let version: String =
         raw.query_one("SELECT value FROM acp_meta WHERE key = 'schema_version'", &[]).await.expect("version").get(0);
-    assert_eq!(version, "2");
+    assert_eq!(version, "3");
     let mut tables: Vec<String> = raw
         .query("SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1", &[])
         .await
@@ -163,6 +165,75 @@ async fn unreadable_rows_are_errors_not_panics() {
     // The store still works, and deleting the session clears it.
     store.delete_session(&sid("a")).await.expect("delete");
     assert!(store.list_sessions().await.expect("list").is_empty());
+}
+
+/// A system prompt is stored as the JSON text of its wire form; one that does not decode is an
+/// error naming the session and the column, for a read and a list alike, and the session can
+/// still be given a good one or deleted.
+#[tokio::test]
+async fn an_unreadable_system_prompt_is_an_error_naming_its_session() {
+    let Some(url) = postgres_url().await else { return };
+    let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    let mut a = record("a");
+    a.system_prompt = Some(system_prompt(SystemPromptMode::Append, &["extra"]));
+    store.create_session(&a).await.expect("create");
+    let raw = raw_client(&url).await;
+    let stored: String =
+        raw.query_one("SELECT system_prompt FROM acp_sessions WHERE id = 'a'", &[]).await.expect("stored").get(0);
+    assert_eq!(stored, r#"{"mode":"append","content":[{"type":"text","text":"extra"}]}"#);
+    for garbage in [r#"{"mode": "append", "#, "not json", r#"{"mode": "append"}"#, "[]", ""] {
+        raw.execute("UPDATE acp_sessions SET system_prompt = $1 WHERE id = 'a'", &[&garbage]).await.expect("garble");
+        for err in [
+            store.session(&sid("a")).await.expect_err("unreadable"),
+            store.list_sessions().await.expect_err("unreadable"),
+        ] {
+            assert!(err.message().contains("session a: unreadable system_prompt"), "{garbage:?}: {err}");
+        }
+    }
+    let fixed = system_prompt(SystemPromptMode::Override, &["fixed"]);
+    store.set_system_prompt(&sid("a"), &fixed).await.expect("set");
+    assert_eq!(store.session(&sid("a")).await.expect("read").expect("exists").system_prompt, Some(fixed));
+    raw.execute("UPDATE acp_sessions SET system_prompt = 'not json'", &[]).await.expect("garble");
+    store.delete_session(&sid("a")).await.expect("delete");
+    assert!(store.list_sessions().await.expect("list").is_empty());
+}
+
+/// A database of schema version 2 (no system prompts) is migrated when a store opens it: its
+/// sessions are kept and read no system prompt until one is set; new sessions keep theirs.
+#[tokio::test]
+async fn a_version_2_database_gains_system_prompts() {
+    let Some(url) = postgres_url().await else { return };
+    {
+        let store = open_postgres(&url).await;
+        store.create_session(&record("a")).await.expect("create");
+        store.append_event(&sid("a"), &event(1, 0)).await.expect("append");
+        store.close().await.expect("close");
+    }
+    // Version 3 is version 2 and the column (with its comment): without them, it is version 2.
+    let raw = raw_client(&url).await;
+    raw.batch_execute(
+        "ALTER TABLE acp_sessions DROP COLUMN system_prompt;
+         UPDATE acp_meta SET value = '2' WHERE key = 'schema_version';",
+    )
+    .await
+    .expect("back to version 2");
+
+    let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    let version: String =
+        raw.query_one("SELECT value FROM acp_meta WHERE key = 'schema_version'", &[]).await.expect("version").get(0);
+    assert_eq!(version, "3");
+    assert_eq!(store.session(&sid("a")).await.expect("read"), Some(record("a")), "no system prompt");
+    assert_eq!(store.list_sessions().await.expect("list"), [record("a")]);
+    assert_eq!(seqs(&store, "a").await, [1]);
+    let later = system_prompt(SystemPromptMode::Append, &["later"]);
+    assert_eq!(store.claim_session(&sid("a")).await.expect("claim"), Claim::Claimed);
+    store.set_system_prompt(&sid("a"), &later).await.expect("set");
+    let mut b = record("b");
+    b.system_prompt = Some(system_prompt(SystemPromptMode::Override, &["b's"]));
+    store.create_session(&b).await.expect("create");
+    let other = open_postgres(&url).await;
+    assert_eq!(other.session(&sid("a")).await.expect("read").expect("kept").system_prompt, Some(later));
+    assert_eq!(other.session(&sid("b")).await.expect("read"), Some(b));
 }
 
 /// Entries written before the compact form (schema version 1: every event with its full

@@ -369,6 +369,14 @@ impl Store for CountingStore {
         self.count();
         self.inner.touch_session(id, title, updated_at).await
     }
+    async fn set_system_prompt(
+        &self,
+        id: &SessionId,
+        system_prompt: &acp_facade::acp::SystemPrompt,
+    ) -> Result<(), StoreError> {
+        self.count();
+        self.inner.set_system_prompt(id, system_prompt).await
+    }
     async fn append_events(&self, id: &SessionId, events: &[Event]) -> Result<(), StoreError> {
         self.count();
         self.inner.append_events(id, events).await

@@ -10,7 +10,7 @@ use crate::common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use acp_facade::acp::SessionId;
+use acp_facade::acp::{SessionId, SystemPrompt, SystemPromptMode};
 use acp_facade::harness::{Cause, Coordinates, Event, EventClass, EventHeader, EventId, EventKind, Visibility};
 use acp_facade_runner::{Claim, SessionRecord, Store, StoreErrorKind};
 use common::stores::Database;
@@ -40,6 +40,11 @@ pub fn event(seq: u64, writer: u64) -> Event {
         },
         kind: EventKind::ContextMeasured { used: seq, size: writer, cost: None },
     }
+}
+
+/// A system prompt of the given mode whose content is one text block per text.
+pub fn system_prompt(mode: SystemPromptMode, texts: &[&str]) -> SystemPrompt {
+    SystemPrompt::new(texts.iter().map(|t| acp_facade::harness::content::text_block(*t)).collect()).mode(mode)
 }
 
 pub fn sid(id: &str) -> SessionId {
@@ -243,6 +248,68 @@ async fn two_stores_on_one_database_share_sessions() {
     }
 }
 
+/// A session keeps the client's system prompt as it was given — its mode (one unknown to this
+/// version too), content and `_meta` — for every store on the database to read, in a record and
+/// in the list; setting one replaces it, also where there was none; an unknown session is left
+/// alone (and not created).
+#[tokio::test]
+async fn system_prompts_are_kept_replaced_and_listed() {
+    let mut meta = serde_json::Map::new();
+    meta.insert("origin".to_owned(), serde_json::json!({"editor": "test", "n": 1}));
+    let first = system_prompt(SystemPromptMode::Override, &["You are terse.", " Answer in French."]).meta(meta);
+    let replaced = system_prompt(SystemPromptMode::Append, &["extra"]);
+    let unknown_mode = system_prompt(SystemPromptMode::Other("prepend".to_owned()), &["first of all"]);
+    for db in Database::all().await {
+        let name = db.name();
+        let mut a = record("a");
+        a.system_prompt = Some(first.clone());
+        let mut b = record("b");
+        b.created_at = "2026-11-30T11:21:00.000Z".to_owned();
+        {
+            let store = db.open().await;
+            store.create_session(&a).await.expect("create a");
+            store.create_session(&b).await.expect("create b");
+            assert_eq!(store.session(&sid("a")).await.expect("read"), Some(a.clone()), "{name}");
+            // Closed by their client: free for any process to load.
+            store.release_session(&sid("a")).await.expect("release");
+            store.release_session(&sid("b")).await.expect("release");
+        }
+
+        // Another store (another process) reads them as written.
+        let store = db.open().await;
+        assert_eq!(store.session(&sid("a")).await.expect("read"), Some(a.clone()), "{name}");
+        assert_eq!(store.session(&sid("b")).await.expect("read"), Some(b.clone()), "{name}: none");
+        assert_eq!(store.list_sessions().await.expect("list"), [a.clone(), b.clone()], "{name}");
+
+        // Claimed and given another (a load or resume that carried one), or a first one.
+        for id in ["a", "b"] {
+            assert_eq!(store.claim_session(&sid(id)).await.expect("claim"), Claim::Claimed, "{name}");
+        }
+        store.set_system_prompt(&sid("a"), &replaced).await.expect("replace");
+        store.set_system_prompt(&sid("b"), &unknown_mode).await.expect("set a first one");
+        a.system_prompt = Some(replaced.clone());
+        b.system_prompt = Some(unknown_mode.clone());
+        let reader = db.open().await;
+        assert_eq!(reader.session(&sid("a")).await.expect("read"), Some(a.clone()), "{name}");
+        assert_eq!(reader.session(&sid("b")).await.expect("read"), Some(b.clone()), "{name}");
+        assert_eq!(reader.list_sessions().await.expect("list"), [a.clone(), b.clone()], "{name}");
+        // Setting it again is the same (a repeat after a lost answer).
+        store.set_system_prompt(&sid("a"), &replaced).await.expect("again");
+        assert_eq!(reader.session(&sid("a")).await.expect("read"), Some(a.clone()), "{name}");
+
+        // The rest of the record is untouched by it, and it by the rest.
+        store.touch_session(&sid("a"), Some("T"), "2026-12-01T00:00:00.000Z").await.expect("touch");
+        store.append_events_and_touch(&sid("a"), &[event(1, 0)], None, "2026-12-01T01:00:00.000Z").await.expect("turn");
+        let touched = reader.session(&sid("a")).await.expect("read").expect("exists");
+        assert_eq!(touched.system_prompt, Some(replaced.clone()), "{name}");
+        assert_eq!(touched.title.as_deref(), Some("T"), "{name}");
+
+        store.set_system_prompt(&sid("ghost"), &replaced).await.expect("an unknown session is left alone");
+        assert_eq!(reader.session(&sid("ghost")).await.expect("read"), None, "{name}");
+        assert_eq!(reader.list_sessions().await.expect("list").len(), 2, "{name}");
+    }
+}
+
 /// A session has one owner at a time where the store has owners; where it has none, every store
 /// may write every session.
 #[tokio::test]
@@ -256,16 +323,17 @@ async fn only_the_owner_writes_a_session() {
         let claim = two.claim_session(&sid("a")).await.expect("claim");
         let appended = two.append_event(&sid("a"), &event(2, 2)).await;
         let touched = two.touch_session(&sid("a"), Some("two"), "2026-12-01T00:00:00.000Z").await;
+        let prompted = two.set_system_prompt(&sid("a"), &system_prompt(SystemPromptMode::Append, &["two"])).await;
         let deleted = two.delete_session(&sid("a")).await;
         if db.has_owners() {
             assert!(matches!(&claim, Claim::HeldElsewhere { holder } if holder.starts_with("process ")), "{claim:?}");
-            for refused in [&appended, &touched, &deleted] {
+            for refused in [&appended, &touched, &prompted, &deleted] {
                 let err = refused.as_ref().expect_err("not the owner");
                 assert_eq!(err.kind(), StoreErrorKind::NotOwner, "{name}: {err}");
             }
             assert!(deleted.as_ref().unwrap_err().message().contains("live in another process"));
             assert_eq!(seqs(&one, "a").await, [1], "{name}: nothing of the second store was written");
-            assert_eq!(one.session(&sid("a")).await.expect("read").expect("kept").title, None, "{name}");
+            assert_eq!(one.session(&sid("a")).await.expect("read"), Some(record("a")), "{name}: no title, no prompt");
             // Released, it passes to the second store, and the first is fenced off.
             one.release_session(&sid("a")).await.expect("release");
             assert_eq!(two.claim_session(&sid("a")).await.expect("claim"), Claim::Claimed, "{name}");
@@ -280,6 +348,7 @@ async fn only_the_owner_writes_a_session() {
             assert_eq!(claim, Claim::Claimed, "{name}");
             appended.expect("no owners: any store appends");
             touched.expect("no owners: any store touches");
+            prompted.expect("no owners: any store sets the system prompt");
             deleted.expect("no owners: any store deletes");
         }
         assert_eq!(one.session(&sid("a")).await.expect("read"), None, "{name}");

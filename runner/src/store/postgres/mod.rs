@@ -17,17 +17,18 @@
 //! - **One live owner per session, fleet-wide.** `acp_sessions.owner` names the process that has
 //!   the session live, as long as that process's lease is alive (see `lease`). Creating a session
 //!   sets its owner; [`Store::claim_session`] sets it only when the session has no live owner;
-//!   releasing clears it. Every write to a session — append, touch — checks in its own statement
-//!   that this process is the owner (the row stays locked until it commits), and a claim waits for
-//!   that lock: a takeover is ordered after the previous owner's last write, which the new owner
-//!   then reads, and the old owner's later writes fail
+//!   releasing clears it. Every write to a session — append, touch, system prompt — checks in its
+//!   own statement that this process is the owner (the row stays locked until it commits), and a
+//!   claim waits for that lock: a takeover is ordered after the previous owner's last write, which
+//!   the new owner then reads, and the old owner's later writes fail
 //!   ([`NotOwner`](crate::StoreErrorKind::NotOwner)). No two processes ever append to one session
 //!   interleaved.
 //! - **Calls are idempotent.** A call whose connection broke is run once more on a fresh
 //!   connection (see `db`), and the runner repeats a batch after an unavailable store; so an
 //!   append whose first event's `seq` already starts an entry of the session (`UNIQUE (session_id,
 //!   first_seq)`) is taken as done, a create that finds its own session (same owner, same creation
-//!   time) succeeds, and claims, releases and deletes are naturally repeatable.
+//!   time) succeeds, and claims, releases, deletes and setting a system prompt are naturally
+//!   repeatable.
 //! - **Bounded waits.** Every call waits at most [`PostgresOptions::timeout`] (for a connection,
 //!   then for the answer), then fails with [`Unavailable`](crate::StoreErrorKind::Unavailable);
 //!   the pool reconnects when the database returns.
@@ -46,7 +47,7 @@ use tokio_postgres::Row;
 use self::db::Db;
 use self::lease::{Lease, Owner};
 use crate::store::{Claim, SessionRecord, Store, StoreError};
-use acp_facade::acp::SessionId;
+use acp_facade::acp::{SessionId, SystemPrompt};
 use acp_facade::harness::Event;
 
 /// The longest [`PostgresStore::close`] waits.
@@ -173,18 +174,31 @@ fn path_text<'p>(path: &'p std::path::Path, what: &str) -> Result<&'p str, Store
         .ok_or_else(|| StoreError::new(format!("{what} {} is not valid UTF-8 and cannot be stored", path.display())))
 }
 
-fn record_of(row: &Row) -> SessionRecord {
+/// A session's record from a row of `session_columns!`; a system prompt that does not decode is
+/// an error naming the session.
+fn record_of(row: &Row) -> Result<SessionRecord, StoreError> {
+    let id: String = row.get(0);
     let additional: Vec<String> = row.get(2);
-    SessionRecord {
-        id: SessionId::new(row.get::<_, String>(0)),
+    let system_prompt = row
+        .get::<_, Option<&str>>(6)
+        .map(serde_json::from_str::<SystemPrompt>)
+        .transpose()
+        .map_err(|e| StoreError::new(format!("session {id}: unreadable system_prompt: {e}")))?;
+    Ok(SessionRecord {
+        id: SessionId::new(id),
         cwd: PathBuf::from(row.get::<_, String>(1)),
         additional_directories: additional.into_iter().map(PathBuf::from).collect(),
         title: row.get(3),
         created_at: row.get(4),
         updated_at: row.get(5),
-        // Kept by the store from its next schema version on.
-        system_prompt: None,
-    }
+        system_prompt,
+    })
+}
+
+/// The column text of a system prompt: its ACP wire form as JSON.
+fn encode_system_prompt(id: &SessionId, system_prompt: &SystemPrompt) -> Result<String, StoreError> {
+    serde_json::to_string(system_prompt)
+        .map_err(|e| StoreError::new(format!("encoding the system prompt of session {id}: {e}")))
 }
 
 /// The key of an append: its first event's `seq`.
@@ -282,16 +296,25 @@ impl PostgresStore {
     }
 }
 
-const CREATE: &str = "INSERT INTO acp_sessions (id, cwd, additional_directories, title, created_at, updated_at, owner)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING";
+const CREATE: &str = "INSERT INTO acp_sessions
+         (id, cwd, additional_directories, title, created_at, updated_at, owner, system_prompt)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING";
 
-const READ_SESSION: &str =
-    "SELECT id, cwd, additional_directories, title, created_at, updated_at FROM acp_sessions WHERE id = $1";
+/// The columns of a session's record, in the order [`record_of`] reads them. A macro, so that the
+/// statements holding them stay literals.
+macro_rules! session_columns {
+    () => {
+        "id, cwd, additional_directories, title, created_at, updated_at, system_prompt"
+    };
+}
 
-const LIST_SESSIONS: &str =
-    "SELECT id, cwd, additional_directories, title, created_at, updated_at FROM acp_sessions ORDER BY created_at, id";
+const READ_SESSION: &str = concat!("SELECT ", session_columns!(), " FROM acp_sessions WHERE id = $1");
+
+const LIST_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM acp_sessions ORDER BY created_at, id");
 
 const TOUCH: &str = "UPDATE acp_sessions SET title = COALESCE($3, title), updated_at = $4 WHERE id = $1 AND owner = $2";
+
+const SET_SYSTEM_PROMPT: &str = "UPDATE acp_sessions SET system_prompt = $3 WHERE id = $1 AND owner = $2";
 
 const READ_JOURNAL: &str = "SELECT n, events FROM acp_journal WHERE session_id = $1 ORDER BY n";
 
@@ -314,18 +337,19 @@ impl Store for PostgresStore {
             .iter()
             .map(|p| path_text(p, "additional directory"))
             .collect::<Result<Vec<_>, _>>()?;
-        let env = (record, cwd, additional, self.owner.id.as_str());
+        let prompt = record.system_prompt.as_ref().map(|p| encode_system_prompt(&record.id, p)).transpose()?;
+        let env = (record, cwd, additional, self.owner.id.as_str(), prompt);
         let mut attempts = 0;
         let inserted = self
             .db
-            .run(&format!("create session {}", record.id), &env, |c, (record, cwd, additional, owner)| {
+            .run(&format!("create session {}", record.id), &env, |c, (record, cwd, additional, owner, prompt)| {
                 attempts += 1;
                 let repeat = attempts > 1;
                 Box::pin(async move {
                     let statement = c.prepare_cached(CREATE).await?;
                     let id = &*record.id.0;
-                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
-                        [&id, cwd, additional, &record.title, &record.created_at, &record.updated_at, owner];
+                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] =
+                        [&id, cwd, additional, &record.title, &record.created_at, &record.updated_at, owner, prompt];
                     if c.execute(&statement, &params).await? == 1 {
                         return Ok(true);
                     }
@@ -360,7 +384,7 @@ impl Store for PostgresStore {
                 })
             })
             .await?;
-        Ok(row.as_ref().map(record_of))
+        row.as_ref().map(record_of).transpose()
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
@@ -373,7 +397,7 @@ impl Store for PostgresStore {
                 })
             })
             .await?;
-        Ok(rows.iter().map(record_of).collect())
+        rows.iter().map(record_of).collect()
     }
 
     async fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
@@ -392,6 +416,30 @@ impl Store for PostgresStore {
             return Ok(());
         }
         // An unknown session is left alone, as in every store; another's is refused.
+        match self.not_owned(id, &what).await? {
+            Some(not_owner) => Err(not_owner),
+            None => Ok(()),
+        }
+    }
+
+    /// Fenced by ownership, like a touch: an unknown session is left alone, another process's is
+    /// refused ([`NotOwner`](crate::StoreErrorKind::NotOwner)).
+    async fn set_system_prompt(&self, id: &SessionId, system_prompt: &SystemPrompt) -> Result<(), StoreError> {
+        let system_prompt = encode_system_prompt(id, system_prompt)?;
+        let what = format!("set the system prompt of session {id}");
+        let env = (&*id.0, self.owner.id.as_str(), system_prompt.as_str());
+        let set = self
+            .db
+            .run(&what, &env, |c, (id, owner, system_prompt)| {
+                Box::pin(async move {
+                    let statement = c.prepare_cached(SET_SYSTEM_PROMPT).await?;
+                    c.execute(&statement, &[id, owner, system_prompt]).await
+                })
+            })
+            .await?;
+        if set > 0 {
+            return Ok(());
+        }
         match self.not_owned(id, &what).await? {
             Some(not_owner) => Err(not_owner),
             None => Ok(()),

@@ -21,7 +21,7 @@ use crate::store::StoreError;
 ///
 /// To change the schema, append a step. Never edit a step that has shipped: a database that
 /// already ran it would not run it again.
-pub(crate) const MIGRATIONS: &[&str] = &[V0_TO_V1, V1_TO_V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V0_TO_V1, V1_TO_V2, V2_TO_V3];
 
 /// The schema version this code reads and writes.
 #[allow(clippy::cast_possible_wrap, reason = "a handful of migrations")]
@@ -72,6 +72,18 @@ CREATE TABLE acp_journal (
 /// reads only the full form, to leave the database alone.
 const V1_TO_V2: &str = "
 COMMENT ON COLUMN acp_journal.events IS 'the events of one append, in order, as a JSON array (compact form since schema version 2)';
+";
+
+/// Version 3: each session keeps the client's system prompt (ACP `systemPrompt`, as given on
+/// `session/new` or the latest `load` or `resume` that carried one), so that a session loaded
+/// again — by any process of the fleet — applies it without the client sending it again.
+///
+/// A nullable column without a default: adding it changes only the catalog, not the rows, which
+/// read NULL (no system prompt) — what every session of version 2 had. Processes of version 2
+/// still running meanwhile name their columns and never read or write it.
+const V2_TO_V3: &str = "
+ALTER TABLE acp_sessions ADD COLUMN system_prompt TEXT;
+COMMENT ON COLUMN acp_sessions.system_prompt IS 'the client''s system prompt (ACP SystemPrompt) as JSON, NULL when none';
 ";
 
 /// Whether `acp_meta` exists in the schema tables are created in. Read from `pg_class` with the

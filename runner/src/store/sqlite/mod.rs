@@ -3,11 +3,11 @@
 //!
 //! # Durability invariants
 //!
-//! - **Atomic writes.** Every write (create, touch, append, delete) is one transaction: a
-//!   `BEGIN IMMEDIATE` one, or a single statement in autocommit mode (an append, which is one
-//!   `INSERT`). It is applied entirely or not at all. A crash in the middle of a write — of the
-//!   process or of the machine — never corrupts the database and never alters a session that was
-//!   written before it.
+//! - **Atomic writes.** Every write (create, touch, set the system prompt, append, delete) is one
+//!   transaction: a `BEGIN IMMEDIATE` one, or a single statement in autocommit mode (an append,
+//!   which is one `INSERT`). It is applied entirely or not at all. A crash in the middle of a
+//!   write — of the process or of the machine — never corrupts the database and never alters a
+//!   session that was written before it.
 //! - **Durable writes.** File databases run in WAL mode with `synchronous=FULL`: once a write has
 //!   returned `Ok`, it survives a process crash and a power loss.
 //! - **Journal order.** The journal is a table of entries, one per append: the events of that
@@ -18,6 +18,9 @@
 //!   session's newest in the statement that inserts the entry (under the write lock), so a
 //!   session's events are read back in the order they were appended, as one range of the table.
 //!   A session holds at most 2³² entries; an append beyond that is refused.
+//! - **System prompts.** A session's row keeps the client's system prompt (since version 6) as
+//!   the JSON text of its ACP wire form, NULL when it has none: a session of an older file reads
+//!   none.
 //! - **No orphans.** A journal entry is only ever inserted by a statement that finds its session
 //!   (no session, no row: the append is refused), and deleting a session deletes its key range in
 //!   the same transaction. A session number freed by deleting the newest session may be given to
@@ -45,7 +48,7 @@ use async_trait::async_trait;
 
 use crate::store::entry;
 use crate::store::{SessionRecord, Store, StoreError};
-use acp_facade::acp::SessionId;
+use acp_facade::acp::{SessionId, SystemPrompt};
 use acp_facade::harness::Event;
 use connection::{configure, sql_error};
 use schema::migrate;
@@ -267,8 +270,10 @@ fn path_text<'p>(path: &'p Path, what: &str) -> Result<&'p str, StoreError> {
         .ok_or_else(|| StoreError::new(format!("{what} {} is not valid UTF-8 and cannot be stored", path.display())))
 }
 
-/// The columns of a `sessions` row, in [`SESSION_COLUMNS`] order, before decoding.
-type RawSession = (String, String, String, Option<String>, String, String);
+/// The columns of a `sessions` row, in [`SESSION_COLUMNS`] order, before decoding; the system
+/// prompt's text is checked when decoding, where an error can name the session (see
+/// [`system_prompt_text`]).
+type RawSession = (String, String, String, Option<String>, String, String, Result<Option<String>, String>);
 
 /// A session's record, selected from `sessions s`: the update time is the later of the row's and
 /// the newest journal entry's (see the module doc).
@@ -276,17 +281,35 @@ const SESSION_COLUMNS: &str = concat!(
     "s.id, s.cwd, s.additional_directories, s.title, s.created_at,
      max(s.updated_at, coalesce((SELECT j.updated_at FROM journal j WHERE ",
     in_range!("j.seq", "s.num"),
-    " ORDER BY j.seq DESC LIMIT 1), ''))"
+    " ORDER BY j.seq DESC LIMIT 1), '')), s.system_prompt"
 );
 
 fn raw_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
-    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+    let system_prompt = system_prompt_text(row.get_ref(6)?);
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, system_prompt))
+}
+
+/// The system prompt column's text (`None`: NULL), or why it is not text.
+fn system_prompt_text(value: rusqlite::types::ValueRef<'_>) -> Result<Option<String>, String> {
+    match value {
+        rusqlite::types::ValueRef::Null => Ok(None),
+        rusqlite::types::ValueRef::Text(text) => {
+            std::str::from_utf8(text).map(|text| Some(text.to_owned())).map_err(|e| format!("not UTF-8: {e}"))
+        }
+        other => Err(format!("{} where JSON text belongs", other.data_type())),
+    }
 }
 
 fn decode_session(raw: RawSession) -> Result<SessionRecord, StoreError> {
-    let (id, cwd, additional_directories, title, created_at, updated_at) = raw;
+    let (id, cwd, additional_directories, title, created_at, updated_at, system_prompt) = raw;
     let additional_directories: Vec<String> = serde_json::from_str(&additional_directories)
         .map_err(|e| StoreError::new(format!("session {id}: unreadable additional_directories: {e}")))?;
+    let unreadable = |e: &dyn fmt::Display| StoreError::new(format!("session {id}: unreadable system_prompt: {e}"));
+    let system_prompt = match system_prompt {
+        Ok(None) => None,
+        Ok(Some(json)) => Some(serde_json::from_str::<SystemPrompt>(&json).map_err(|e| unreadable(&e))?),
+        Err(e) => return Err(unreadable(&e)),
+    };
     Ok(SessionRecord {
         id: SessionId::new(id),
         cwd: PathBuf::from(cwd),
@@ -294,9 +317,14 @@ fn decode_session(raw: RawSession) -> Result<SessionRecord, StoreError> {
         title,
         created_at,
         updated_at,
-        // Kept by the store from its next schema version on.
-        system_prompt: None,
+        system_prompt,
     })
+}
+
+/// The column text of a system prompt: its ACP wire form as JSON.
+fn encode_system_prompt(id: &SessionId, system_prompt: &SystemPrompt) -> Result<String, StoreError> {
+    serde_json::to_string(system_prompt)
+        .map_err(|e| StoreError::new(format!("encoding the system prompt of session {id}: {e}")))
 }
 
 #[async_trait]
@@ -310,14 +338,15 @@ impl Store for SqliteStore {
             .collect::<Result<Vec<_>, _>>()?;
         let additional = serde_json::to_string(&additional)
             .map_err(|e| StoreError::new(format!("encoding additional_directories: {e}")))?;
+        let prompt = record.system_prompt.as_ref().map(|p| encode_system_prompt(&record.id, p)).transpose()?;
         let what = format!("create session {}", record.id);
         self.write(&what, |tx| {
             let inserted = tx
                 .execute(
-                    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at, system_prompt)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                      ON CONFLICT (id) DO NOTHING",
-                    params![&*record.id.0, cwd, additional, record.title, record.created_at, record.updated_at],
+                    params![&*record.id.0, cwd, additional, record.title, record.created_at, record.updated_at, prompt],
                 )
                 .map_err(|e| sql_error(&what, &e))?;
             if inserted == 0 {
@@ -352,6 +381,17 @@ impl Store for SqliteStore {
         self.write(&what, |tx| {
             tx.prepare_cached("UPDATE sessions SET title = COALESCE(?2, title), updated_at = ?3 WHERE id = ?1")
                 .and_then(|mut stmt| stmt.execute(params![&*id.0, title, updated_at]))
+                .map_err(|e| sql_error(&what, &e))?;
+            Ok(())
+        })
+    }
+
+    async fn set_system_prompt(&self, id: &SessionId, system_prompt: &SystemPrompt) -> Result<(), StoreError> {
+        let system_prompt = encode_system_prompt(id, system_prompt)?;
+        let what = format!("set the system prompt of session {id}");
+        self.write(&what, |tx| {
+            tx.prepare_cached("UPDATE sessions SET system_prompt = ?2 WHERE id = ?1")
+                .and_then(|mut stmt| stmt.execute(params![&*id.0, system_prompt]))
                 .map_err(|e| sql_error(&what, &e))?;
             Ok(())
         })
@@ -615,7 +655,7 @@ mod tests {
 
     #[test]
     fn migrations_are_registered_in_order() {
-        assert_eq!(SCHEMA_VERSION, 5);
+        assert_eq!(SCHEMA_VERSION, 6);
         let store = SqliteStore::open(MEMORY).expect("open");
         let conn = store.lock();
         assert_eq!(schema_version(&conn).expect("version"), SCHEMA_VERSION);
@@ -790,6 +830,88 @@ mod tests {
         assert!(seqs("d").is_empty());
         assert_eq!(seqs("a"), [5, 6, 9, 10, 7, 8, 11, 12]);
         assert_eq!(seqs("b"), [1, 2, 3, 4]);
+    }
+
+    /// A system prompt: the client's text, appended to the agent's own.
+    fn system_prompt(text: &str) -> SystemPrompt {
+        SystemPrompt::new(vec![acp_facade::harness::content::text_block(text)])
+    }
+
+    /// A version-5 database (no system prompts) opens as version 6 with its sessions whole: each
+    /// reads no system prompt, until one is set; new sessions keep theirs.
+    #[test]
+    fn version_5_sessions_gain_no_system_prompt() {
+        let dir = TempDir::new();
+        {
+            let mut conn = Connection::open(dir.db()).expect("raw open");
+            let tx = conn.transaction().expect("begin");
+            at_version(&tx, 5);
+            let r = record("a");
+            let additional = serde_json::to_string(&r.additional_directories).expect("encode");
+            tx.execute(
+                "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at)
+                 VALUES ('a', ?1, ?2, NULL, ?3, ?4)",
+                params![r.cwd.to_str(), additional, r.created_at, r.updated_at],
+            )
+            .expect("session");
+            tx.commit().expect("commit");
+        }
+        let store = SqliteStore::open(dir.db()).expect("migrating open");
+        assert_eq!(schema_version(&store.lock()).expect("version"), SCHEMA_VERSION);
+        assert_eq!(store.session(&sid("a")).wait().expect("read"), Some(record("a")), "no system prompt");
+        assert_eq!(store.list_sessions().wait().expect("list"), [record("a")]);
+        store.set_system_prompt(&sid("a"), &system_prompt("later")).wait().expect("set");
+        let mut b = record("b");
+        b.system_prompt = Some(system_prompt("b's"));
+        store.create_session(&b).wait().expect("create");
+        drop(store);
+        let store = SqliteStore::open(dir.db()).expect("reopen");
+        let read = |id: &str| store.session(&sid(id)).wait().expect("read").expect("exists").system_prompt;
+        assert_eq!(read("a"), Some(system_prompt("later")));
+        assert_eq!(read("b"), Some(system_prompt("b's")));
+    }
+
+    /// A system prompt is stored as the JSON of its wire form; one that does not decode is an
+    /// error naming the session and the column, for a read and a list alike, and the session can
+    /// still be given a good one or deleted.
+    #[test]
+    fn an_unreadable_system_prompt_is_an_error_naming_its_session() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        let mut a = record("a");
+        a.system_prompt = Some(system_prompt("extra"));
+        store.create_session(&a).wait().expect("create");
+        let stored: String = store
+            .lock()
+            .query_row("SELECT system_prompt FROM sessions WHERE id = 'a'", [], |r| r.get(0))
+            .expect("stored");
+        assert_eq!(stored, r#"{"mode":"append","content":[{"type":"text","text":"extra"}]}"#);
+        for garbage in [
+            "'{\"mode\": \"append\", '", // truncated
+            "'not json'",                // not JSON
+            "'{\"mode\": \"append\"}'",  // no content
+            "'[]'",                      // not an object
+            "x'00ff'",                   // a blob
+            "CAST(x'7bff' AS TEXT)",     // invalid UTF-8
+            "42",                        // a number
+        ] {
+            store
+                .lock()
+                .execute(&format!("UPDATE sessions SET system_prompt = {garbage} WHERE id = 'a'"), [])
+                .expect("garble");
+            let err = store.session(&sid("a")).wait().expect_err(garbage);
+            assert!(err.message().contains("session a"), "{garbage}: {err}");
+            assert!(err.message().contains("system_prompt"), "{garbage}: {err}");
+            let err = store.list_sessions().wait().expect_err(garbage);
+            assert!(err.message().contains("session a"), "{garbage}: {err}");
+        }
+        store.set_system_prompt(&sid("a"), &system_prompt("fixed")).wait().expect("set");
+        assert_eq!(
+            store.session(&sid("a")).wait().expect("read").expect("exists").system_prompt,
+            Some(system_prompt("fixed"))
+        );
+        store.lock().execute("UPDATE sessions SET system_prompt = 'not json' WHERE id = 'a'", []).expect("garble");
+        store.delete_session(&sid("a")).wait().expect("delete");
+        assert!(store.list_sessions().wait().expect("list").is_empty());
     }
 
     /// A version-4 database, whose entries hold every event in the full form, opens as version 5

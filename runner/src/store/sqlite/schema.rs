@@ -18,7 +18,7 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 ///
 /// To change the schema, append a step (`v1_to_v2`, …). Never edit a step that has shipped: a
 /// database that already ran it would not run it again.
-pub(super) const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5];
+pub(super) const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6];
 
 /// The schema version this code reads and writes.
 pub(super) const SCHEMA_VERSION: usize = MIGRATIONS.len();
@@ -72,11 +72,29 @@ const JOURNAL_V4: &str = "CREATE TABLE journal (
              events TEXT NOT NULL -- the events of one append, in order, as a JSON array
          );";
 
+/// The column version 6 adds to the session catalog: the client's system prompt, as the JSON
+/// text of its ACP wire form (`SystemPrompt`); NULL when the session has none.
+const SYSTEM_PROMPT_V6: &str = "ALTER TABLE sessions ADD COLUMN system_prompt TEXT /* ACP SystemPrompt as JSON */;";
+
+/// The session catalog, since version 6: [`SESSIONS_V4`] with the system prompt, written exactly
+/// as [`SYSTEM_PROMPT_V6`] leaves it in `sqlite_master` (`SQLite` splices the new column's text,
+/// its comment included, before the closing parenthesis), so that a new database and a migrated
+/// one hold the same schema text (a test compares them).
+const SESSIONS_V6: &str = "CREATE TABLE sessions (
+             num INTEGER PRIMARY KEY CHECK (num BETWEEN 1 AND 2147483647), -- the journal's key range
+             id TEXT NOT NULL UNIQUE,
+             cwd TEXT NOT NULL,
+             additional_directories TEXT NOT NULL DEFAULT '[]', -- JSON array of strings
+             title TEXT,
+             created_at TEXT NOT NULL, -- RFC 3339 UTC
+             updated_at TEXT NOT NULL  -- RFC 3339 UTC
+         , system_prompt TEXT /* ACP SystemPrompt as JSON */);";
+
 /// Creates the current schema in an empty database in one step — what running every migration
 /// from version 0 builds (a test compares the two), without building and converting the older
 /// tables first. Opening a new store, `:memory:` included, takes half the work it would.
 pub(super) fn create_current(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(SESSIONS_V4)?;
+    tx.execute_batch(SESSIONS_V6)?;
     tx.execute_batch(JOURNAL_V4)
 }
 
@@ -154,6 +172,17 @@ fn v3_to_v4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 #[allow(clippy::unnecessary_wraps, reason = "every migration has this signature")]
 fn v4_to_v5(_tx: &Transaction<'_>) -> rusqlite::Result<()> {
     Ok(())
+}
+
+/// Version 6: each session keeps the client's system prompt (ACP `systemPrompt`, as given on
+/// `session/new` or the latest `load` or `resume` that carried one), so that a session loaded
+/// again — in another process too — applies it without the client sending it again.
+///
+/// A nullable column added in place: `ALTER TABLE … ADD COLUMN` rewrites only the table's
+/// definition, not its rows, which read NULL (no system prompt) — what every session of version
+/// 5 had.
+fn v5_to_v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(SYSTEM_PROMPT_V6)
 }
 
 /// The schema version recorded in the database.
