@@ -114,6 +114,14 @@ export interface ClientCapabilities {
   elicitationUrl: boolean
   /** `auth.terminal`: terminal auth methods are advertised to it. */
   authTerminal: boolean
+  /** `session.notices`: `turn.notice` reaches it (`notice` updates). */
+  notices: boolean
+  /** `session.compaction`: it sees `/compact` start, summarize and end (`compaction_update`, `compaction_summary_chunk`). */
+  compaction: boolean
+  /** `subagents`: `turn.startSubagent` and its messages reach it (`subagent_update`, `session_message`, `session_message_chunk`). */
+  subagents: boolean
+  /** `plan` (plan operations): `turn.updatePlan` reaches it as plans with ids (`plan_update`, `plan_removed`); otherwise as whole `plan` updates. */
+  planOperations: boolean
   /** The client's `_meta`, as sent. */
   meta: Record<string, unknown> | null
 }
@@ -176,6 +184,66 @@ export interface PlanEntry { content: string; priority: PlanEntryPriority; statu
 /** An agent's plan (ACP `Plan`): every entry with its current status; each plan sent replaces the one before at the client. */
 export interface Plan { entries: PlanEntry[]; _meta?: Meta | null }
 
+/** A plan with an id, whole (ACP `PlanUpdate.plan`): its entries, or a Markdown document. */
+export type PlanUpdateContent =
+  | { type: 'items'; planId: string; entries: PlanEntry[]; _meta?: Meta | null }
+  | { type: 'markdown'; planId: string; content: string; path?: string | null; _meta?: Meta | null }
+
+/** A plan with an id, created or replaced (ACP `PlanUpdate`, the `plan_update` update). */
+export interface PlanUpdate { plan: PlanUpdateContent; _meta?: Meta | null }
+
+/** How a notice is presented (`turn.notice` takes these three; ACP reserves others, `_`-prefixed ones for extensions). */
+export type NoticeSeverity = 'info' | 'warning' | 'error'
+
+/** Information for the user that is not part of the conversation (ACP `Notice`, the `notice` update); `title` non-empty. */
+export interface Notice { severity: NoticeSeverity | (string & {}); title: string; description?: string | null; _meta?: Meta | null }
+
+/**
+ * A client's system prompt as a session request carries it (ACP `SystemPrompt`, on `session/new`,
+ * `load` and `resume` to an agent that advertises `sessionCapabilities.systemPrompt`): content
+ * (text blocks) and how it combines with the agent's own instructions.
+ */
+export interface SystemPrompt { mode: 'append' | 'override'; content: ContentBlock[]; _meta?: Meta | null }
+
+/** The client's system prompt as a runner turn sees it (`turn.systemPrompt`): `text` is its text blocks, joined. */
+export interface ClientSystemPrompt { mode: 'append' | 'override'; content: ContentBlock[]; text: string }
+
+/** A compaction's state (ACP `CompactionUpdate`, the `compaction_update` update). */
+export interface CompactionUpdate {
+  compactionId: string
+  status: 'in_progress' | 'completed' | 'failed' | 'cancelled' | (string & {})
+  summary?: ContentBlock[] | null
+  error?: string | null
+  _meta?: Meta | null
+}
+
+/** A child session's state in a `subagent_update` (ACP `StateUpdate`). */
+export type SubagentState =
+  | { state: 'running'; _meta?: Meta | null }
+  | { state: 'idle'; stopReason?: StopReason | (string & {}); _meta?: Meta | null }
+  | { state: 'requires_action' | 'unknown' | (string & {}); _meta?: Meta | null; [field: string]: unknown }
+
+/** A child session announced or changed (ACP `SubagentUpdate`, the `subagent_update` update). */
+export interface SubagentUpdate {
+  sessionId: string
+  title?: string | null
+  description?: string | null
+  capabilities?: { cancel?: Record<string, unknown> | null; _meta?: Meta | null } | null
+  state?: SubagentState | null
+  _meta?: Meta | null
+}
+
+/** A message between two sessions (ACP `SessionMessage`, the `session_message` update): its content whole, or streamed after it as `session_message_chunk`s. */
+export interface SessionMessage {
+  messageId: string
+  senderSessionId?: string | null
+  recipientSessionId?: string | null
+  senderMessageId?: string | null
+  recipientMessageId?: string | null
+  content?: ContentBlock[] | null
+  _meta?: Meta | null
+}
+
 /** A session's cumulative cost (ACP `Cost`): `amount` in `currency` (ISO 4217, e.g. `"USD"`), sent as `usage_update.cost`. */
 export interface Cost { amount: number; currency: string; _meta?: Meta | null }
 
@@ -201,6 +269,8 @@ export interface ToolCallLocation { path: string; line?: number | null; _meta?: 
  */
 export interface ToolCallFields {
   title?: string
+  /** The tool's programmatic name (the tool as the model calls it), shown beside the title. */
+  name?: string
   kind?: ToolKind
   status?: ToolCallStatus
   content?: (ToolCallContent | ContentBlock)[]
@@ -220,13 +290,26 @@ export type ExtensionNotification = (params: unknown) => MaybePromise<void>
 /**
  * A session's validated setup: absolute, canonical `cwd`; extra roots; the MCP servers the client
  * asked for (only of transports the agent advertises: stdio always, http and sse per
- * `AgentOptions.mcpCapabilities`); the request's `_meta`, when it had one; and the session's handle
+ * `AgentOptions.mcpCapabilities`); the request's `_meta`, when it had one; the client's
+ * `systemPrompt`, when it sent one the agent takes; and the session's handle
  * on the client (`client`): keep it with the session; it works once the session is established
  * (after `newSession`, `loadSession` or `resumeSession` returned) and until it closes. Its calls
  * made while a prompt is in flight are cancelled with that prompt, and go out after the updates of
  * the events the session published before them.
  */
-export interface Setup { cwd: string; additionalDirectories: string[]; mcpServers: McpServer[]; meta?: Meta; client: Client }
+export interface Setup {
+  cwd: string
+  additionalDirectories: string[]
+  mcpServers: McpServer[]
+  meta?: Meta
+  /**
+   * The client's system prompt, as the request carried it; only for an agent whose
+   * `AgentOptions.systemPrompt` is on (it advertises `sessionCapabilities.systemPrompt`). Absent on
+   * `loadSession` and `resumeSession`: keep the one the session has; present: it replaces it.
+   */
+  systemPrompt?: SystemPrompt
+  client: Client
+}
 
 /** One invocation of a host-defined slash command: a prompt whose first block is the text `/name input`. */
 export interface SlashCommand { name: string; /** What follows the name, trimmed; empty when nothing does. */ input: string }
@@ -266,11 +349,11 @@ export type GateResponse = { approval: ApprovalAction } | { values: unknown } | 
 /** One message of a conversation (replayed by `session/load`). */
 export type Message =
   | { role: 'user'; content: ContentBlock[] }
-  | { role: 'ai'; content: ContentBlock[]; thoughts?: ContentBlock[]; toolCalls?: { callId: string; name: string; kind: ToolKind; input?: unknown; locations?: ToolCallLocation[] }[] }
+  | { role: 'ai'; content: ContentBlock[]; thoughts?: ContentBlock[]; toolCalls?: { callId: string; name: string; toolName?: string; kind: ToolKind; input?: unknown; locations?: ToolCallLocation[] }[] }
   | ({ role: 'toolResult'; callId: string; output: (ToolCallContent | ContentBlock)[]; isError: boolean } & ToolCallChanges)
 
-/** The fields of a tool call that changed, beside status and content (`acp_facade::harness::ToolCallChanges`). */
-export interface ToolCallChanges { title?: string | null; kind?: ToolKind | null; locations?: ToolCallLocation[] | null; rawInput?: unknown; rawOutput?: unknown }
+/** The fields of a tool call that changed, beside status and content (`acp_facade::harness::ToolCallChanges`); `toolName` is its programmatic `name`. */
+export interface ToolCallChanges { title?: string | null; toolName?: string | null; kind?: ToolKind | null; locations?: ToolCallLocation[] | null; rawInput?: unknown; rawOutput?: unknown }
 
 /**
  * What happened (`acp_facade::harness::EventKind`). Tags and field names are camelCase, as
@@ -282,7 +365,8 @@ export interface ToolCallChanges { title?: string | null; kind?: ToolKind | null
 export type EventKind =
   | { type: 'turnStarted'; message: { content: ContentBlock[] } }
   | { type: 'tokenDelta'; text: string; channel: 'message' | 'thought' }
-  | { type: 'toolCallStarted'; callId: string; name: string; kind: ToolKind; input: unknown; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[]; locations?: ToolCallLocation[]; rawOutput?: unknown }
+  /** `name` is the call's title, `toolName` its programmatic name (`name` on the wire). */
+  | { type: 'toolCallStarted'; callId: string; name: string; toolName?: string | null; kind: ToolKind; input: unknown; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[]; locations?: ToolCallLocation[]; rawOutput?: unknown }
   /** Any subset of a call's fields changed; each present replaces the call's. */
   | ({ type: 'toolCallProgress'; callId: string; status?: ToolCallStatus | null; content?: (ToolCallContent | ContentBlock)[] | null } & ToolCallChanges)
   | ({ type: 'toolCallCompleted'; callId: string; output: (ToolCallContent | ContentBlock)[]; isError: boolean } & ToolCallChanges)
@@ -300,6 +384,22 @@ export type EventKind =
   | { type: 'planUpdated'; plan: Plan }
   /** `_meta` for the turn's `session/prompt` response (the last one before the turn ends counts); never an update. */
   | { type: 'responseMeta'; meta: Meta }
+  /** A plan with an id, created or replaced (`plan_update`; publish it enduring: `session/load` replays each plan's latest form). A client without plan operations gets its entries as a whole `plan`. */
+  | { type: 'planChanged'; update: PlanUpdate }
+  /** A plan with an id removed (`plan_removed`; without plan operations: an empty `plan`). */
+  | { type: 'planRemoved'; removed: { planId: string; _meta?: Meta | null } }
+  /** A notice (`notice`), sent only to a client that advertised `session.notices`; never replayed. */
+  | { type: 'notice'; notice: Notice }
+  /** A compaction's progress (`compaction_update`), sent only to a client that advertised `session.compaction`. */
+  | { type: 'compactionChanged'; update: CompactionUpdate }
+  /** A block of a compaction's summary (`compaction_summary_chunk`), likewise. */
+  | { type: 'compactionSummary'; chunk: { compactionId: string; content: ContentBlock; _meta?: Meta | null } }
+  /** A child session announced or changed (`subagent_update`), sent only to a client that advertised `subagents`; enduring ones are replayed. */
+  | { type: 'subagentChanged'; update: SubagentUpdate }
+  /** A message between this session and another (`session_message`), likewise. */
+  | { type: 'sessionMessage'; message: SessionMessage }
+  /** A block of a message between sessions (`session_message_chunk`), likewise. */
+  | { type: 'sessionMessageChunk'; chunk: { messageId: string; content: ContentBlock; _meta?: Meta | null } }
 
 /**
  * A harness event as a host publishes it. `class` defaults to `"ephemeral"` (never journaled),
@@ -407,8 +507,20 @@ export interface TurnRunner {
   commands?(): MaybePromise<AvailableCommand[]>
   /** The title a session gets from its first prompt's text (`null`: none). */
   title?(firstPrompt: string): MaybePromise<string | null | undefined>
-  /** Compacts a session's context (`/compact`); its presence offers the command. */
-  compact?(session: { sessionId: string }): MaybePromise<void>
+  /**
+   * Compacts a session's context (`/compact`); its presence offers the command. Resolve with the
+   * summary that replaces what was compacted, if there is one (anything but a string or
+   * `undefined` fails the command): a client that advertised `session.compaction` sees the
+   * compaction start (`compaction_update`), the summary (`compaction_summary_chunk`) and its end;
+   * any other client only the prompt's `end_turn`.
+   */
+  compact?(session: { sessionId: string }): MaybePromise<string | undefined | void>
+  /**
+   * Whether the turns take the client's system prompt (`turn.systemPrompt`,
+   * `turn.composeSystemPrompt`): advertised as `sessionCapabilities.systemPrompt`. A boolean, or a
+   * method returning one, read once when the `Runner` is made. @default false
+   */
+  acceptsSystemPrompt?: boolean | (() => boolean)
 }
 
 /** An ACP agent for one connection. */
@@ -597,6 +709,35 @@ export declare class SqliteStore {
 }
 
 /**
+ * A child session started by `turn.startSubagent`: the messages between it and the turn's
+ * session, as the client sees them in the parent session (`session_message`, streamed as
+ * `session_message_chunk`s). Its calls are the turn's: applied in order with the turn's other
+ * calls, and throwing `ERR_ACP_TURN_ENDED` once the turn is over.
+ */
+export declare class Subagent {
+  /** The child session's id. */
+  get sessionId(): string
+  /** Whether the client sees the subagent's updates (it advertised `subagents`). */
+  get isVisible(): boolean
+  /**
+   * A message from the turn's session to the child (`session_message` with `text` as its
+   * content); resolves with the message's id.
+   */
+  send(text: string): Promise<string>
+  /**
+   * The child's reply to the turn's session: a `session_message` from the child, then each of
+   * `chunks` as a `session_message_chunk` of it, in order; resolves with the message's id.
+   */
+  reply(chunks: Array<string>): Promise<string>
+  /**
+   * Reports the child idle, its work ended with `stopReason` (`subagent_update` with state
+   * `idle`); paced like `text`.
+   * @param stopReason - how the child's work ended. @default `"end_turn"`
+   */
+  finish(stopReason?: StopReason): Promise<void>
+}
+
+/**
  * A terminal the client runs for the agent (from `client.createTerminal`).
  *
  * Released exactly once: by `release()`, when leaving `await using`
@@ -635,6 +776,43 @@ export declare class Terminal {
 
 /** One running turn, handed to `runTurn`. */
 export declare class Turn {
+  /**
+   * Shows the user a notice (`notice`): information that is not part of the conversation (and
+   * never replayed). Sent only to a client that advertised `session.notices`; resolves with
+   * whether it was (`false`: nothing was sent, so say it another way if it matters). Paced like
+   * `text`. An unknown `severity` rejects with a `TypeError` naming it (code
+   * `ERR_ACP_INVALID_ARG`), and sends nothing.
+   * @param options - `severity` (`"info"`, `"warning"` or `"error"`; default `"info"`) and an
+   * optional `description`.
+   */
+  notice(title: string, options?: NoticeOptions): Promise<boolean>
+  /**
+   * Creates or replaces the plan `planId` with `entries`, each with its current status
+   * (`plan_update`). A client that did not advertise plan operations (`clientCapabilities.plan`)
+   * gets the entries as a whole `plan` update instead, so one call serves every client;
+   * resolves with whether the client receives the plan with its id. Paced like `text`.
+   * `session/load` replays each plan's latest form.
+   */
+  updatePlan(planId: string, entries: PlanEntry[]): Promise<boolean>
+  /**
+   * Creates or replaces the plan `planId` with a Markdown document (`plan_update`). A client
+   * without plan operations gets an empty whole `plan` (a document has no entries); resolves as
+   * `updatePlan`.
+   */
+  updatePlanMarkdown(planId: string, content: string): Promise<boolean>
+  /**
+   * Removes the plan `planId` (`plan_removed`; for a client without plan operations, an empty
+   * `plan`). Resolves with whether the client receives the removal as such.
+   */
+  removePlan(planId: string): Promise<boolean>
+  /**
+   * Starts a subagent: a child session of this one, announced to the client with
+   * `subagent_update` (titled `title`). Exchange messages with it through the `Subagent` it
+   * resolves with, then `finish` it. Sent only to a client that advertised `subagents`
+   * (`Subagent.isVisible`); the exchange is journaled either way, and replayed to such a client
+   * by `session/load`.
+   */
+  startSubagent(title: string): Promise<Subagent>
   /** The session this turn runs in. */
   get sessionId(): string
   /** The session's working directory. */
@@ -660,10 +838,12 @@ export declare class Turn {
   thought(text: string): Promise<void>
   /**
    * Announces a tool call (`tool_call`, status pending); resolves with its id. A shorthand of
-   * `startTool({ title, kind, rawInput: input })`.
+   * `startTool({ title, kind, rawInput: input, name })`.
    * @param kind - the ACP tool kind. @default "other"
+   * @param name - the tool's programmatic name (`name`, shown beside the title: the tool as the
+   * model calls it). @default none
    */
-  startToolCall(title: string, kind?: ToolKind, input?: unknown): Promise<string>
+  startToolCall(title: string, kind?: ToolKind | null, input?: unknown, name?: string | null): Promise<string>
   /**
    * Reports progress of a tool call (`tool_call_update`): a new status and/or new content
    * (replacing earlier content); paced like `text`. A shorthand of
@@ -684,7 +864,8 @@ export declare class Turn {
   failToolCall(callId: string, output?: ContentBlock[] | string): Promise<void>
   /**
    * Announces a tool call (`tool_call`) with any of its fields, in ACP's wire form: `title`
-   * (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
+   * (required), `name` (the tool's programmatic name, shown beside the title; none when absent),
+   * `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
    * blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
    * `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
    * `session/load` as it ended, less its terminals (only the live turn's client has them).
@@ -767,6 +948,18 @@ export declare class Turn {
    */
   get mcpServers(): McpServer[]
   /**
+   * The client's system prompt for the session (`systemPrompt` of the `session/new`, or of the
+   * latest `load` or `resume` that carried one), when the turn runner accepts system prompts
+   * (`TurnRunner.acceptsSystemPrompt`); else `null`. `text` is its text blocks, joined.
+   */
+  get systemPrompt(): ClientSystemPrompt | null
+  /**
+   * The system prompt for the model: `own` (the agent's) with the client's system prompt
+   * applied — `"append"`: `own`, a newline, then the client's text; `"override"`: the client's
+   * text alone; none: `own` (the core's `Turn::compose_system_prompt`).
+   */
+  composeSystemPrompt(own: string): string
+  /**
    * Sends the turn's plan (`plan`): every entry with its current status. Each plan replaces
    * the one before at the client; send it again, whole, as entries progress. `session/load`
    * replays the session's latest plan. Paced like `text`.
@@ -817,6 +1010,14 @@ export interface AgentOptions {
    * runner has `compact`). @default false
    */
   compaction?: boolean
+  /**
+   * Whether the host takes the client's system prompt (host interfaces only; a runner takes it
+   * when its turn runner's `acceptsSystemPrompt` is true): advertised as
+   * `sessionCapabilities.systemPrompt`, and handed to the host as `setup.systemPrompt` by
+   * `newSession`, `loadSession` and `resumeSession`. Off, a client's system prompt sent anyway
+   * is left out of the setup (ACP: clients must not send it then). @default false
+   */
+  systemPrompt?: boolean
   /** Whether `session/close` is offered. @default true */
   close?: boolean
   /** The prompt content accepted beyond text and resource links. @default none */
@@ -846,6 +1047,14 @@ export interface McpCapabilities {
   http?: boolean
   /** MCP servers over server-sent events. @default false */
   sse?: boolean
+}
+
+/** The options of `turn.notice`. */
+export interface NoticeOptions {
+  /** How the client presents it. @default "info" */
+  severity?: NoticeSeverity
+  /** Plain-text detail or guidance, shown with the title. */
+  description?: string
 }
 
 /**

@@ -65,6 +65,12 @@ pub struct AgentOptions<'a> {
     /// Whether `/compact` is offered (host interfaces only; a runner offers it when its turn
     /// runner has `compact`). @default false
     pub compaction: Option<bool>,
+    /// Whether the host takes the client's system prompt (host interfaces only; a runner takes it
+    /// when its turn runner's `acceptsSystemPrompt` is true): advertised as
+    /// `sessionCapabilities.systemPrompt`, and handed to the host as `setup.systemPrompt` by
+    /// `newSession`, `loadSession` and `resumeSession`. Off, a client's system prompt sent anyway
+    /// is left out of the setup (ACP: clients must not send it then). @default false
+    pub system_prompt: Option<bool>,
     /// Whether `session/close` is offered. @default true
     pub close: Option<bool>,
     /// The prompt content accepted beyond text and resource links. @default none
@@ -108,6 +114,9 @@ pub fn apply_options(mut options: Options, js: Option<AgentOptions<'_>>) -> Resu
     }
     if let Some(on) = js.compaction {
         options = options.compaction(on);
+    }
+    if let Some(on) = js.system_prompt {
+        options = options.system_prompt(on);
     }
     if let Some(on) = js.close {
         options = options.close(on);
