@@ -570,6 +570,7 @@ async function main() {
       agentName: 'acp-facade-demo',
       agentVersion: VERSION,
       maxPageSize: args.pageSize,
+      protocolV2: true,
       // What the demo accepts beyond text: image, audio and embedded-resource prompts, http MCP
       // servers (not sse), and the extension method `_demo/echo` (its params back as its result).
       promptCapabilities: { image: true, audio: true, embeddedContext: true },
