@@ -82,7 +82,8 @@ impl Turn {
             Err(message) => return rejected_type_error(env, message),
         };
         let notice = Box::new(Notice::new(severity, title).description(description));
-        let received = self.core_client().capabilities().notices();
+        let received =
+            acp_facade_runner::turn::session_updates::notice_received(self.core_client().capabilities(), &notice);
         push_gated(env, self.ops(), TurnOp::Notice(notice), received)
     }
 
