@@ -160,7 +160,7 @@ async def v2_tool_and_edit(run: Run) -> None:
     assert calls[0]["title"] == "grep" and calls[0]["name"] == "grep" and calls[-1]["status"] == "completed", calls
     assert not _of(turn, "tool_call"), turn
     (asked,) = [m for m in run.out(mark) if isinstance(m, dict) and m.get("method") == "session/request_permission"]
-    assert asked["params"]["title"] == "grep", asked
+    assert asked["params"]["title"] == "Run grep", asked
     assert asked["params"]["subject"]["type"] == "tool_call", asked
     assert asked["params"]["subject"]["toolCall"]["toolCallId"] == calls[0]["toolCallId"], asked
 
