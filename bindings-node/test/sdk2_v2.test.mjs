@@ -305,14 +305,7 @@ function assertTurn(t, text, stopReason, waits = []) {
  * then fails the run like any other. `problem` picks the defect's messages among the schema and SDK
  * problems (any other fails at once). tests/sdk-clients/rust-v2 keeps the same list.
  */
-const KNOWN_DEFECTS = {
-  'resume-state': {
-    what: 'session/resume sends no state_update before its response (ResumeSessionResponse: "MUST send a current state_update after any requested history replay and before this response, even without replay")',
-  },
-  'replay-ids': {
-    what: 'a replayed user message does not keep the id its prompt was acknowledged with (PromptResponse.messageId: "If retained and replayed, the message keeps this identifier")',
-  },
-}
+const KNOWN_DEFECTS = {}
 const STRICT = process.env.ACP_SDK_V2_STRICT === '1'
 
 /** Runs `check` as a subtest: a todo one (reported, not failing the run) for a known defect. */

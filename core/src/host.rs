@@ -73,7 +73,7 @@
 //!         let n = self.turns.fetch_add(1, Ordering::Relaxed) + 1;
 //!         let command = CommandId::new(format!("{}/c{n}", self.id));
 //!         let text = prompt.iter().filter_map(|b| if let ContentBlock::Text(t) = b { Some(t.text.clone()) } else { None }).collect();
-//!         let started = EventKind::TurnStarted { message: UserMessage { content: prompt } };
+//!         let started = EventKind::TurnStarted { message: UserMessage::new(prompt) };
 //!         self.events.publish(self.event(n, started, EventClass::Enduring, Some(command.clone()))).await;
 //!         let delta = EventKind::TokenDelta { text, channel: TokenChannel::Message };
 //!         self.events.publish(self.event(n, delta, EventClass::Ephemeral, None)).await;

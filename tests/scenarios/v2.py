@@ -207,11 +207,13 @@ async def v2_modes_are_config_options(run: Run) -> None:
 
 @scenario()
 async def v2_resume_with_replay(run: Run) -> None:
-    """`session/resume` with `replayFrom` start replays the history (in v2's forms), then
-    `replay_complete`, then answers; without `replayFrom` it replays nothing. Across processes."""
+    """`session/resume` with `replayFrom` start replays the history (in v2's forms, each user
+    message under the id its prompt was acknowledged with), then `replay_complete`, then the
+    session's state (idle), then answers; without `replayFrom` it sends only the state. Across
+    processes."""
     p = await _start(run, store=run.store)
     sid = await _new(p)
-    await _turn(run, p, sid, "hello there")
+    first = await _turn(run, p, sid, "hello there")
     await _turn(run, p, sid, "tool grep", answer="allow_once")
     await p.hang_up()
 
@@ -221,7 +223,9 @@ async def v2_resume_with_replay(run: Run) -> None:
     assert "configOptions" in reply["result"] and "modes" not in reply["result"], reply
     replayed = _updates(run, mark, sid)
     kinds = [u["sessionUpdate"] for u in replayed]
-    assert kinds[-1] == "replay_complete", kinds
+    assert kinds[-2:] == ["replay_complete", "state_update"] and replayed[-1]["state"] == "idle", kinds
+    users = [u for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+    assert users[0]["messageId"] == first["updates"][0]["messageId"], (users, first["updates"][0])
     assert "tool_call" not in kinds and "tool_call_update" in kinds, kinds
     texts = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "agent_message_chunk"]
     assert texts == ["hello there", "grep: done"], texts
@@ -230,4 +234,7 @@ async def v2_resume_with_replay(run: Run) -> None:
     await q.raw_request("session/close", {"sessionId": sid})
     mark = run.mark()
     reply = await q.raw_request("session/resume", {"sessionId": sid, "cwd": CWD})
-    assert "result" in reply and not _updates(run, mark, sid), (reply, _updates(run, mark, sid))
+    assert "result" in reply and _updates(run, mark, sid) == [{"sessionUpdate": "state_update", "state": "idle"}], (
+        reply,
+        _updates(run, mark, sid),
+    )

@@ -155,7 +155,7 @@ pub(crate) async fn reopen(
         if how == Reopen::Load {
             replay(agent, id, &history, setup.client_capabilities()).await?;
         }
-        Ok::<_, Error>(())
+        settled(agent, id).await
     }
     .await;
     if let Err(e) = replayed {
@@ -192,6 +192,7 @@ async fn reattach(
         let history = cancellable(&cx.cancelled, how.method(), source.history()).await?;
         replay(agent, &entry.id, &history, entry.setup.client_capabilities()).await?;
     }
+    settled(agent, &entry.id).await?;
     let config = initial_config(agent, entry).await?;
     tracing::info!(session = %entry.id, method = how.method(), "live session re-attached");
     // Held until the response is queued: a prompt sent after it finds the slot free, and a close
@@ -208,6 +209,15 @@ async fn replay(agent: &AgentInner, id: &SessionId, history: &[Event], client: &
     if agent.dialect.is_v2() {
         // v2's `session/resume` with `replayFrom`: the end of the replay, before the response.
         agent.peer().send_line(super::v2::lifecycle::replay_complete_line(id)).await?;
+    }
+    Ok(())
+}
+
+/// On a v2 connection, the session's current state before the answer to its `session/resume`
+/// (v2 requires one, with or without a replay): idle, since no prompt can be in flight.
+async fn settled(agent: &AgentInner, id: &SessionId) -> Result<(), Error> {
+    if agent.dialect.is_v2() {
+        agent.peer().send_line(super::v2::lifecycle::idle_line(id)).await?;
     }
     Ok(())
 }

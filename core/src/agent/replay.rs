@@ -66,7 +66,8 @@ pub(super) fn replay_updates(history: &[Event], client: &Capabilities) -> Vec<Se
     for event in durable {
         match &event.kind {
             EventKind::TurnStarted { message } => {
-                let id = MessageId::new(event.header.id.as_str());
+                // The id the client was told (v2), else the event's.
+                let id = MessageId::new(message.id.as_deref().unwrap_or(event.header.id.as_str()));
                 users.extend(message.content.iter().cloned().map(|c| chunk(SessionUpdate::UserMessageChunk, c, &id)));
             }
             EventKind::StepDone { messages } => {

@@ -41,7 +41,7 @@ use super::session_state::{PromptGuard, SessionEntry};
 use super::state::AgentInner;
 use super::wire::{Reply, decode_params, encode_error};
 use super::{commands, compact, gates, translate};
-use crate::acp::{CancelNotification, ContentBlock, Meta, PromptResponse, SessionUpdate, StopReason, ToolCall};
+use crate::acp::{CancelNotification, Meta, PromptResponse, SessionUpdate, StopReason, ToolCall};
 use crate::error::{Error, ErrorExt};
 use crate::harness::{EventKind, LoopId, Prompt, ToolCallId, TurnId};
 use crate::host::EventStream;
@@ -61,14 +61,18 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
     Box::pin(async move {
         let (prompt, meta, entry, guard) = accepted?;
         let v2 = agent.dialect.is_v2();
-        if v2 {
-            // ACP v2: acknowledged now; the turn's end is an idle `state_update`.
-            super::v2::lifecycle::accepted(&agent, &cx, &entry.id, &prompt).await;
-        }
+        let message_id = if v2 {
+            // ACP v2: acknowledged now, with the user message's id; the turn's end is an idle
+            // `state_update`.
+            Some(super::v2::lifecycle::accepted(&agent, &cx, &entry.id, &prompt).await)
+        } else {
+            None
+        };
         let span = tracing::info_span!("turn", session = %entry.id);
         // Calls through the session's client handle meanwhile belong to this prompt.
         let calls = entry.setup.client().link.begin_prompt();
-        let outcome = run_prompt(&agent, &entry, &guard, prompt, meta, &cx.cancelled).instrument(span).await;
+        let prompt = Prompt::new(prompt).meta(meta).message_id(message_id);
+        let outcome = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).instrument(span).await;
         // A cancelled prompt's terminals are killed and released before it is answered.
         entry.setup.client().link.end_prompt(&calls).await;
         if v2 {
@@ -103,8 +107,7 @@ async fn run_prompt(
     agent: &Arc<AgentInner>,
     entry: &Arc<SessionEntry>,
     guard: &PromptGuard,
-    prompt: Vec<ContentBlock>,
-    meta: Option<Meta>,
+    prompt: Prompt,
     request_cancel: &CancellationToken,
 ) -> Result<Answered, Error> {
     let mut cancel = Cancellation::new(&guard.cancel, request_cancel, agent.options.cancel_grace);
@@ -113,12 +116,15 @@ async fn run_prompt(
         // Cancelled before anything was submitted: nothing to interrupt.
         return Ok(StopReason::Cancelled.into());
     }
-    if agent.options.compaction && compact::is_compact_command(&prompt) {
+    if agent.options.compaction && compact::is_compact_command(&prompt.content) {
         // Boxed: rare, and its future would otherwise be part of every prompt's.
         return Box::pin(compact::run(agent, entry, &mut cancel)).await.map(Answered::from);
     }
-    let command =
-        if commands::may_invoke(&prompt) { Box::pin(commands::invoked(agent, entry, &prompt)).await } else { None };
+    let command = if commands::may_invoke(&prompt.content) {
+        Box::pin(commands::invoked(agent, entry, &prompt.content)).await
+    } else {
+        None
+    };
     let events = entry.live.subscribe_events()?;
     // From now on the host's calls to the client wait for the updates of what it published
     // before them (for hosts that ask for it; see `Client::in_order_with`).
@@ -128,7 +134,7 @@ async fn run_prompt(
     // From here on the host's own changes of the session wait for this prompt (see
     // `control_queue`); while the host's submit runs they are applied at once.
     let control = entry.control.begin();
-    let submitted = submit(agent, entry, Prompt::new(prompt).command(command).meta(meta), &control, &cancel).await;
+    let submitted = submit(agent, entry, prompt.command(command), &control, &cancel).await;
     let outcome = match submitted {
         Ok(Some(command)) => {
             tracing::debug!(session = %entry.id, %command, "prompt submitted");

@@ -15,6 +15,24 @@ use crate::acp::{ContentBlock, ToolCallContent, ToolCallLocation, ToolKind};
 pub struct UserMessage {
     /// The prompt's content blocks, as the client sent them.
     pub content: Vec<ContentBlock>,
+    /// The id the client knows the message by ([`Prompt::message_id`](super::Prompt)), when it
+    /// was told one; a replay shows the message under it (else under its event's id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+impl UserMessage {
+    /// A message of `content`, with no id of its own.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
+        Self { content, id: None }
+    }
+
+    /// The same message known by `id`.
+    #[must_use]
+    pub fn with_id(mut self, id: Option<String>) -> Self {
+        self.id = id;
+        self
+    }
 }
 
 /// A model's message: the text of one step and the tool calls it asked for.

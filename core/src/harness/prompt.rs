@@ -33,12 +33,17 @@ pub struct Prompt {
     pub command: Option<SlashCommand>,
     /// The request's `_meta` (for example a W3C `traceparent`), as the client sent it.
     pub meta: Option<Meta>,
+    /// The id the client was told the prompt's user message has (ACP v2's acknowledgement), for
+    /// the host to keep with the message ([`UserMessage::id`](super::UserMessage::id)) so that a
+    /// replay shows it under the same id. `None` on v1, which names no message.
+    #[serde(skip_serializing_if = "Option::is_none", rename = "messageId")]
+    pub message_id: Option<String>,
 }
 
 impl Prompt {
     /// A prompt of `content`, invoking no command, without `_meta`.
     pub fn new(content: Vec<ContentBlock>) -> Self {
-        Self { content, command: None, meta: None }
+        Self { content, command: None, meta: None, message_id: None }
     }
 
     /// Sets the invoked command.
@@ -52,6 +57,13 @@ impl Prompt {
     #[must_use]
     pub fn meta(mut self, meta: Option<Meta>) -> Self {
         self.meta = meta;
+        self
+    }
+
+    /// Sets the id the client was told the user message has.
+    #[must_use]
+    pub fn message_id(mut self, message_id: Option<String>) -> Self {
+        self.message_id = message_id;
         self
     }
 }

@@ -61,7 +61,7 @@ impl LiveSession for EchoSession {
             })
             .collect();
         // The turn starts with the command id `submit` returns: that is how the prompt is matched.
-        let started = EventKind::TurnStarted { message: UserMessage { content: prompt } };
+        let started = EventKind::TurnStarted { message: UserMessage::new(prompt) };
         self.events.publish(self.event(&turn, started, EventClass::Enduring, Some(command.clone()))).await;
         // A real runtime calls its model here; every token is a `TokenDelta`.
         let delta = EventKind::TokenDelta { text, channel: TokenChannel::Message };

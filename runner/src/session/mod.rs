@@ -291,7 +291,9 @@ impl RunnerSession {
                 Visibility::Public,
                 Some(&turn.command),
                 Some(at),
-                EventKind::TurnStarted { message: UserMessage { content: turn.prompt().to_vec() } },
+                EventKind::TurnStarted {
+                    message: UserMessage::new(turn.prompt().to_vec()).with_id(turn.message_id().map(str::to_owned)),
+                },
             )
             .await;
         if let Some(title) = title {
@@ -615,7 +617,7 @@ mod tests {
     fn a_reopened_session_numbers_past_every_journaled_seq_and_id() {
         let sid = SessionId::new("s");
         let journaled = Event::plain;
-        let started = || EventKind::TurnStarted { message: UserMessage { content: Vec::new() } };
+        let started = || EventKind::TurnStarted { message: UserMessage::new(Vec::new()) };
         assert_eq!((History::of(&sid, &[], false).next_event, History::of(&sid, &[], false).turns), (0, 0));
         // Ids ahead of seqs (turned-away token deltas used up ids 3 and 4), and ids not ours.
         let journal = [

@@ -151,9 +151,8 @@ mod tests {
         started.header.cause.command_id = Some(CommandId::new("sess_1/c2"));
         started.header.coordinates =
             Coordinates { loop_id: Some(LoopId::new("main")), turn_id: Some(TurnId::new("t2")) };
-        started.kind = EventKind::TurnStarted {
-            message: UserMessage { content: vec![acp_facade::acp::ContentBlock::from("hello")] },
-        };
+        started.kind =
+            EventKind::TurnStarted { message: UserMessage::new(vec![acp_facade::acp::ContentBlock::from("hello")]) };
         let mut done = event("sess_1#8", 8);
         done.header.coordinates = started.header.coordinates.clone();
         done.kind = EventKind::TurnDone { message: None, stop: Some(acp_facade::acp::StopReason::EndTurn) };

@@ -209,6 +209,11 @@ impl Turn {
         &self.prompt.content
     }
 
+    /// The id the client knows the prompt's user message by (ACP v2), if it was told one.
+    pub(crate) fn message_id(&self) -> Option<&str> {
+        self.prompt.message_id.as_deref()
+    }
+
     /// The prompt's text blocks, concatenated.
     pub fn prompt_text(&self) -> String {
         plain_text(&self.prompt.content)

@@ -234,7 +234,7 @@ pub fn history_of(id: &str) -> Vec<Event> {
     let at = Some((LoopId::new("main"), TurnId::new(format!("{id}-old"))));
     let call = ToolCallRequest::new(ToolCallId::new("old-call"), "Read", ToolKind::Read, json!({"path": "/x"}));
     let kinds = vec![
-        (EventKind::TurnStarted { message: UserMessage { content: vec![text_block("hello")] } }, Visibility::Public),
+        (EventKind::TurnStarted { message: UserMessage::new(vec![text_block("hello")]) }, Visibility::Public),
         (
             EventKind::StepDone {
                 messages: vec![
@@ -252,7 +252,7 @@ pub fn history_of(id: &str) -> Vec<Event> {
             },
             Visibility::Public,
         ),
-        (EventKind::TurnStarted { message: UserMessage { content: vec![text_block(INTERNAL)] } }, Visibility::Internal),
+        (EventKind::TurnStarted { message: UserMessage::new(vec![text_block(INTERNAL)]) }, Visibility::Internal),
         (EventKind::ContextMeasured { used: 10, size: 100, cost: None }, Visibility::Public),
         (EventKind::TurnDone { message: None, stop: None }, Visibility::Public),
     ];
@@ -488,7 +488,7 @@ async fn run_turn(session: Arc<ChaosSession>, ctl: Arc<TurnCtl>, command: Comman
         session.emit(EventKind::TurnDone { message: None, stop: None }, public, None, Some(("side", "t0")));
     }
     session.emit(
-        EventKind::TurnStarted { message: UserMessage { content: vec![text_block(text.clone())] } },
+        EventKind::TurnStarted { message: UserMessage::new(vec![text_block(text.clone())]) },
         public,
         Some(&command),
         at,

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 fn user(text: &str) -> EventKind {
-    EventKind::TurnStarted { message: UserMessage { content: vec![text_block(text)] } }
+    EventKind::TurnStarted { message: UserMessage::new(vec![text_block(text)]) }
 }
 
 fn ai(thoughts: &[&str], content: &[&str], calls: &[(&str, &str, ToolKind)]) -> Message {

@@ -72,7 +72,7 @@ async fn load_replays_the_latest_plan_once_after_the_four_buckets() {
     let at = ("l", "t1");
     let mut history = History::new();
     history
-        .durable(at, EventKind::TurnStarted { message: UserMessage { content: vec![text_block("plan it")] } })
+        .durable(at, EventKind::TurnStarted { message: UserMessage::new(vec![text_block("plan it")]) })
         .durable(at, EventKind::PlanUpdated { plan: plan(2, 0) })
         .durable(at, EventKind::PlanUpdated { plan: plan(2, 1) })
         .durable(

@@ -204,7 +204,7 @@ async fn a_v2_client_with_form_elicitation_is_asked_in_v2s_form() {
 async fn resume_with_a_replay_replays_then_marks_its_end_and_without_one_replays_nothing() {
     let runner = runner();
     let (mut client, sid) = v2_client(&runner).await;
-    v2_turn(&mut client, &sid, "hello").await;
+    let (ack, _) = v2_turn(&mut client, &sid, "hello").await;
     client.call_ok("session/close", json!({"sessionId": sid})).await;
     let id = client
         .send_request("session/resume", json!({"sessionId": sid, "cwd": "/tmp", "replayFrom": {"type": "start"}}))
@@ -212,7 +212,12 @@ async fn resume_with_a_replay_replays_then_marks_its_end_and_without_one_replays
     let (response, before) = client.response_with_preceding(&id).await;
     assert!(response["result"].is_object() && response["result"].get("modes").is_none(), "{response}");
     let replayed = updates(&before);
-    assert_eq!(replayed.last().unwrap(), &json!({"sessionUpdate": "replay_complete"}));
+    // The replay, its end, then the session's state (v2 requires one before the answer).
+    let n = replayed.len();
+    assert_eq!(replayed[n - 2], json!({"sessionUpdate": "replay_complete"}));
+    assert_eq!(replayed[n - 1], json!({"sessionUpdate": "state_update", "state": "idle"}));
+    let user = replayed.iter().find(|u| u["sessionUpdate"] == "user_message_chunk").unwrap();
+    assert_eq!(user["messageId"], ack["messageId"], "a replayed user message keeps the id it was acknowledged with");
     let texts: Vec<&str> = replayed
         .iter()
         .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
@@ -222,7 +227,7 @@ async fn resume_with_a_replay_replays_then_marks_its_end_and_without_one_replays
     client.call_ok("session/close", json!({"sessionId": sid})).await;
     let id = client.send_request("session/resume", json!({"sessionId": sid, "cwd": "/tmp"})).await;
     let (_, before) = client.response_with_preceding(&id).await;
-    assert!(updates(&before).is_empty(), "{before:?}");
+    assert_eq!(updates(&before), [json!({"sessionUpdate": "state_update", "state": "idle"})], "only the state");
     let error = client.call_err("session/load", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
     assert_eq!(common::code(&error), -32601, "v2 has no session/load");
 }

@@ -15,7 +15,7 @@ fn history() -> Vec<acp_facade::harness::Event> {
     let at = ("l1", "t1");
     let text = acp_facade::harness::content::text_block;
     History::new()
-        .durable(at, EventKind::TurnStarted { message: UserMessage { content: vec![text("a question")] } })
+        .durable(at, EventKind::TurnStarted { message: UserMessage::new(vec![text("a question")]) })
         .durable(
             at,
             EventKind::StepDone {

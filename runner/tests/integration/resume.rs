@@ -16,7 +16,7 @@ fn stored_history() -> Vec<acp_facade::harness::Event> {
         .durable(
             at,
             EventKind::TurnStarted {
-                message: UserMessage { content: vec![acp_facade::harness::content::text_block("old question")] },
+                message: UserMessage::new(vec![acp_facade::harness::content::text_block("old question")]),
             },
         )
         .durable(

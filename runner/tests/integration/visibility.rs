@@ -124,7 +124,7 @@ fn event(n: usize, (selector, public, variant): Step) -> (EventKind, Visibility,
         10 => (EventKind::CompactWaiterResolved {}, visibility, None),
         11 => {
             // Another TurnStarted inside our turn (a nested or confused runtime): never shown.
-            let kind = EventKind::TurnStarted { message: UserMessage { content: vec![text_block(hidden)] } };
+            let kind = EventKind::TurnStarted { message: UserMessage::new(vec![text_block(hidden)]) };
             (kind, visibility, None)
         }
         _ => {

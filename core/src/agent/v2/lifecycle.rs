@@ -16,21 +16,28 @@ use crate::rpc::{Answer, RequestContext};
 /// Numbers the user messages of this process (their ids also name the session).
 static USER_MESSAGES: AtomicU64 = AtomicU64::new(0);
 
+/// When this process started numbering user messages, in seconds since the epoch.
+static PROCESS_START: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+});
+
 /// The prompt was accepted: answers it with its user message's id, then reports the message and
-/// the running state.
+/// the running state. Returns the id (the host keeps it with the message, for replays).
 pub(in super::super) async fn accepted(
     agent: &AgentInner,
     cx: &RequestContext,
     session: &SessionId,
     prompt: &[ContentBlock],
-) {
+) -> String {
     let n = USER_MESSAGES.fetch_add(1, Ordering::Relaxed) + 1;
-    let message_id = format!("{session}/user-{}-{n}", std::process::id());
+    // Unique in the session across processes: the process's start time and id, and a count.
+    let message_id = format!("{session}/user-{:x}-{}-{n}", *PROCESS_START, std::process::id());
     cx.answer_now(agent.peer(), Answer::from(json!({ "messageId": message_id }))).await;
     let message = json!({ "sessionUpdate": "user_message", "messageId": message_id, "content": prompt });
     let _ = agent.peer().send_line(update_line(session, &message)).await;
     let running = json!({ "sessionUpdate": "state_update", "state": "running" });
     let _ = agent.peer().send_line(update_line(session, &running)).await;
+    message_id
 }
 
 /// The turn ended: the idle state with its stop reason (`error` for a turn that failed).
@@ -66,6 +73,11 @@ pub(in super::super) fn permission_params(request: &crate::acp::RequestPermissio
         params.insert("title".to_owned(), json!(title));
     }
     params
+}
+
+/// The state of `session` when nothing runs: idle, with no stop reason (no work ended).
+pub(in super::super) fn idle_line(session: &SessionId) -> Vec<u8> {
+    update_line(session, &json!({ "sessionUpdate": "state_update", "state": "idle" }))
 }
 
 /// The `replay_complete` marker of a replay of `session`.

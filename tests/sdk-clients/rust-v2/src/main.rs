@@ -39,16 +39,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// The defects of the demos under v2 that are reported but not failed (without `--strict`): lines
 /// of the v2 schema the core does not keep yet. Delete an entry once the core is fixed: its check
 /// then fails like any other. bindings-node/test/sdk2_v2.test.mjs keeps the same list.
-const KNOWN_DEFECTS: &[(&str, &str)] = &[
-    (
-        "resume-state",
-        "session/resume sends no state_update before its response (ResumeSessionResponse: \"MUST send a current state_update after any requested history replay and before this response, even without replay\")",
-    ),
-    (
-        "replay-ids",
-        "a replayed user message does not keep the id its prompt was acknowledged with (PromptResponse.messageId: \"If retained and replayed, the message keeps this identifier\")",
-    ),
-];
+const KNOWN_DEFECTS: &[(&str, &str)] = &[];
 
 /// Session updates of v2 that this SDK build (schema crate 1.17.0, without its unstable features)
 /// has no type for and so hands over as custom ones.
