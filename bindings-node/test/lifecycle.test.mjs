@@ -37,8 +37,11 @@ async function run({ script, env, hangUpAfterMs }) {
 }
 
 let load = []
+// Each busy loop also ends when this process is gone (killed by a timeout, say), instead of
+// spinning on as an orphan.
+const BUSY = `let i = 0; for (;;) { if (++i % 1e7 === 0 && process.ppid !== ${process.pid}) process.exit() }`
 function startLoad() {
-  load = [0, 1].map(() => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }))
+  load = [0, 1].map(() => spawn(process.execPath, ['-e', BUSY], { stdio: 'ignore' }))
 }
 function stopLoad() {
   load.forEach((p) => p.kill('SIGKILL'))
