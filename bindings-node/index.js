@@ -150,4 +150,5 @@ exports.PostgresStore = native.PostgresStore
 exports.Runner = native.Runner
 exports.SessionControl = native.SessionControl
 exports.SqliteStore = native.SqliteStore
+exports.Subagent = native.Subagent
 exports.Turn = native.Turn

@@ -28,6 +28,7 @@ export const {
   Runner,
   SessionControl,
   SqliteStore,
+  Subagent,
   Turn,
 } = cjs
 export default cjs

@@ -65,6 +65,16 @@ pub struct AgentOptions<'a> {
     /// Whether `/compact` is offered (host interfaces only; a runner offers it when its turn
     /// runner has `compact`). @default false
     pub compaction: Option<bool>,
+    /// Whether the host takes the client's system prompt (host interfaces only; a runner takes it
+    /// when its turn runner's `acceptsSystemPrompt` is true): advertised as
+    /// `sessionCapabilities.systemPrompt`, and handed to the host as `setup.systemPrompt` by
+    /// `newSession`, `loadSession` and `resumeSession`. Off, a client's system prompt sent anyway
+    /// is left out of the setup (ACP: clients must not send it then). @default false
+    pub system_prompt: Option<bool>,
+    /// Whether a client that asks for ACP v2 (Preview) is served in v2; off, such a client is
+    /// answered 1 and goes on in v1. Hosts and turns do not change: the core translates. v2 also
+    /// needs the host's `listSessions` and `resumeSession` (a runner has both). @default false
+    pub protocol_v2: Option<bool>,
     /// Whether `session/close` is offered. @default true
     pub close: Option<bool>,
     /// The prompt content accepted beyond text and resource links. @default none
@@ -108,6 +118,12 @@ pub fn apply_options(mut options: Options, js: Option<AgentOptions<'_>>) -> Resu
     }
     if let Some(on) = js.compaction {
         options = options.compaction(on);
+    }
+    if let Some(on) = js.system_prompt {
+        options = options.system_prompt(on);
+    }
+    if let Some(on) = js.protocol_v2 {
+        options = options.protocol_v2(on);
     }
     if let Some(on) = js.close {
         options = options.close(on);

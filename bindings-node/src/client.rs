@@ -46,6 +46,10 @@ pub fn capabilities_json(capabilities: &Capabilities) -> Value {
         "elicitationForm": capabilities.elicitation_form(),
         "elicitationUrl": capabilities.elicitation_url(),
         "authTerminal": capabilities.auth_terminal(),
+        "notices": capabilities.notices(),
+        "compaction": capabilities.compaction(),
+        "subagents": capabilities.subagents(),
+        "planOperations": capabilities.plan_operations(),
         "meta": capabilities.meta(),
     })
 }

@@ -18,7 +18,7 @@
 
 use acp_facade::client::ClientError;
 use acp_facade::error::{Error as AcpError, ErrorExt};
-use napi::bindgen_prelude::{Function, FunctionRef, JsObjectValue, Object, ObjectRef, Unknown};
+use napi::bindgen_prelude::{Function, FunctionRef, JsObjectValue, Object, ObjectRef, PromiseRaw, Unknown};
 use napi::{Env, JsValue, ValueType, sys};
 use napi_derive::napi;
 use serde_json::{Value, json};
@@ -85,6 +85,23 @@ pub fn js_error(code: Code, message: impl Into<String>) -> napi::Error<Code> {
 /// Re-codes a plain napi error (a failed conversion, mostly).
 pub fn recode(error: napi::Error) -> napi::Error<Code> {
     napi::Error::new(Code::from(error.status), error.reason.clone())
+}
+
+/// A Promise rejected at once with a `TypeError` (its `code` `ERR_ACP_INVALID_ARG`): how a call
+/// that answers with a Promise refuses an argument it was asked to reject rather than throw for.
+pub fn rejected_type_error<T>(env: &Env, message: impl Into<String>) -> Result<PromiseRaw<'_, T>> {
+    let error = napi::JsTypeError::from(js_error(Code::InvalidArg, message));
+    let mut deferred = std::ptr::null_mut();
+    let mut promise = std::ptr::null_mut();
+    // SAFETY: on the JS thread (`env` is its live environment), with out-pointers to locals; the
+    // deferred is settled once, here.
+    unsafe {
+        napi::check_status!(sys::napi_create_promise(env.raw(), &raw mut deferred, &raw mut promise))
+            .map_err(recode)?;
+        let value = error.into_value(env.raw());
+        napi::check_status!(sys::napi_reject_deferred(env.raw(), deferred, value)).map_err(recode)?;
+    }
+    Ok(PromiseRaw::new(env.raw(), promise))
 }
 
 /// The JSON-RPC error a JavaScript throw or rejection answers with.

@@ -74,6 +74,7 @@ pub fn event_from_json(mut value: Value) -> Result<Event, String> {
 /// the core's serde form (`snake_case`). Payload fields are not listed: they pass untouched.
 const KIND_FIELDS: &[(&str, &str)] = &[
     ("callId", "call_id"),
+    ("toolName", "tool_name"),
     ("isError", "is_error"),
     ("rawInput", "raw_input"),
     ("rawOutput", "raw_output"),
@@ -82,12 +83,13 @@ const KIND_FIELDS: &[(&str, &str)] = &[
 ];
 const MESSAGE_FIELDS: &[(&str, &str)] = &[
     ("callId", "call_id"),
+    ("toolName", "tool_name"),
     ("isError", "is_error"),
     ("rawInput", "raw_input"),
     ("rawOutput", "raw_output"),
     ("toolCalls", "tool_calls"),
 ];
-const TOOL_CALL_FIELDS: &[(&str, &str)] = &[("callId", "call_id")];
+const TOOL_CALL_FIELDS: &[(&str, &str)] = &[("callId", "call_id"), ("toolName", "tool_name")];
 const GATE_FIELDS: &[(&str, &str)] = &[("toolCallId", "tool_call_id")];
 
 /// Rewrites an event kind from its Node form (camelCase) to the core's serde form, in place.
@@ -217,6 +219,32 @@ mod tests {
         kind_from_js(&mut kind).unwrap();
         assert_eq!(kind["gate"]["tool_call_id"], Value::Null);
         assert_eq!(kind["gate"]["kind"], "ask_user");
+    }
+
+    #[test]
+    fn a_tool_call_s_programmatic_name_is_tool_name_wherever_a_tool_call_is() {
+        let mut kind = json!({"type": "toolCallStarted", "callId": "c", "name": "Read a.rs", "toolName": "read_file",
+            "kind": "read", "input": null});
+        kind_from_js(&mut kind).unwrap();
+        assert_eq!((&kind["name"], &kind["tool_name"]), (&json!("Read a.rs"), &json!("read_file")));
+        let mut kind = json!({"type": "toolCallProgress", "callId": "c", "toolName": "read_files"});
+        kind_from_js(&mut kind).unwrap();
+        assert_eq!(kind["tool_name"], "read_files");
+        let mut kind = json!({"type": "stepDone", "messages": [
+            {"role": "ai", "content": [],
+             "toolCalls": [{"callId": "c", "name": "Read", "toolName": "read_file", "kind": "read", "input": null}]},
+            {"role": "toolResult", "callId": "c", "output": [], "isError": false, "toolName": "read_files"}
+        ]});
+        kind_from_js(&mut kind).unwrap();
+        assert_eq!(kind["messages"][0]["tool_calls"][0]["tool_name"], "read_file");
+        assert_eq!(kind["messages"][1]["tool_name"], "read_files");
+        let decoded = event_from_json(json!({"kind": {"type": "toolCallStarted", "callId": "c", "name": "Read",
+            "toolName": "read_file", "kind": "read", "input": null}}))
+        .unwrap();
+        let EventKind::ToolCallStarted { details, .. } = decoded.kind else { panic!("{:?}", decoded.kind) };
+        assert_eq!(details.tool_name.as_deref(), Some("read_file"));
+        let mut kind = json!({"type": "toolCallStarted", "callId": "c", "tool_name": "x"});
+        assert_eq!(kind_from_js(&mut kind).unwrap_err(), "the field `tool_name` is written `toolName` in Node");
     }
 
     #[test]

@@ -6,8 +6,8 @@
 use std::future::Future;
 
 use acp_facade::binding::pace::{Pace, Refused};
-use napi::Env;
-use napi::bindgen_prelude::PromiseRaw;
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::{Env, sys};
 
 use crate::error::{Code, Result, js_error, recode};
 
@@ -26,6 +26,35 @@ pub fn promise<F: Future<Output = ()> + Send + 'static>(
         Ok(())
     })
     .map_err(recode)
+}
+
+/// A Promise of `value`: resolved at once, or (on [`Pace::Wait`]) once the future `drained` makes
+/// is done. For a paced call that also answers something known when it is made.
+pub fn promise_of<T, F>(env: &Env, pace: Pace, drained: impl FnOnce() -> F, value: T) -> Result<PromiseRaw<'_, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
+    if pace.should_wait() {
+        let drained = drained();
+        return env
+            .spawn_future(async move {
+                drained.await;
+                Ok(value)
+            })
+            .map_err(recode);
+    }
+    let mut deferred = std::ptr::null_mut();
+    let mut promise = std::ptr::null_mut();
+    // SAFETY: on the JS thread (`env` is its live environment), with out-pointers to locals; the
+    // deferred is resolved once, here.
+    unsafe {
+        napi::check_status!(sys::napi_create_promise(env.raw(), &raw mut deferred, &raw mut promise))
+            .map_err(recode)?;
+        let value = ToNapiValue::to_napi_value(env.raw(), value).map_err(recode)?;
+        napi::check_status!(sys::napi_resolve_deferred(env.raw(), deferred, value)).map_err(recode)?;
+    }
+    Ok(PromiseRaw::new(env.raw(), promise))
 }
 
 /// The environment's one resolved Promise (`Promise.resolve()`, registered by `index.js`): a

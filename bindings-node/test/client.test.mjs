@@ -135,6 +135,10 @@ describe('the client handle of a runner turn', () => {
         elicitationForm: true,
         elicitationUrl: true,
         authTerminal: false,
+        notices: false,
+        compaction: false,
+        subagents: false,
+        planOperations: false,
         meta: null,
       })
       await turn.client.writeTextFile('/work/new.txt', 'fresh')

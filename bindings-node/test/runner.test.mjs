@@ -42,7 +42,7 @@ describe('demo agent on the Node turn runner', () => {
       assert.equal(init.protocolVersion, 1)
       assert.deepEqual(init.agentInfo, { name: 'acp-facade-demo', version: '0.1.0' })
       assert.equal(init.agentCapabilities.loadSession, true)
-      assert.deepEqual(Object.keys(init.agentCapabilities.sessionCapabilities).sort(), ['close', 'delete', 'list', 'resume'])
+      assert.deepEqual(Object.keys(init.agentCapabilities.sessionCapabilities).sort(), ['close', 'delete', 'list', 'resume', 'systemPrompt'])
     })
   })
 
@@ -339,5 +339,148 @@ describe('a runner agent with an authenticator', () => {
     const { Runner, MemoryStore } = await import('acp-facade')
     const runner = new Runner(new MemoryStore(), { async runTurn() {} })
     assert.throws(() => runner.agent({}, { authMethods: [] }), /authenticate/)
+  })
+})
+
+// The lines of issue 34 (docs/DEMO.md), each with and without the client capability it needs;
+// every agent message validated, as above.
+describe('demo agent on the Node turn runner: the lines of issue 34', () => {
+  const NOTICES = { session: { notices: {} } }
+  const COMPACTION = { session: { compaction: {} } }
+  const SUBAGENTS = { subagents: {} }
+  const PLANS = { plan: {} }
+
+  /** Runs `fn(agent, sessionId)` on a fresh demo whose client advertises `clientCapabilities`; `session` adds to session/new. */
+  async function withDemo(clientCapabilities, fn, session = {}) {
+    await withAgent(
+      ['--store', ':memory:'],
+      async (agent) => {
+        await agent.initialize()
+        const { sessionId } = await agent.connection.newSession({ cwd: tmpdir(), mcpServers: [], ...session })
+        await fn(agent, sessionId)
+      },
+      { clientCapabilities },
+    )
+  }
+
+  /** The turn's updates as the agent wrote them, less the usage report and the session's own. */
+  function turnUpdates(agent, sessionId) {
+    return agent.transcript
+      .filter((m) => m?.method === 'session/update' && m.params.sessionId === sessionId)
+      .map((m) => m.params.update)
+      .filter((u) => !['available_commands_update', 'session_info_update', 'usage_update'].includes(u.sessionUpdate))
+  }
+  const chunk = (text) => ({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } })
+
+  test('notice TEXT: a notice to a client with session.notices, else the chunk `notice: TEXT`', async () => {
+    await withDemo(NOTICES, async (agent, sessionId) => {
+      assert.equal((await agent.connection.prompt(textPrompt(sessionId, 'notice  the index is stale '))).stopReason, 'end_turn')
+      assert.deepEqual(turnUpdates(agent, sessionId), [{ sessionUpdate: 'notice', severity: 'info', title: 'the index is stale' }])
+    })
+    await withDemo({}, async (agent, sessionId) => {
+      await agent.connection.prompt(textPrompt(sessionId, 'notice the index is stale'))
+      assert.deepEqual(turnUpdates(agent, sessionId), [chunk('notice: the index is stale')])
+    })
+  })
+
+  test('system: the demo prompt, with the client system prompt appended or in its place', async () => {
+    const own = 'You are the acp-facade demo.'
+    for (const [systemPrompt, said] of [
+      [undefined, own],
+      [{ mode: 'append', content: [{ type: 'text', text: 'Be brief.' }] }, `${own}\nBe brief.`],
+      [{ mode: 'override', content: [{ type: 'text', text: 'You review code.' }] }, 'You review code.'],
+    ]) {
+      await withDemo(
+        {},
+        async (agent, sessionId) => {
+          await agent.connection.prompt(textPrompt(sessionId, 'system'))
+          assert.deepEqual(turnUpdates(agent, sessionId), [chunk(said)])
+        },
+        systemPrompt ? { systemPrompt } : {},
+      )
+    }
+  })
+
+  test('subagent TEXT: a child sent TEXT that answers it word by word, to a client with subagents; else the chunk', async () => {
+    await withDemo(SUBAGENTS, async (agent, sessionId) => {
+      await agent.connection.prompt(textPrompt(sessionId, 'subagent find  the bug'))
+      const [announced, sent, reply, ...rest] = turnUpdates(agent, sessionId)
+      const child = announced.sessionId
+      assert.deepEqual(announced, { sessionUpdate: 'subagent_update', sessionId: child, title: 'subagent' })
+      assert.ok(child.startsWith(`${sessionId}/`), child)
+      assert.deepEqual(sent, {
+        sessionUpdate: 'session_message',
+        messageId: sent.messageId,
+        senderSessionId: sessionId,
+        recipientSessionId: child,
+        content: [{ type: 'text', text: 'find  the bug' }],
+      })
+      assert.deepEqual(reply, { sessionUpdate: 'session_message', messageId: reply.messageId, senderSessionId: child, recipientSessionId: sessionId })
+      const text = (t) => ({ sessionUpdate: 'session_message_chunk', messageId: reply.messageId, content: { type: 'text', text: t } })
+      assert.deepEqual(rest, [
+        text('find '),
+        text('the '),
+        text('bug'),
+        { sessionUpdate: 'subagent_update', sessionId: child, state: { state: 'idle', stopReason: 'end_turn' } },
+        chunk('subagent: done'),
+      ])
+    })
+    await withDemo({}, async (agent, sessionId) => {
+      await agent.connection.prompt(textPrompt(sessionId, 'subagent find the bug'))
+      assert.deepEqual(turnUpdates(agent, sessionId), [chunk('subagent: find the bug')])
+    })
+  })
+
+  test('drip N MS: N chunks, one every MS; session/cancel ends it cancelled', async () => {
+    await withDemo({}, async (agent, sessionId) => {
+      const started = Date.now()
+      assert.equal((await agent.connection.prompt(textPrompt(sessionId, 'drip 3 40'))).stopReason, 'end_turn')
+      assert.ok(Date.now() - started >= 100, `${Date.now() - started} ms`)
+      assert.deepEqual(turnUpdates(agent, sessionId), [chunk('d1 '), chunk('d2 '), chunk('d3 ')])
+      const dripping = agent.connection.prompt(textPrompt(sessionId, 'drip 1000 20'))
+      while (turnUpdates(agent, sessionId).length < 5) await new Promise((r) => setTimeout(r, 10))
+      await agent.connection.cancel({ sessionId })
+      assert.equal((await dripping).stopReason, 'cancelled')
+    })
+  })
+
+  test('tool NAME: the tool call carries NAME as its name', async () => {
+    await withDemo({}, async (agent, sessionId) => {
+      await agent.connection.prompt(textPrompt(sessionId, 'tool deploy'))
+      const [call] = turnUpdates(agent, sessionId)
+      assert.deepEqual(call, { sessionUpdate: 'tool_call', toolCallId: call.toolCallId, title: 'deploy', name: 'deploy', kind: 'execute', rawInput: { name: 'deploy' } })
+    })
+  })
+
+  test('plan N: N + 1 plan_update of the plan `plan` to a client with plan operations, else whole plans', async () => {
+    const entries = (done) => [1, 2].map((i) => ({ content: `step ${i}`, priority: 'medium', status: i <= done ? 'completed' : 'pending' }))
+    await withDemo(PLANS, async (agent, sessionId) => {
+      await agent.connection.prompt(textPrompt(sessionId, 'plan 2'))
+      assert.deepEqual(turnUpdates(agent, sessionId), [
+        ...[0, 1, 2].map((done) => ({ sessionUpdate: 'plan_update', plan: { type: 'items', planId: 'plan', entries: entries(done) } })),
+        chunk('planned'),
+      ])
+    })
+    await withDemo({}, async (agent, sessionId) => {
+      await agent.connection.prompt(textPrompt(sessionId, 'plan 2'))
+      assert.deepEqual(turnUpdates(agent, sessionId), [...[0, 1, 2].map((done) => ({ sessionUpdate: 'plan', entries: entries(done) })), chunk('planned')])
+    })
+  })
+
+  test('/compact: the summary and the compaction state to a client with session.compaction; nothing to others', async () => {
+    await withDemo(COMPACTION, async (agent, sessionId) => {
+      assert.equal((await agent.connection.prompt(textPrompt(sessionId, '/compact'))).stopReason, 'end_turn')
+      const updates = turnUpdates(agent, sessionId)
+      const compactionId = updates[0].compactionId
+      assert.deepEqual(updates, [
+        { sessionUpdate: 'compaction_update', compactionId, status: 'in_progress' },
+        { sessionUpdate: 'compaction_summary_chunk', compactionId, content: { type: 'text', text: 'The conversation so far, compacted.' } },
+        { sessionUpdate: 'compaction_update', compactionId, status: 'completed' },
+      ])
+    })
+    await withDemo({}, async (agent, sessionId) => {
+      assert.equal((await agent.connection.prompt(textPrompt(sessionId, '/compact'))).stopReason, 'end_turn')
+      assert.deepEqual(turnUpdates(agent, sessionId), [])
+    })
   })
 })

@@ -118,8 +118,20 @@ async function drive(command, entry, workflow) {
     }
     const value = message.method !== undefined ? message.params : message.result
     const parsed = parser.safeParse(value)
-    if (!parsed.success) seen.problems.push(`${method}: the SDK refused ${JSON.stringify(value)}: ${parsed.error.message}`)
-    else for (const loss of losses(value, parsed.data)) seen.problems.push(`${method}: ${loss}`)
+    if (!parsed.success) {
+      seen.problems.push(`${method}: the SDK refused ${JSON.stringify(value)}: ${parsed.error.message}`)
+      return
+    }
+    let lost = losses(value, parsed.data)
+    // The newest stable v1 (issue 34: the wire types' crate, agent-client-protocol-schema 1.20.0)
+    // has fields that SDK 2.4.0 still ships behind its unstable entrypoint only — the demos'
+    // `sessionCapabilities.systemPrompt` — which its stable parser drops: such a message must then
+    // be parsed whole by the unstable one.
+    if (lost.length > 0 && entry === 'stable') {
+      const again = PARSERS.unstable[name].safeParse(value)
+      if (again.success && losses(value, again.data).length === 0) lost = []
+    }
+    for (const loss of lost) seen.problems.push(`${method}: ${loss}`)
   }
 
   const { methods } = acp

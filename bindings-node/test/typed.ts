@@ -131,3 +131,73 @@ const toolEvents: HarnessEvent[] = [
   { kind: { type: 'contextMeasured', used: 1, size: 2, cost: { amount: 1, currency: 'EUR' } } },
 ]
 void [richSession, toolEvents]
+
+// ---- Issue 34: notices, plans with ids, subagents, system prompts, tool-call names, compaction summaries ----
+import { Subagent } from 'acp-facade'
+import type { ClientCapabilities, ClientSystemPrompt, NoticeOptions, PlanEntry, SystemPrompt } from 'acp-facade'
+
+const stableTurns: TurnRunner = {
+  async runTurn(turn: Turn) {
+    const caps: ClientCapabilities = turn.clientCapabilities
+    const flags: boolean[] = [caps.notices, caps.compaction, caps.subagents, caps.planOperations]
+    const shown: boolean = await turn.notice('Indexing', { severity: 'warning', description: 'slow' })
+    const options: NoticeOptions = { severity: 'error' }
+    await turn.notice('Failed', options)
+    await turn.notice('Plain')
+    // @ts-expect-error: not a notice severity
+    void turn.notice('x', { severity: 'loud' })
+    const entries: PlanEntry[] = [{ content: 'step 1', priority: 'medium', status: 'pending' }]
+    const withId: boolean = await turn.updatePlan('plan', entries)
+    await turn.updatePlanMarkdown('notes', '# Notes')
+    await turn.removePlan('notes')
+    // @ts-expect-error: plan entries, not a plan
+    void turn.updatePlan('plan', { entries })
+    const child: Subagent = await turn.startSubagent('helper')
+    const childId: string = child.sessionId
+    const visible: boolean = child.isVisible
+    const sent: string = await child.send('go')
+    const replied: string = await child.reply(['gone ', 'done'])
+    await child.finish()
+    await child.finish('cancelled')
+    // @ts-expect-error: not a stop reason
+    void child.finish('done')
+    const prompt: ClientSystemPrompt | null = turn.systemPrompt
+    if (prompt !== null) {
+      const mode: 'append' | 'override' = prompt.mode
+      void [mode, prompt.text, prompt.content]
+    }
+    const composed: string = turn.composeSystemPrompt('You are helpful.')
+    const named: string = await turn.startTool({ title: 'Read a.rs', name: 'read_file', kind: 'read' })
+    await turn.updateTool(named, { name: 'read_files', status: 'completed' })
+    await turn.startToolCall('Run', 'execute', { cmd: 'ls' }, 'shell')
+    void [flags, shown, withId, childId, visible, sent, replied, composed]
+    return undefined
+  },
+  acceptsSystemPrompt: true,
+  compact: async () => 'The conversation so far.',
+}
+new Runner(new MemoryStore(), { runTurn: () => undefined, acceptsSystemPrompt: () => false, compact: async () => undefined })
+// @ts-expect-error: a summary is a string
+new Runner(new MemoryStore(), { runTurn: () => undefined, compact: async () => 42 })
+new Runner(new MemoryStore(), stableTurns)
+new Agent(host, { systemPrompt: true, compaction: true })
+const systemPromptHost: Host = {
+  newSession: async (setup: Setup) => {
+    const given: SystemPrompt | undefined = setup.systemPrompt
+    void given?.mode
+    return { id: 's', events: hub, submit: () => 'c', interrupt: () => {}, respondGate: () => {} }
+  },
+}
+const stableEvents: HarnessEvent[] = [
+  { kind: { type: 'toolCallStarted', callId: 'c', name: 'Read a.rs', toolName: 'read_file', kind: 'read', input: null } },
+  { kind: { type: 'toolCallProgress', callId: 'c', toolName: 'read_files' } },
+  { kind: { type: 'notice', notice: { severity: 'info', title: 'hi' } } },
+  { kind: { type: 'planChanged', update: { plan: { type: 'items', planId: 'p', entries: [] } } }, class: 'enduring' },
+  { kind: { type: 'planRemoved', removed: { planId: 'p' } }, class: 'enduring' },
+  { kind: { type: 'subagentChanged', update: { sessionId: 's/a', title: 'helper', state: { state: 'idle', stopReason: 'end_turn' } } } },
+  { kind: { type: 'sessionMessage', message: { messageId: 'm', senderSessionId: 's', recipientSessionId: 's/a' } } },
+  { kind: { type: 'sessionMessageChunk', chunk: { messageId: 'm', content: { type: 'text', text: 'x' } } } },
+  { kind: { type: 'compactionChanged', update: { compactionId: 'k', status: 'completed' } } },
+  { kind: { type: 'compactionSummary', chunk: { compactionId: 'k', content: { type: 'text', text: 'sum' } } } },
+]
+void [systemPromptHost, stableEvents]

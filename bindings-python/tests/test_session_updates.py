@@ -317,11 +317,6 @@ def test_the_demo_applies_the_client_s_system_prompt_kept_with_the_session() -> 
     run(lambda: with_demo(body))
 
 
-@pytest.mark.xfail(
-    reason="the runner (both demos alike): a load or resume of a session live on the connection keeps its "
-    "system prompt, though DEMO.md says one carrying a systemPrompt replaces it",
-    strict=True,
-)
 def test_the_demo_replaces_the_system_prompt_with_one_a_resume_carries() -> None:
     async def body(wire: Wire) -> None:
         await wire.initialize(None)

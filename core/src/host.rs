@@ -425,6 +425,15 @@ pub trait LiveSession: Send + Sync + 'static {
         None
     }
 
+    /// The client reopened this session while it is live on its connection (`session/load` or
+    /// `session/resume` of a live, idle session): `setup` is that request's. A system prompt it
+    /// carries ([`Setup::system_prompt`]) replaces the session's; a failure answers the request
+    /// with it. Default: nothing to do.
+    async fn reopened(&self, setup: &Setup) -> HostResult<()> {
+        let _ = setup;
+        Ok(())
+    }
+
     /// The compactor, if this session supports `/compact`.
     fn compactor(&self) -> Option<&dyn Compactor> {
         None

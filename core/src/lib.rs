@@ -7,8 +7,10 @@
 //! `session/update`, permission round trips, cancellation and close orchestration, history replay,
 //! authenticated pagination, config options and modes, and the `/compact` command.
 //!
-//! The protocol is pinned to ACP schema v1.21.0 (`protocolVersion` 1); wire types come from
-//! [`agent_client_protocol_schema`] (re-exported as [`acp`]).
+//! It speaks ACP `protocolVersion` 1 at the newest stable schema, and ACP v2 (Preview) to a client
+//! that asks for it when [`Options::protocol_v2`] is on; wire types come from
+//! [`agent_client_protocol_schema`] =1.20.0 (its v1 types re-exported as [`acp`]), and the facade
+//! translates to v2 itself.
 //!
 //! ## Layers
 //!
@@ -56,7 +58,8 @@ pub mod fuzzing {
 }
 pub mod time;
 
-/// The pinned ACP wire types (schema v1.21.0), re-exported for hosts.
+/// The pinned ACP wire types (`agent-client-protocol-schema` 1.20.0, protocol v1), re-exported
+/// for hosts.
 pub use agent_client_protocol_schema::v1 as acp;
 
 pub use agent::{Agent, Options};

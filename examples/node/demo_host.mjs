@@ -4,10 +4,12 @@
 // Rust one (examples/demo-agent) on the wire, as docs/DEMO.md describes:
 //   stream N | think TEXT | tool NAME | sleep MS | ask QUESTION | fail | /compact | plan N |
 //   switch MODE | mcp | edit PATH | /shout TEXT | an image, audio, embedded resource or resource link first |
+//   notice TEXT | system | subagent TEXT | drip N MS |
 //   anything else echoed, and the lines that call the client: read PATH | write PATH TEXT… |
 //   run CMD ARG… | open URL, plus the benchmark's readloop N PATH [PARALLEL]
-// It accepts image, audio and embedded-resource prompts and http MCP servers, echoes a prompt's
-// `_meta.traceparent` on its response, and answers the extension method `_demo/echo`.
+// It accepts image, audio and embedded-resource prompts, http MCP servers and the client's system
+// prompt, echoes a prompt's `_meta.traceparent` on its response, and answers the extension method
+// `_demo/echo`.
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing;
 //          a postgres:// URL keeps them in PostgreSQL, shared by every process using it),
 //          --page-size N (the largest session/list page, default 50),
@@ -38,6 +40,15 @@ class Help extends Error {}
 
 /** The context window the demo reports. */
 const CONTEXT_SIZE = 200000
+
+/** The summary `/compact` reports (`compaction_summary_chunk`). */
+const COMPACTION_SUMMARY = 'The conversation so far, compacted.'
+
+/** The demo's own system prompt (`system`), to which a client's `systemPrompt` applies. */
+const SYSTEM_PROMPT = 'You are the acp-facade demo.'
+
+/** The id of the plan `plan N` builds. */
+const PLAN_ID = 'plan'
 
 // Read with `require`, not `import … from 'node:fs'`: importing `node:fs` as an ES module evaluates
 // every export of it, which loads Node's file streams (and with them `node:stream`) — about 2 ms of
@@ -143,13 +154,19 @@ function blockLine(block) {
   }
 }
 
-/** A plan of `steps` entries (`step 1` …), the first `done` completed, the rest pending. */
-function demoPlan(steps, done) {
+/** The entries of a plan of `steps` (`step 1` …), the first `done` completed, the rest pending. */
+function planEntries(steps, done) {
   const entries = []
   for (let i = 1; i <= steps; i++) {
     entries.push({ content: `step ${i}`, priority: 'medium', status: i <= done ? 'completed' : 'pending' })
   }
-  return { entries }
+  return entries
+}
+
+/** The words of `text`, each but the last with a space after it. */
+function words(text) {
+  const all = text.split(WS_RUN).filter((w) => w !== '')
+  return all.map((word, i) => (i + 1 < all.length ? `${word} ` : word))
 }
 
 /** `mcp: NAME(TRANSPORT) …`, or `mcp: none`. */
@@ -359,7 +376,7 @@ const script = {
         break
       case 'tool': {
         const name = rest === '' ? 'tool' : rest
-        const call = await turn.startToolCall(name, 'execute', { name })
+        const call = await turn.startTool({ title: name, name, kind: 'execute', rawInput: { name } })
         const answer = await turn.requestPermission(call, `Run ${name}`, ['approve', 'approve_always', 'deny'])
         if (answer === 'cancelled') return 'cancelled'
         if (answer === 'allowed' || answer === 'allowed_always') {
@@ -401,14 +418,51 @@ const script = {
         if ((await CLIENT_LINES[verb](turn, say, text, rest)) === 'cancelled') return 'cancelled'
         break
       case 'plan': {
+        // The plan with an id (a whole `plan` to a client without plan operations), then once
+        // more per completed step.
         const steps = parseU64(rest)
         const signal = turn.signal
         for (let done = 0; done <= steps; done++) {
           if (signal.aborted) return 'cancelled'
-          const wait = turn.plan(demoPlan(steps, done))
-          if (wait) await wait
+          await turn.updatePlan(PLAN_ID, planEntries(steps, done))
         }
         await say('planned')
+        break
+      }
+      case 'notice':
+        // A notice, or the same as a message chunk for a client without notices.
+        if (!(await turn.notice(rest))) await say(`notice: ${rest}`)
+        break
+      case 'system':
+        await say(turn.composeSystemPrompt(SYSTEM_PROMPT))
+        break
+      case 'subagent': {
+        // A child session that is sent the text and answers it, word by word; for a client
+        // without subagents, the text as a message chunk.
+        if (!turn.clientCapabilities.subagents) {
+          await say(`subagent: ${rest}`)
+          break
+        }
+        const child = await turn.startSubagent('subagent')
+        await child.send(rest)
+        await child.reply(words(rest))
+        await child.finish('end_turn')
+        await say('subagent: done')
+        break
+      }
+      case 'drip': {
+        // N chunks `d1 ` … `dN `, one every MS milliseconds.
+        const [count = '', every = ''] = rest.split(WS_RUN).filter((w) => w !== '')
+        const n = parseU64(count)
+        const ms = parseU64(every)
+        for (let i = 1; i <= n; i++) {
+          try {
+            await sleepMs(ms, turn.signal)
+          } catch {
+            return 'cancelled'
+          }
+          await say(`d${i} `)
+        }
         break
       }
       case 'switch': {
@@ -426,12 +480,8 @@ const script = {
         break
       case 'fail':
         throw new Error('the demo turn failed, as asked')
-      default: {
-        const words = text.split(WS_RUN).filter((w) => w !== '')
-        for (let i = 0; i < words.length; i++) {
-          await say(i + 1 < words.length ? `${words[i]} ` : words[i])
-        }
-      }
+      default:
+        for (const chunk of words(text)) await say(chunk)
     }
     // Context usage: the UTF-8 bytes of the prompt plus those of the reply.
     await turn.usage(utf8Length(text) + utf8Length(reply), CONTEXT_SIZE)
@@ -474,7 +524,13 @@ const script = {
     return title === '' ? null : title
   },
 
-  async compact() {},
+  // `/compact`: done at once, with its summary.
+  async compact() {
+    return COMPACTION_SUMMARY
+  },
+
+  // The client's system prompt applies to the demo's own (`system`).
+  acceptsSystemPrompt: true,
 }
 
 /**
@@ -514,6 +570,7 @@ async function main() {
       agentName: 'acp-facade-demo',
       agentVersion: VERSION,
       maxPageSize: args.pageSize,
+      protocolV2: true,
       // What the demo accepts beyond text: image, audio and embedded-resource prompts, http MCP
       // servers (not sse), and the extension method `_demo/echo` (its params back as its result).
       promptCapabilities: { image: true, audio: true, embeddedContext: true },

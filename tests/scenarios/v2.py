@@ -160,7 +160,7 @@ async def v2_tool_and_edit(run: Run) -> None:
     assert calls[0]["title"] == "grep" and calls[0]["name"] == "grep" and calls[-1]["status"] == "completed", calls
     assert not _of(turn, "tool_call"), turn
     (asked,) = [m for m in run.out(mark) if isinstance(m, dict) and m.get("method") == "session/request_permission"]
-    assert asked["params"]["title"] == "grep", asked
+    assert asked["params"]["title"] == "Run grep", asked
     assert asked["params"]["subject"]["type"] == "tool_call", asked
     assert asked["params"]["subject"]["toolCall"]["toolCallId"] == calls[0]["toolCallId"], asked
 
@@ -178,7 +178,11 @@ async def v2_cancel(run: Run) -> None:
     mark = run.mark()
     ack = await p.raw_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "sleep 10000"}]})
     assert "result" in ack, ack
-    await p.wait_for(lambda m: isinstance(m, dict) and ((m.get("params") or {}).get("update") or {}).get("state") == "running", mark)
+    # The first prompt's title is the last update the demo sends before it sleeps.
+    await p.wait_for(
+        lambda m: isinstance(m, dict) and ((m.get("params") or {}).get("update") or {}).get("sessionUpdate") == "session_info_update",
+        mark,
+    )
     await p.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})
     idle = await p.wait_for(_is_idle(sid), mark)
     assert idle["params"]["update"]["stopReason"] == "cancelled", idle

@@ -7,9 +7,11 @@
 //! | `configOptions()` → `SessionConfigOption[]` | `config_options` |
 //! | `commands()` → `AvailableCommand[]` | `commands` |
 //! | `title(firstPrompt)` → `string \| null` | `title` |
-//! | `compact({ sessionId })` (its presence offers `/compact`) | `supports_compaction`, `compact` |
+//! | `compact({ sessionId })` → summary `string \| undefined` (its presence offers `/compact`) | `supports_compaction`, `compact` |
+//! | `acceptsSystemPrompt`: `true`, or a method returning it (read once) | `accepts_system_prompt` |
 
 pub mod postgres;
+pub mod session_updates;
 pub mod sqlite;
 pub mod store;
 pub mod turn;
@@ -21,13 +23,13 @@ use acp_facade::error::Error as AcpError;
 use acp_facade::host::LiveSession;
 use acp_facade_runner::{RunnerSession, Turn as CoreTurn, TurnRunner};
 use async_trait::async_trait;
-use napi::Env;
-use napi::bindgen_prelude::{ClassInstance, Either3, Object};
+use napi::bindgen_prelude::{ClassInstance, Either3, Function, JsObjectValue, Object, Unknown};
+use napi::{Env, ValueType};
 use napi_derive::napi;
 use serde_json::json;
 
 use crate::agent::{Agent, AgentOptions};
-use crate::callback::{Invoker, JsMethod, ignore, no_args, serde_args, serde_convert};
+use crate::callback::{Convert, Invoker, JsMethod, no_args, serde_args, serde_convert};
 use crate::error::{Code, Result, js_error, recode};
 
 struct JsTurnRunner {
@@ -38,6 +40,8 @@ struct JsTurnRunner {
     commands: Option<JsMethod>,
     title: Option<JsMethod>,
     compact: Option<JsMethod>,
+    /// `acceptsSystemPrompt`, as read once when the runner was made.
+    accepts_system_prompt: bool,
     /// The ids of the config options last handed out, for `turn.configValue`.
     config_ids: Mutex<Vec<String>>,
 }
@@ -90,13 +94,72 @@ impl TurnRunner for JsTurnRunner {
         self.compact.is_some()
     }
 
+    fn accepts_system_prompt(&self) -> bool {
+        self.accepts_system_prompt
+    }
+
     async fn compact(&self, session: &RunnerSession) -> Result<Option<String>, AcpError> {
         match &self.compact {
-            Some(method) => {
-                method.call(serde_args(vec![json!({ "sessionId": session.id().0 })]), ignore()).await.map(|()| None)
-            }
+            Some(method) => method.call(serde_args(vec![json!({ "sessionId": session.id().0 })]), summary()).await,
             None => Err(acp_facade::error::ErrorExt::invalid_request_msg("compaction is not supported")),
         }
+    }
+}
+
+/// What `compact` resolved with: a summary string, or `undefined` for none; anything else is an
+/// error naming what it was (the prompt `/compact` then fails with it).
+fn summary() -> Convert<Option<String>> {
+    Box::new(|_, value| match value.get_type() {
+        Ok(ValueType::Undefined) => Ok(None),
+        // SAFETY: checked to be a string.
+        Ok(ValueType::String) => unsafe { value.cast::<String>() }.map(Some).map_err(|e| {
+            acp_facade::error::ErrorExt::internal_msg(format!("the Node turn runner's compact summary: {e}"))
+        }),
+        other => Err(acp_facade::error::ErrorExt::internal_msg(format!(
+            "the Node turn runner's `compact` must resolve to a summary string or undefined, not {}",
+            other.map_or_else(|_| "an unknown value".to_owned(), |t| js_type_name(t).to_owned())
+        ))),
+    })
+}
+
+/// `typeof`, as a message names a JS value's type (`null` by name).
+fn js_type_name(value_type: ValueType) -> &'static str {
+    match value_type {
+        ValueType::Null => "null",
+        ValueType::Boolean => "a boolean",
+        ValueType::Number => "a number",
+        ValueType::BigInt => "a bigint",
+        ValueType::Symbol => "a symbol",
+        ValueType::Object => "an object",
+        ValueType::Function => "a function",
+        ValueType::External => "an external",
+        _ => "an unknown value",
+    }
+}
+
+/// `acceptsSystemPrompt` of the JS turn runner: a boolean, or a method returning one (called
+/// once, here); absent, `false`. Anything else is `ERR_ACP_INVALID_ARG`.
+fn accepts_system_prompt(turns: &Object<'_>) -> Result<bool> {
+    let value: Unknown<'_> = turns.get_named_property("acceptsSystemPrompt").map_err(recode)?;
+    let value = match value.get_type().map_err(recode)? {
+        ValueType::Function => {
+            // SAFETY: checked to be a function.
+            let method: Function<'_, (), Unknown<'_>> = unsafe { value.cast() }.map_err(recode)?;
+            method.apply(turns, ()).map_err(recode)?
+        }
+        _ => value,
+    };
+    match value.get_type().map_err(recode)? {
+        ValueType::Undefined => Ok(false),
+        // SAFETY: checked to be a boolean.
+        ValueType::Boolean => unsafe { value.cast::<bool>() }.map_err(recode),
+        other => Err(js_error(
+            Code::InvalidArg,
+            format!(
+                "a turn runner's `acceptsSystemPrompt` must be a boolean (or a method returning one), not {}",
+                js_type_name(other)
+            ),
+        )),
     }
 }
 
@@ -135,6 +198,7 @@ impl Runner {
             commands: JsMethod::get(&turns, "commands").map_err(recode)?,
             title: JsMethod::get(&turns, "title").map_err(recode)?,
             compact: JsMethod::get(&turns, "compact").map_err(recode)?,
+            accepts_system_prompt: accepts_system_prompt(&turns)?,
             config_ids: Mutex::default(),
         };
         Ok(Self { runner: acp_facade_runner::Runner::new(store, Arc::new(turns)) })

@@ -21,7 +21,8 @@
 //! shorthand for the answer alone).
 //!
 //! The turn's handle on the client (`turn.client`) is a [`Client`] over the core turn's client
-//! whose calls go through the same queue (see [`crate::client`]).
+//! whose calls go through the same queue (see [`crate::client`]), as do the session updates of
+//! [`super::session_updates`] (notices, plans with ids, subagents).
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -29,13 +30,18 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use acp_facade::acp::{ContentBlock, Cost, McpServer, Meta, PermissionOption, StopReason, ToolCallStatus, ToolKind};
+use acp_facade::acp::{
+    ContentBlock, Cost, McpServer, Meta, PermissionOption, StopReason, SystemPrompt, SystemPromptMode, ToolCallStatus,
+    ToolKind,
+};
 use acp_facade::client::Client as CoreClient;
 use acp_facade::error::Error as AcpError;
 use acp_facade::harness::content::text_block;
 use acp_facade::harness::{ApprovalAction, SlashCommand, ToolCallId};
 use acp_facade_runner::binding::ops::{self, PermissionRequest, Reply, TurnOp, TurnOps};
-use acp_facade_runner::{Permission, PermissionAnswer, Reply as UserReply, ToolCallFields, Turn as CoreTurn};
+use acp_facade_runner::{
+    Permission, PermissionAnswer, Reply as UserReply, ToolCallFields, ToolCallSpec, Turn as CoreTurn,
+};
 use napi::bindgen_prelude::{
     Function, JsObjectValue, Object, ObjectFinalize, ObjectRef, PromiseRaw, ToNapiValue, Unknown,
 };
@@ -88,6 +94,8 @@ struct Rich {
     command: Option<SlashCommand>,
     meta: Option<Meta>,
     mcp_servers: Vec<McpServer>,
+    /// The client's system prompt for the session (when the turn runner accepts them).
+    system_prompt: Option<SystemPrompt>,
 }
 
 /// One running turn, handed to `runTurn`.
@@ -148,16 +156,28 @@ fn content(value: Option<Value>) -> Result<Vec<ContentBlock>> {
     }
 }
 
+/// The text of a client's system prompt: its text blocks, joined (as the core composes it).
+fn system_prompt_text(prompt: &SystemPrompt) -> String {
+    prompt
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn tool_fields(value: Value) -> Result<ToolCallFields> {
     serde_json::from_value(value).map_err(|e| js_error(Code::InvalidArg, format!("invalid tool call: {e}")))
 }
 
-fn enum_value<T: serde::de::DeserializeOwned>(what: &str, value: &str) -> Result<T> {
+pub(super) fn enum_value<T: serde::de::DeserializeOwned>(what: &str, value: &str) -> Result<T> {
     serde_json::from_value(Value::String(value.to_owned()))
         .map_err(|_| js_error(Code::InvalidArg, format!("unknown {what} `{value}`")))
 }
 
-fn ended() -> napi::Error<Code> {
+pub(super) fn ended() -> napi::Error<Code> {
     js_error(Code::TurnEnded, "the turn has ended")
 }
 
@@ -216,6 +236,16 @@ impl Turn {
         self.config.get(&config_id).cloned()
     }
 
+    /// The turn's operation queue.
+    pub(super) fn ops(&self) -> &TurnOps {
+        &self.ops
+    }
+
+    /// The core turn's handle on the client (for what it advertised).
+    pub(super) fn core_client(&self) -> &CoreClient {
+        &self.client
+    }
+
     fn push<'env>(&self, env: &'env Env, op: TurnOp) -> Result<PromiseRaw<'env, ()>> {
         let pace = self.ops.push(op).map_err(|e| crate::pace::refused(e, ended))?;
         crate::pace::promise(env, pace, || self.ops.drained())
@@ -227,16 +257,7 @@ impl Turn {
         make: impl FnOnce(Reply<R>) -> TurnOp,
         map: impl FnOnce(R) -> T + Send + 'static,
     ) -> Result<PromiseRaw<'env, T>> {
-        let (deferred, promise) = settle::deferred(env).map_err(recode)?;
-        let reply = Reply::new(move |answer: std::result::Result<R, ops::TurnEnded>| {
-            deferred.settle(move |env| match answer {
-                Ok(answer) => settle::js(env, map(answer)),
-                Err(ops::TurnEnded) => Err(turn_ended_rejection()),
-            });
-        });
-        // An answer's Promise is the pace: the caller awaits it anyway.
-        let _ = settle::pushing(|| self.ops.push(make(reply))).map_err(|e| crate::pace::refused(e, ended))?;
-        Ok(promise)
+        ask(env, &self.ops, make, map)
     }
 
     /// Streams reply text (`agent_message_chunk`). Returns a Promise: already resolved, or
@@ -255,21 +276,29 @@ impl Turn {
     }
 
     /// Announces a tool call (`tool_call`, status pending); resolves with its id. A shorthand of
-    /// `startTool({ title, kind, rawInput: input })`.
+    /// `startTool({ title, kind, rawInput: input, name })`.
     /// @param kind - the ACP tool kind. @default "other"
-    #[napi(ts_args_type = "title: string, kind?: ToolKind, input?: unknown")]
+    /// @param name - the tool's programmatic name (`name`, shown beside the title: the tool as the
+    /// model calls it). @default none
+    #[napi(ts_args_type = "title: string, kind?: ToolKind | null, input?: unknown, name?: string | null")]
     pub fn start_tool_call<'env>(
         &self,
         env: &'env Env,
         title: String,
         kind: Option<String>,
         input: Option<Value>,
+        name: Option<String>,
     ) -> Result<PromiseRaw<'env, String>> {
         let kind = match kind {
             Some(kind) => enum_value::<ToolKind>("tool kind", &kind)?,
             None => ToolKind::Other,
         };
-        let input = Box::new(input.unwrap_or(Value::Null));
+        let input = input.unwrap_or(Value::Null);
+        if let Some(name) = name {
+            let spec = Box::new(ToolCallSpec::new(title).name(name).kind(kind).raw_input(input));
+            return self.ask(env, |reply| TurnOp::StartTool { spec, reply }, |id: ToolCallId| id.to_string());
+        }
+        let input = Box::new(input);
         self.ask(env, |reply| TurnOp::StartToolCall { title, kind, input, reply }, |id: ToolCallId| id.to_string())
     }
 
@@ -324,7 +353,8 @@ impl Turn {
     }
 
     /// Announces a tool call (`tool_call`) with any of its fields, in ACP's wire form: `title`
-    /// (required), `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
+    /// (required), `name` (the tool's programmatic name, shown beside the title; none when absent),
+    /// `kind` (`"other"` when absent), `status` (`"pending"`), `content` (content
     /// blocks as `{type: "content", content}`, diffs, terminals), `locations`, `rawInput`,
     /// `rawOutput`; resolves with its id. A call finished with `updateTool` is replayed by
     /// `session/load` as it ended, less its terminals (only the live turn's client has them).
@@ -511,6 +541,34 @@ impl Turn {
         env.to_js_value(&self.rich.mcp_servers)
     }
 
+    /// The client's system prompt for the session (`systemPrompt` of the `session/new`, or of the
+    /// latest `load` or `resume` that carried one), when the turn runner accepts system prompts
+    /// (`TurnRunner.acceptsSystemPrompt`); else `null`. `text` is its text blocks, joined.
+    #[napi(getter, ts_return_type = "ClientSystemPrompt | null")]
+    pub fn system_prompt<'env>(&self, env: &'env Env) -> napi::Result<Unknown<'env>> {
+        let prompt = self.rich.system_prompt.as_ref().map(|prompt| {
+            serde_json::json!({
+                "mode": prompt.mode,
+                "content": prompt.content,
+                "text": system_prompt_text(prompt),
+            })
+        });
+        env.to_js_value(&prompt)
+    }
+
+    /// The system prompt for the model: `own` (the agent's) with the client's system prompt
+    /// applied — `"append"`: `own`, a newline, then the client's text; `"override"`: the client's
+    /// text alone; none: `own` (the core's `Turn::compose_system_prompt`).
+    #[napi]
+    pub fn compose_system_prompt(&self, own: String) -> String {
+        let Some(client) = &self.rich.system_prompt else { return own };
+        let text = system_prompt_text(client);
+        match client.mode {
+            SystemPromptMode::Override => text,
+            _ => format!("{own}\n{text}"),
+        }
+    }
+
     /// Sends the turn's plan (`plan`): every entry with its current status. Each plan replaces
     /// the one before at the client; send it again, whole, as entries progress. `session/load`
     /// replays the session's latest plan. Paced like `text`.
@@ -579,6 +637,27 @@ impl Turn {
         let _ = settle::pushing(|| self.ops.push(make(reply))).map_err(|e| crate::pace::refused(e, ended))?;
         Ok(promise)
     }
+}
+
+/// Pushes the operation `make` builds around its reply on `ops`; returns the Promise of the answer,
+/// converted by `map` on the JS thread (rejected with `ERR_ACP_TURN_ENDED` when the operation is
+/// dropped with its turn). Throws when the queue refuses it.
+pub(super) fn ask<'env, T: Send + ToNapiValue + 'static, R: Send + 'static>(
+    env: &'env Env,
+    ops: &TurnOps,
+    make: impl FnOnce(Reply<R>) -> TurnOp,
+    map: impl FnOnce(R) -> T + Send + 'static,
+) -> Result<PromiseRaw<'env, T>> {
+    let (deferred, promise) = settle::deferred(env).map_err(recode)?;
+    let reply = Reply::new(move |answer: std::result::Result<R, ops::TurnEnded>| {
+        deferred.settle(move |env| match answer {
+            Ok(answer) => settle::js(env, map(answer)),
+            Err(ops::TurnEnded) => Err(turn_ended_rejection()),
+        });
+    });
+    // An answer's Promise is the pace: the caller awaits it anyway.
+    let _ = settle::pushing(|| ops.push(make(reply))).map_err(|e| crate::pace::refused(e, ended))?;
+    Ok(promise)
 }
 
 /// A new `AbortController` for a turn (on the JS thread): its `abort` is what [`Shared::abort`]
@@ -653,6 +732,7 @@ pub async fn run(
             command: turn.command().cloned(),
             meta: turn.meta().cloned(),
             mcp_servers: turn.mcp_servers().to_vec(),
+            system_prompt: turn.system_prompt().cloned(),
         },
     };
     let args: BuildArgs = Box::new(move |env| init.into_js(env).map(|turn| vec![turn]));

@@ -420,7 +420,8 @@ impl PyTurn {
     /// Queues a notice (an ACP `Notice` in its wire form; the package checked its severity).
     fn notice(&self, notice: &Bound<'_, PyAny>) -> PyResult<(bool, bool)> {
         let notice: Notice = extract(notice, "notice")?;
-        self.push_gated(TurnOp::Notice(Box::new(notice)), self.client.capabilities().notices())
+        let received = acp_facade_runner::turn::session_updates::notice_received(self.client.capabilities(), &notice);
+        self.push_gated(TurnOp::Notice(Box::new(notice)), received)
     }
 
     /// Queues the plan `plan_id` with `entries` (ACP `PlanEntry`s), whole.

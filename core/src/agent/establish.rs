@@ -184,6 +184,7 @@ async fn reattach(
         )));
     }
     let slot = entry.begin(Work::Reattach)?;
+    cancellable(&cx.cancelled, how.method(), entry.live.reopened(setup)).await?;
     if how == Reopen::Load {
         let source = entry.live.history().ok_or_else(|| {
             Error::invalid_request_msg(format!("session {} is already live, and its host cannot replay it", entry.id))

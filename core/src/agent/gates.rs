@@ -118,7 +118,15 @@ async fn ask(
         offered.iter().map(|(option, _)| option.clone()).collect(),
     );
     let peer = agent.peer().clone();
-    let answer = peer.request::<_, RequestPermissionResponse>(REQUEST_PERMISSION, &request);
+    let v2 = agent.dialect.is_v2();
+    let params = if v2 {
+        // v2's prompt copy is the gate's title; the connection's rewriter gives the rest v2's form.
+        super::v2::lifecycle::requires_action(agent, &entry.id).await;
+        super::v2::lifecycle::permission_params(&request, &gate.title)
+    } else {
+        serde_json::to_value(&request).unwrap_or_default()
+    };
+    let answer = peer.request::<_, RequestPermissionResponse>(REQUEST_PERMISSION, &params);
     tokio::pin!(answer);
     let outcome = loop {
         tokio::select! {
@@ -136,6 +144,9 @@ async fn ask(
             answer = &mut answer => break answer,
         }
     };
+    if v2 && outcome.is_ok() {
+        super::v2::lifecycle::running(agent, &entry.id).await;
+    }
     match outcome {
         Ok(response) => {
             if let RequestPermissionOutcome::Selected(selected) = response.outcome {

@@ -10,7 +10,8 @@ use common::editor::Editor;
 use common::{Demo, TempDir, chunk_texts, stop_reason, updates};
 use serde_json::{Value, json};
 
-/// Every client capability (schema v1.21.0).
+/// Every client capability of the schema up to v1.21.0 (fs, terminals, elicitation, terminal
+/// authentication).
 fn everything() -> Value {
     json!({
         "fs": {"readTextFile": true, "writeTextFile": true},

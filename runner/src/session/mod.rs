@@ -359,6 +359,15 @@ impl LiveSession for RunnerSession {
         self.core.id.clone()
     }
 
+    async fn reopened(&self, setup: &Setup) -> HostResult<()> {
+        // A system prompt on the request replaces the kept one, as when the session is opened.
+        if let Some(system_prompt) = setup.system_prompt() {
+            self.runner.store.set_system_prompt(&self.core.id, system_prompt).await?;
+            self.core.set_system_prompt(system_prompt.clone());
+        }
+        Ok(())
+    }
+
     fn subscribe_events(&self) -> HostResult<EventStream> {
         Ok(self.core.hub.subscribe())
     }

@@ -47,8 +47,10 @@ pub(crate) struct SessionCore {
     cwd: PathBuf,
     /// The MCP servers of the request that opened the session.
     mcp_servers: Vec<McpServer>,
-    /// The client's system prompt the session was opened with (or kept from before).
-    system_prompt: Option<SystemPrompt>,
+    /// The client's system prompt the session was opened with (or kept from before), replaced
+    /// when the client reopens the live session with another; each turn reads it once, at its
+    /// start.
+    system_prompt: Mutex<Option<SystemPrompt>>,
     /// The session's host-defined slash commands.
     commands: Mutex<Vec<AvailableCommand>>,
     /// The facade's control of the session, once it serves it.
@@ -94,7 +96,7 @@ impl SessionCore {
             id,
             cwd,
             mcp_servers,
-            system_prompt,
+            system_prompt: Mutex::new(system_prompt),
             commands: Mutex::new(commands),
             control: Mutex::default(),
             hub: EventHub::continuing(subscriber_capacity, next_event),
@@ -112,8 +114,13 @@ impl SessionCore {
     }
 
     /// The client's system prompt, if the session has one.
-    pub(crate) fn system_prompt(&self) -> Option<&SystemPrompt> {
-        self.system_prompt.as_ref()
+    pub(crate) fn system_prompt(&self) -> Option<SystemPrompt> {
+        self.system_prompt.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the client's system prompt (the store's copy is the caller's to write first).
+    pub(crate) fn set_system_prompt(&self, system_prompt: SystemPrompt) {
+        *self.system_prompt.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(system_prompt);
     }
 
     /// The MCP servers of the `session/new`, `load` or `resume` that opened the session, in order.

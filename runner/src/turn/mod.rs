@@ -139,6 +139,8 @@ pub struct Turn {
     step: Mutex<Step>,
     /// The turn's tool calls as they stand.
     pub(crate) tools: Mutex<ToolCalls>,
+    /// The session's system prompt as the turn started.
+    system_prompt: Option<SystemPrompt>,
     next_call: AtomicU64,
 }
 
@@ -157,7 +159,9 @@ impl Turn {
         cancel: CancellationToken,
         client: Client,
     ) -> Self {
+        let system_prompt = session.system_prompt();
         Self {
+            system_prompt,
             session,
             command,
             loop_id: LoopId::new("main"),
@@ -267,7 +271,7 @@ impl Turn {
     /// the latest `load` or `resume` that carried one; kept in the store), when the turn runner
     /// [accepts system prompts](crate::TurnRunner::accepts_system_prompt).
     pub fn system_prompt(&self) -> Option<&SystemPrompt> {
-        self.session.system_prompt()
+        self.system_prompt.as_ref()
     }
 
     /// The system prompt for the model: `own` (the agent's) with the client's system prompt

@@ -11,6 +11,7 @@ use acp_facade::acp::{
     ContentBlock, IdleStateUpdate, IdleStopReason, MessageId, Notice, PlanEntry, PlanId, PlanRemoved, PlanUpdate,
     PlanUpdateContent, SessionId, SessionMessage, SessionMessageChunk, StateUpdate, StopReason, SubagentUpdate,
 };
+use acp_facade::client::Capabilities;
 use acp_facade::harness::{EventClass, EventKind};
 
 use super::Turn;
@@ -19,9 +20,14 @@ impl Turn {
     /// Shows the user a notice (`notice`, with its severity): information that is not part of the
     /// conversation. Sent only to a client that advertised `session.notices`; returns whether it
     /// was (`false`: nothing was sent, so say it another way if it matters).
+    ///
+    /// A notice needs a title: one without is not sent (`false`).
     pub async fn notice(&self, notice: Notice) -> bool {
-        self.emit(EventClass::Ephemeral, EventKind::Notice { notice: Box::new(notice) }).await;
-        self.client_capabilities().notices()
+        let received = notice_received(self.client_capabilities(), &notice);
+        if !notice.title.trim().is_empty() {
+            self.emit(EventClass::Ephemeral, EventKind::Notice { notice: Box::new(notice) }).await;
+        }
+        received
     }
 
     /// Creates or replaces the plan `plan_id` with `entries`, each with its current status
@@ -133,6 +139,12 @@ impl Subagent<'_> {
     fn message_id(&self) -> MessageId {
         MessageId::new(format!("{}-msg{}", self.turn.turn_id, self.turn.next_number()))
     }
+}
+
+/// Whether a client with `client` capabilities receives `notice` ([`Turn::notice`]'s answer): it
+/// advertised `session.notices`, and the notice has a title (one without is not sent).
+pub fn notice_received(client: &Capabilities, notice: &Notice) -> bool {
+    client.notices() && !notice.title.trim().is_empty()
 }
 
 /// The idle state's stop reason for a turn's `stop`.

@@ -49,6 +49,10 @@ impl TurnRunner for Turns {
             "plan" => {
                 turn.plan(acp_facade::acp::Plan::new(Vec::new())).await;
             }
+            "ask" => {
+                let answer = turn.ask_user("Your name?").await;
+                turn.text(format!("{answer:?}")).await;
+            }
             _ => {
                 turn.text("hi ").await;
                 turn.text("there").await;
@@ -161,17 +165,39 @@ async fn tools_plans_and_the_client_handle_speak_v2() {
     let id = client.prompt(&sid, "tool").await;
     client.response(&id).await;
     let asked = client.wait_for(|m| m["method"] == "session/request_permission").await;
-    assert_eq!(asked["params"]["title"], "Run ls");
+    assert_eq!(asked["params"]["title"], "Run ls?", "the gate's prompt copy");
     assert_eq!(asked["params"]["subject"]["type"], "tool_call");
     assert_eq!(asked["params"]["subject"]["toolCall"]["name"], "ls");
     client.respond(&asked["id"], json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}})).await;
     client.wait_for(|m| m.pointer("/params/update/state") == Some(&json!("idle"))).await;
-    client.take_backlog();
+    let states: Vec<Value> = client
+        .take_backlog()
+        .iter()
+        .chain(std::iter::once(&asked))
+        .filter_map(|m| m.pointer("/params/update/state").cloned())
+        .collect();
+    assert!(states.contains(&json!("requires_action")), "waiting for the user is `requires_action`: {states:?}");
     let (_, seen) = v2_turn(&mut client, &sid, "plan").await;
     assert!(seen.iter().any(|u| u["sessionUpdate"] == "plan_update" && u["plan"]["planId"] == "plan"));
     let (_, seen) = v2_turn(&mut client, &sid, "read").await;
     let chunk = seen.iter().find(|u| u["sessionUpdate"] == "agent_message_chunk").unwrap();
     assert_eq!(chunk["content"]["text"], "unsupported", "v2 has no client file system");
+}
+
+#[tokio::test]
+async fn a_v2_client_with_form_elicitation_is_asked_in_v2s_form() {
+    let runner = runner();
+    let mut client = TestClient::start_agent(runner.agent(runner.options().protocol_v2(true)));
+    let ask = json!({"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {"elicitation": {"form": {}}}});
+    assert_eq!(client.call_ok("initialize", ask).await["protocolVersion"], 2);
+    let sid = client.call_ok("session/new", json!({"cwd": "/tmp"})).await["sessionId"].as_str().unwrap().to_owned();
+    let id = client.prompt(&sid, "ask").await;
+    client.response(&id).await;
+    let asked = client.wait_for(|m| m["method"] == "elicitation/create").await;
+    assert_eq!(asked["params"]["mode"], "form");
+    client.respond(&asked["id"], json!({"action": {"action": "accept", "content": {"answer": "Ada"}}})).await;
+    let idle = client.wait_for(|m| m.pointer("/params/update/state") == Some(&json!("idle"))).await;
+    assert_eq!(idle["params"]["update"]["stopReason"], "end_turn");
 }
 
 #[tokio::test]

@@ -148,3 +148,19 @@ async fn a_turn_runner_that_does_not_accept_system_prompts_ignores_a_clients() {
         first.hang_up().await;
     }
 }
+
+#[tokio::test]
+async fn reopening_a_live_session_with_a_system_prompt_replaces_it_and_without_one_keeps_it() {
+    let store: Arc<dyn Store> = Arc::new(acp_facade_runner::MemoryStore::new());
+    let (mut client, _) = agent(store.clone(), true).await;
+    let result = client.call_ok("session/new", params(None, Some(system_prompt("append", "extra")))).await;
+    let sid = result["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(answer(&mut client, &sid).await, "own\nextra");
+    // Still live on the connection: re-attached, not reopened by the host.
+    reopen(&mut client, "session/resume", params(Some(&sid), Some(system_prompt("override", "only this")))).await;
+    assert_eq!(answer(&mut client, &sid).await, "only this");
+    reopen(&mut client, "session/load", params(Some(&sid), None)).await;
+    assert_eq!(answer(&mut client, &sid).await, "only this");
+    let stored = store.session(&SessionId::new(sid.as_str())).await.unwrap().unwrap();
+    assert_eq!(serde_json::to_value(stored.system_prompt).unwrap(), system_prompt("override", "only this"));
+}

@@ -90,8 +90,8 @@ fn schema_crate_version() -> &'static str {
 }
 
 /// The schema of `T` as published: draft 2020-12; a `$ref` never has siblings (they move into
-/// an `allOf` beside it, which every validator reads the same way); no boolean schemas but
-/// `additionalProperties: false`; `$defs` sorted by name; a `$comment` saying where it comes from.
+/// an `allOf` beside it, which every validator reads the same way); no boolean schemas (but a
+/// boolean `additionalProperties`); `$defs` sorted by name; a `$comment` saying where it comes from.
 fn schema_for<T: JsonSchema>(protocol_version: u16) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     // The variants of the untagged routing enums get their names as titles (`Agent`, `Request`,

@@ -46,6 +46,28 @@ pub(in super::super) async fn ended(agent: &AgentInner, session: &SessionId, out
     let _ = agent.peer().send_line(update_line(session, &idle)).await;
 }
 
+/// The turn waits for the user (a permission request): `requires_action`.
+pub(in super::super) async fn requires_action(agent: &AgentInner, session: &SessionId) {
+    let waiting = json!({ "sessionUpdate": "state_update", "state": "requires_action" });
+    let _ = agent.peer().send_line(update_line(session, &waiting)).await;
+}
+
+/// The user answered: the turn runs again.
+pub(in super::super) async fn running(agent: &AgentInner, session: &SessionId) {
+    let running = json!({ "sessionUpdate": "state_update", "state": "running" });
+    let _ = agent.peer().send_line(update_line(session, &running)).await;
+}
+
+/// A permission request's params with v2's prompt copy: `title` (the gate's); the writer's
+/// rewriter turns its tool call into the `subject`.
+pub(in super::super) fn permission_params(request: &crate::acp::RequestPermissionRequest, title: &str) -> Value {
+    let mut params = serde_json::to_value(request).unwrap_or_default();
+    if let Some(params) = params.as_object_mut() {
+        params.insert("title".to_owned(), json!(title));
+    }
+    params
+}
+
 /// The `replay_complete` marker of a replay of `session`.
 pub(in super::super) fn replay_complete_line(session: &SessionId) -> Vec<u8> {
     update_line(session, &json!({ "sessionUpdate": "replay_complete" }))

@@ -274,16 +274,18 @@ fn git_patch(path: &str, old: Option<&str>, new: &str) -> String {
     text
 }
 
-/// A permission request in v2's form, in place: the prompt's `title` (the tool call's) and the
-/// tool call as its `subject`.
+/// A permission request in v2's form, in place: the prompt's `title` (the gate's, which the core
+/// puts in; else the tool call's) and the tool call as its `subject`.
 fn permission_request(message: &mut Value) {
     let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else { return };
     let Some(mut tool_call) = params.remove("toolCall") else { return };
     if let Some(content) = tool_call.get_mut("content") {
         tool_call_content(content);
     }
-    let title = tool_call.get("title").and_then(Value::as_str).unwrap_or("Allow this tool call?").to_owned();
-    params.insert("title".to_owned(), json!(title));
+    if !params.contains_key("title") {
+        let title = tool_call.get("title").and_then(Value::as_str).unwrap_or("Allow this tool call?").to_owned();
+        params.insert("title".to_owned(), json!(title));
+    }
     params.insert("subject".to_owned(), json!({ "type": "tool_call", "toolCall": tool_call }));
 }
 

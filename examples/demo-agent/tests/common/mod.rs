@@ -1,6 +1,7 @@
 //! A client for the real `acp-facade-demo` binary: spawns it, speaks newline-delimited JSON-RPC
-//! over its stdin/stdout, and validates every message it reads against the pinned ACP schema
-//! (v1.21.0), so every test also checks "nothing but protocol on stdout".
+//! over its stdin/stdout, and validates every message it reads against the ACP schema generated
+//! from the wire types (`schema/v1/schema.json`), so every test also checks "nothing but protocol
+//! on stdout".
 //!
 //! Stdout is read by a thread into a small bounded queue: when the test stops taking messages,
 //! the thread stops reading and the pipe fills, which is how the back-pressure test stalls the
