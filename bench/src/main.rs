@@ -25,7 +25,9 @@
 //! or takes longer than `--timeout-s`) is reported as failed; the others go on.
 //!
 //! `acp-facade-bench stores …` compares the demo's session stores instead (see `stores`);
-//! `acp-facade-bench client …` measures calls to the client issued by a turn (see `client`).
+//! `acp-facade-bench client …` measures calls to the client issued by a turn (see `client`);
+//! `acp-facade-bench protocols …` measures the stream, echo and callback rows under ACP v1 and v2
+//! side by side (see `protocols`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line report")]
 #![allow(clippy::cast_precision_loss, reason = "counts and byte sizes shown as floating-point rates and MiB")]
@@ -38,6 +40,7 @@ use std::time::{Duration, Instant};
 
 mod binding_goals;
 mod client;
+mod protocols;
 mod stores;
 
 struct Config {
@@ -76,7 +79,8 @@ const USAGE: &str = "usage: acp-facade-bench [--runs R] [--chunks N] [--echo-tur
          [--callback-requests N] [--concurrency C] [--timeout-s S] [--raw PATH] [--agent NAME=COMMAND ...]
          [--callback NAME=COMMAND ...] [--floor NAME=COMMAND ...] [--markdown FILE] [--note TEXT ...]
        acp-facade-bench stores ...
-       acp-facade-bench client ...";
+       acp-facade-bench client ...
+       acp-facade-bench protocols ...";
 
 fn parse() -> Config {
     let mut config = Config {
@@ -812,6 +816,10 @@ fn main() {
     }
     if std::env::args().nth(1).as_deref() == Some("client") {
         client::main(std::env::args().skip(2));
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("protocols") {
+        protocols::main(std::env::args().skip(2));
         return;
     }
     let config = parse();
