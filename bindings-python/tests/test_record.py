@@ -134,7 +134,8 @@ def test_every_record_of_the_package_uses_record() -> None:
                 params = value.__dataclass_params__  # type: ignore[attr-defined]
                 assert not params.eq and not params.repr, f"{value.__qualname__} is a plain dataclass: use record"
                 assert "__eq__" in vars(value) and "__repr__" in vars(value), value.__qualname__
-    assert seen >= 50, seen
+    # (acp_facade.acp's wire types are no records: generated plain classes, scripts/generate-wire.)
+    assert seen >= 45, seen
 
 
 # ---- made at first use (acp_facade._record's module doc) ------------------------------------------
@@ -229,7 +230,7 @@ def test_every_record_is_the_dataclass_it_would_have_been() -> None:
     assert all(d.pop("made_by_instance") != d["frozen"] for d in by_instance.values()), by_instance
     assert not any(d.pop("made_by_instance") for d in by_fields.values())
     assert by_instance == by_fields
-    assert len(by_instance) >= 50
+    assert len(by_instance) >= 45  # the package's records, beside acp_facade.acp's plain classes
     records = {}
     for info in pkgutil.iter_modules(acp_facade.__path__):
         if info.name != "demo":
