@@ -3,7 +3,10 @@
 // edit; change the table and run the script. bindings-node/scripts/build.mjs splices this file into
 // bindings-node/src/header.d.ts (at its @wire line).
 
-/** ACP `_meta`: extra data attached to a message or value (for example a W3C `traceparent`), passed through as is. */
+/**
+ * ACP `_meta`: extra data attached to a message or value (for example a W3C `traceparent`), passed
+ * through as is.
+ */
 export type Meta = Record<string, unknown>
 
 /**
@@ -13,44 +16,46 @@ export type Meta = Record<string, unknown>
  */
 export interface TextContent {
   type: 'text'
-  /** Optional annotations that help clients decide how to display or route this content. */
-  annotations?: unknown
   /** Text payload carried by this content block. */
   text: string
+  /** Optional annotations that help clients decide how to display or route this content. */
+  annotations?: unknown
   _meta?: Meta | null
 }
 
 /**
- * An image: base64 `data` of type `mime_type`; accepted in a prompt when the agent advertises `PromptCapabilities.image`.
+ * An image: base64 `data` of type `mimeType`; accepted in a prompt when the agent advertises
+ * `promptCapabilities.image`.
  *
  * ACP `ImageContent`: An image provided to or from an LLM.
  */
 export interface ImageContent {
   type: 'image'
-  /** Optional annotations that help clients decide how to display or route this content. */
-  annotations?: unknown
   /** Base64-encoded media payload. */
   data: string
   /** MIME type describing the encoded media payload. */
   mimeType: string
   /** URI associated with this resource or media payload. */
   uri?: string | null
+  /** Optional annotations that help clients decide how to display or route this content. */
+  annotations?: unknown
   _meta?: Meta | null
 }
 
 /**
- * Audio: base64 `data` of type `mime_type`; accepted in a prompt when the agent advertises `PromptCapabilities.audio`.
+ * Audio: base64 `data` of type `mimeType`; accepted in a prompt when the agent advertises
+ * `promptCapabilities.audio`.
  *
  * ACP `AudioContent`: Audio provided to or from an LLM.
  */
 export interface AudioContent {
   type: 'audio'
-  /** Optional annotations that help clients decide how to display or route this content. */
-  annotations?: unknown
   /** Base64-encoded media payload. */
   data: string
   /** MIME type describing the encoded media payload. */
   mimeType: string
+  /** Optional annotations that help clients decide how to display or route this content. */
+  annotations?: unknown
   _meta?: Meta | null
 }
 
@@ -61,20 +66,20 @@ export interface AudioContent {
  */
 export interface ResourceLink {
   type: 'resource_link'
-  /** Optional annotations that help clients decide how to display or route this content. */
-  annotations?: unknown
+  /** URI associated with this resource or media payload. */
+  uri: string
+  /** Human-readable name shown for this protocol object. */
+  name: string
+  /** Optional display title for end-user UI. */
+  title?: string | null
   /** Optional human-readable details shown with this protocol object. */
   description?: string | null
   /** MIME type describing the encoded media payload. */
   mimeType?: string | null
-  /** Human-readable name shown for this protocol object. */
-  name: string
   /** Optional size of the linked resource in bytes, if known. */
   size?: number | null
-  /** Optional display title for end-user UI. */
-  title?: string | null
-  /** URI associated with this resource or media payload. */
-  uri: string
+  /** Optional annotations that help clients decide how to display or route this content. */
+  annotations?: unknown
   _meta?: Meta | null
 }
 
@@ -84,12 +89,12 @@ export interface ResourceLink {
  * ACP `TextResourceContents`: Text-based resource contents.
  */
 export interface TextResourceContents {
-  /** MIME type describing the encoded media payload. */
-  mimeType?: string | null
-  /** Text payload carried by this content block. */
-  text: string
   /** URI associated with this resource or media payload. */
   uri: string
+  /** Text payload carried by this content block. */
+  text: string
+  /** MIME type describing the encoded media payload. */
+  mimeType?: string | null
   _meta?: Meta | null
 }
 
@@ -99,26 +104,27 @@ export interface TextResourceContents {
  * ACP `BlobResourceContents`: Binary resource contents.
  */
 export interface BlobResourceContents {
+  /** URI associated with this resource or media payload. */
+  uri: string
   /** Base64-encoded bytes for a binary resource payload. */
   blob: string
   /** MIME type describing the encoded media payload. */
   mimeType?: string | null
-  /** URI associated with this resource or media payload. */
-  uri: string
   _meta?: Meta | null
 }
 
 /**
- * A resource whose contents the client embedded; accepted in a prompt when the agent advertises `PromptCapabilities.embedded_context`.
+ * A resource whose contents the client embedded; accepted in a prompt when the agent advertises
+ * `promptCapabilities.embeddedContext`.
  *
  * ACP `EmbeddedResource`: The contents of a resource, embedded into a prompt or tool call result.
  */
 export interface EmbeddedResource {
   type: 'resource'
-  /** Optional annotations that help clients decide how to display or route this content. */
-  annotations?: unknown
   /** Embedded resource payload, either text or binary data. */
   resource: TextResourceContents | BlobResourceContents
+  /** Optional annotations that help clients decide how to display or route this content. */
+  annotations?: unknown
   _meta?: Meta | null
 }
 
@@ -255,7 +261,8 @@ export interface HttpHeader {
 }
 
 /**
- * An MCP server the agent starts itself: `command` with `args` and `env`; every agent accepts these.
+ * An MCP server the agent starts itself: `command` with `args` and `env`; every agent accepts
+ * these.
  *
  * ACP `McpServerStdio`: Stdio transport configuration for MCP.
  */
@@ -273,7 +280,7 @@ export interface McpServerStdio {
 }
 
 /**
- * An MCP server over HTTP at `url`; accepted when the agent advertises `McpCapabilities.http`.
+ * An MCP server over HTTP at `url`; accepted when the agent advertises `mcpCapabilities.http`.
  *
  * ACP `McpServerHttp`: HTTP transport configuration for MCP.
  */
@@ -289,7 +296,8 @@ export interface McpServerHttp {
 }
 
 /**
- * An MCP server over server-sent events at `url`; accepted when the agent advertises `McpCapabilities.sse`.
+ * An MCP server over server-sent events at `url`; accepted when the agent advertises
+ * `mcpCapabilities.sse`.
  *
  * ACP `McpServerSse`: SSE transport configuration for MCP.
  */
@@ -305,7 +313,8 @@ export interface McpServerSse {
 }
 
 /**
- * An MCP server a client asked a session to use; `transport` (Python) or `type` (none: stdio) tells which.
+ * An MCP server a client asked a session to use; `transport` (Python) or `type` (none: stdio)
+ * tells which.
  *
  * ACP `McpServer`: Configuration for connecting to an MCP (Model Context Protocol) server.
  *
@@ -317,7 +326,10 @@ export interface McpServerSse {
 export type McpServer = McpServerStdio | McpServerHttp | McpServerSse
 
 /**
- * The client's system prompt for a session (`systemPrompt` on `session/new`, `session/load` or `session/resume`), given only to an agent that takes it (`sessionCapabilities.systemPrompt`). `mode` `"append"` puts it after the agent's own instructions, `"override"` instead of them; another value is a future or custom mode.
+ * The client's system prompt for a session (`systemPrompt` on `session/new`, `session/load` or
+ * `session/resume`), given only to an agent that takes it (`sessionCapabilities.systemPrompt`).
+ * `mode` `"append"` puts it after the agent's own instructions, `"override"` instead of them;
+ * another value is a future or custom mode.
  *
  * ACP `SystemPrompt`: Client-provided system-level instructions for a session.
  *
@@ -327,13 +339,6 @@ export type McpServer = McpServerStdio | McpServerHttp | McpServerSse
  * return an error instead of creating, loading, or resuming the session.
  */
 export interface SystemPrompt {
-  /**
-   * How the Agent combines `content` with its own instructions.
-   *
-   * Required. Agents MUST return an error for a mode they do not support rather than
-   * treating it as `append` or `override`.
-   */
-  mode: 'append' | 'override' | (string & {})
   /**
    * The system prompt content.
    *
@@ -346,11 +351,19 @@ export interface SystemPrompt {
    * `-32602` without creating, loading, or resuming the session.
    */
   content: ContentBlock[]
+  /**
+   * How the Agent combines `content` with its own instructions.
+   *
+   * Required. Agents MUST return an error for a mode they do not support rather than
+   * treating it as `append` or `override`.
+   */
+  mode: 'append' | 'override' | (string & {})
   _meta?: Meta | null
 }
 
 /**
- * How a notice is presented.
+ * How a notice is presented: a turn's notice takes these three (ACP reserves other values,
+ * `_`-prefixed ones for extensions).
  *
  * ACP `NoticeSeverity`: Severity hint for a session notice.
  *
@@ -412,7 +425,8 @@ export interface PlanEntry {
 }
 
 /**
- * An agent's plan: every entry with its current status. Each plan sent replaces the one before at the client, so send it whole as entries progress.
+ * An agent's plan: every entry with its current status. Each plan sent replaces the one before at
+ * the client, so send it whole as entries progress.
  *
  * ACP `Plan`: A checklist sent with the `plan` session update.
  *
@@ -446,7 +460,8 @@ export interface Cost {
 }
 
 /**
- * A host-defined slash command, advertised beside `compact` in `available_commands_update`; its input hint is shown while the user has typed no input.
+ * A host-defined slash command, advertised beside `compact` in `available_commands_update`; its
+ * input hint is shown while the user has typed no input.
  *
  * ACP `AvailableCommand`: Information about a command.
  */
@@ -473,10 +488,10 @@ export interface Diff {
   type: 'diff'
   /** The absolute file path being modified. */
   path: string
-  /** The original content (omitted or `null` for new files). */
-  oldText?: string | null
   /** The new content after modification. */
   newText: string
+  /** The original content (omitted or `null` for new files). */
+  oldText?: string | null
   _meta?: Meta | null
 }
 
@@ -497,7 +512,8 @@ export interface TerminalContent {
 }
 
 /**
- * An item of a tool call's content: a content block (wrapped as `{"type": "content", ...}`), a diff or a terminal.
+ * An item of a tool call's content: a content block (wrapped as `{"type": "content", ...}`), a
+ * diff or a terminal.
  *
  * ACP `ToolCallContent` (the variants this API takes): Content produced by a tool call.
  *
@@ -509,7 +525,8 @@ export interface TerminalContent {
 export type ToolCallContent = { type: 'content'; content: ContentBlock; _meta?: Meta | null } | Diff | TerminalContent
 
 /**
- * A file a tool call works on (absolute `path`), and optionally a 1-based `line`; the client can follow along.
+ * A file a tool call works on (absolute `path`), and optionally a 1-based `line`; the client can
+ * follow along.
  *
  * ACP `ToolCallLocation`: A file location being accessed or modified by a tool.
  *

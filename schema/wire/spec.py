@@ -21,14 +21,16 @@ class Record:
     """An object definition made a class (Python) and an interface (TypeScript).
 
     ``fields``: the wire names, in the order of the Python ``__init__`` parameters (``_meta`` is
-    the parameter ``meta``; a property left out is neither a Python field nor, unless
-    ``ts_all``, a TypeScript one). ``defaults``: a Python default (an expression; ``[]`` is a
+    the parameter ``meta``; a property left out is no Python field, while TypeScript declares every
+    property). ``defaults``: a Python default (an expression; ``[]`` is a
     fresh list) for a property the schema requires. ``lenient``: what ``from_json`` takes for a
     required property that is absent (an expression). ``always``: optional properties
     ``to_json`` writes even when ``None``. ``nested``: a Python field stored one level down on the
     wire, ``python name -> (wire key, inner key)``, its type that of the inner property.
     ``joined_text``: a read-only ``text`` property joining the text of the text blocks of that
-    field. ``note``: what the binding adds to the schema's description (both languages)."""
+    field. ``note``: what the binding adds to the schema's description (both languages: it names
+    wire keys, as the TypeScript types spell them). TypeScript lists ``fields`` first, then the
+    definition's other properties."""
 
     definition: str
     python: Optional[str]
@@ -40,7 +42,6 @@ class Record:
     always: Tuple[str, ...] = ()
     nested: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     joined_text: Optional[str] = None
-    ts_all: bool = True
     note: str = ""
 
 @dataclass(frozen=True)

@@ -28,12 +28,12 @@ ENTRIES = [
     Record(
         "ImageContent", "ImageContent", "ImageContent", ("data", "mimeType", "uri", "annotations", "_meta"),
         tag=Tag("type", "image", "type"),
-        note="An image: base64 ``data`` of type ``mime_type``; accepted in a prompt when the agent advertises ``PromptCapabilities.image``.",
+        note="An image: base64 ``data`` of type ``mimeType``; accepted in a prompt when the agent advertises ``promptCapabilities.image``.",
     ),
     Record(
         "AudioContent", "AudioContent", "AudioContent", ("data", "mimeType", "annotations", "_meta"),
         tag=Tag("type", "audio", "type"),
-        note="Audio: base64 ``data`` of type ``mime_type``; accepted in a prompt when the agent advertises ``PromptCapabilities.audio``.",
+        note="Audio: base64 ``data`` of type ``mimeType``; accepted in a prompt when the agent advertises ``promptCapabilities.audio``.",
     ),
     Record(
         "ResourceLink", "ResourceLink", "ResourceLink",
@@ -56,7 +56,7 @@ ENTRIES = [
     Record(
         "EmbeddedResource", "EmbeddedResource", "EmbeddedResource", ("resource", "annotations", "_meta"),
         tag=Tag("type", "resource", "type"),
-        note="A resource whose contents the client embedded; accepted in a prompt when the agent advertises ``PromptCapabilities.embedded_context``.",
+        note="A resource whose contents the client embedded; accepted in a prompt when the agent advertises ``promptCapabilities.embeddedContext``.",
     ),
     Union(
         "ContentBlock", "PromptBlock", "ContentBlock", "type",
@@ -98,12 +98,12 @@ ENTRIES = [
     Record(
         "McpServerHttp", "McpServerHttp", "McpServerHttp", ("name", "url", "headers", "_meta"),
         tag=Tag("transport", "http", "type"), defaults={"headers": "[]"}, lenient={"headers": "[]"},
-        note="An MCP server over HTTP at ``url``; accepted when the agent advertises ``McpCapabilities.http``.",
+        note="An MCP server over HTTP at ``url``; accepted when the agent advertises ``mcpCapabilities.http``.",
     ),
     Record(
         "McpServerSse", "McpServerSse", "McpServerSse", ("name", "url", "headers", "_meta"),
         tag=Tag("transport", "sse", "type"), defaults={"headers": "[]"}, lenient={"headers": "[]"},
-        note="An MCP server over server-sent events at ``url``; accepted when the agent advertises ``McpCapabilities.sse``.",
+        note="An MCP server over server-sent events at ``url``; accepted when the agent advertises ``mcpCapabilities.sse``.",
     ),
     Union(
         "McpServer", "McpServer", "McpServer", "type", ("McpServerStdio", "McpServerHttp", "McpServerSse"),
@@ -121,7 +121,10 @@ ENTRIES = [
         joined_text="content",
         note="The client's system prompt for a session (``systemPrompt`` on ``session/new``, ``session/load`` or ``session/resume``), given only to an agent that takes it (``sessionCapabilities.systemPrompt``). ``mode`` ``\"append\"`` puts it after the agent's own instructions, ``\"override\"`` instead of them; another value is a future or custom mode.",
     ),
-    StrEnum("NoticeSeverity", "NoticeSeverity", "NoticeSeverity", note="How a notice is presented."),
+    StrEnum(
+        "NoticeSeverity", "NoticeSeverity", "NoticeSeverity",
+        note="How a notice is presented: a turn's notice takes these three (ACP reserves other values, ``_``-prefixed ones for extensions).",
+    ),
     # ---- plans, costs, commands
     StrEnum("PlanEntryPriority", "PlanEntryPriority", "PlanEntryPriority", note="How important a plan entry is."),
     StrEnum("PlanEntryStatus", "PlanEntryStatus", "PlanEntryStatus", note="Where a plan entry stands."),

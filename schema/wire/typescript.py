@@ -5,6 +5,7 @@ schema: an interface per record, a union of string literals per enum, a type ali
 
 from __future__ import annotations
 
+import textwrap
 from typing import Dict, List
 
 from .names import paragraphs
@@ -84,7 +85,10 @@ class TypeScriptWriter:
         lines.append(f"export interface {entry.ts} {{")
         if entry.tag:
             lines.append(f"  type{'?: undefined' if entry.tag.wire is None else f': {chr(39)}{entry.tag.value}{chr(39)}'}")
-        for prop, member in zip(props, self.members(entry.definition)):
+        first = [entry.nested[f][0] if f in entry.nested else f for f in entry.fields]
+        rank = {wire: i for i, wire in enumerate(first)}
+        pairs = sorted(zip(props, self.members(entry.definition)), key=lambda pair: rank.get(pair[0].wire, len(first)))
+        for prop, member in pairs:
             if prop.wire != "_meta" and prop.description:
                 lines.append(_doc(prop.description, "  "))
             lines.append(f"  {member}")
@@ -127,7 +131,7 @@ class TypeScriptWriter:
 
 def _ts(text: str) -> str:
     """A note written for both languages, in TypeScript's doc style (Markdown code, not RST)."""
-    return text.replace("``", "`")
+    return textwrap.fill(text.replace("``", "`"), 96, break_on_hyphens=False, break_long_words=False)
 
 
 def _doc(text: str, pad: str) -> str:

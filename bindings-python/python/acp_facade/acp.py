@@ -115,8 +115,8 @@ class TextContent:
 
 
 class ImageContent:
-    """An image: base64 ``data`` of type ``mime_type``; accepted in a prompt when the agent advertises
-    ``PromptCapabilities.image``.
+    """An image: base64 ``data`` of type ``mimeType``; accepted in a prompt when the agent advertises
+    ``promptCapabilities.image``.
 
     ACP ``ImageContent`` (``{"type": "image"}``): An image provided to or from an LLM.
 
@@ -197,8 +197,8 @@ class ImageContent:
 
 
 class AudioContent:
-    """Audio: base64 ``data`` of type ``mime_type``; accepted in a prompt when the agent advertises
-    ``PromptCapabilities.audio``.
+    """Audio: base64 ``data`` of type ``mimeType``; accepted in a prompt when the agent advertises
+    ``promptCapabilities.audio``.
 
     ACP ``AudioContent`` (``{"type": "audio"}``): Audio provided to or from an LLM.
 
@@ -522,7 +522,7 @@ def _embedded_resource_resource_from_json(data: Dict[str, Any]) -> Union[TextRes
 
 class EmbeddedResource:
     """A resource whose contents the client embedded; accepted in a prompt when the agent advertises
-    ``PromptCapabilities.embedded_context``.
+    ``promptCapabilities.embeddedContext``.
 
     ACP ``EmbeddedResource`` (``{"type": "resource"}``): The contents of a resource, embedded into a prompt or tool call result.
 
@@ -855,7 +855,7 @@ class McpServerStdio:
 
 
 class McpServerHttp:
-    """An MCP server over HTTP at ``url``; accepted when the agent advertises ``McpCapabilities.http``.
+    """An MCP server over HTTP at ``url``; accepted when the agent advertises ``mcpCapabilities.http``.
 
     ACP ``McpServerHttp`` (``{"type": "http"}``): HTTP transport configuration for MCP.
 
@@ -931,7 +931,7 @@ class McpServerHttp:
 
 class McpServerSse:
     """An MCP server over server-sent events at ``url``; accepted when the agent advertises
-    ``McpCapabilities.sse``.
+    ``mcpCapabilities.sse``.
 
     ACP ``McpServerSse`` (``{"type": "sse"}``): SSE transport configuration for MCP.
 
@@ -1157,7 +1157,8 @@ class SystemPrompt:
 
 
 class NoticeSeverity(str, Enum):
-    """How a notice is presented.
+    """How a notice is presented: a turn's notice takes these three (ACP reserves other values,
+    ``_``-prefixed ones for extensions).
 
     ACP ``NoticeSeverity``: Severity hint for a session notice.
 
