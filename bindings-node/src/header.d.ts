@@ -385,10 +385,20 @@ export type Authenticator = Pick<Host, 'authMethods' | 'requiresAuthentication' 
   authenticate(methodId: string): MaybePromise<void>
 }
 
+/**
+ * What `runTurn` returns: why the turn stopped (nothing is `"end_turn"`), or a Promise of it. A
+ * value returned directly, or a method whose return type is written out (`Promise<StopReason>`), is
+ * checked against `StopReason`. A Promise may hold any string as far as TypeScript knows: an `async`
+ * method of a class that implements `TurnRunner` gets no type from the interface, so TypeScript
+ * infers `Promise<string>` for `async runTurn(turn) { return 'end_turn' }`; a string that is no stop
+ * reason then fails the turn when it arrives.
+ */
+export type TurnOutcome = StopReason | undefined | void | Promise<StopReason | undefined | void | (string & {})>
+
 /** The turn runner (`acp_facade_runner::TurnRunner`): how one turn runs, plus optional hooks. */
 export interface TurnRunner {
   /** Runs one turn; resolve with why it stopped (`undefined` is `"end_turn"`), throw to fail it (-32603, or an `AcpError`'s code). */
-  runTurn(turn: Turn): MaybePromise<StopReason | undefined | void>
+  runTurn(turn: Turn): TurnOutcome
   /** The config options of a new session with their initial values. */
   configOptions?(): MaybePromise<SessionConfigOption[]>
   /** The host-defined slash commands every session starts with, advertised beside `compact`; a prompt `/name input` naming one runs with `turn.command` set. */

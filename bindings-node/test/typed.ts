@@ -24,6 +24,29 @@ const turns: TurnRunner = {
   compact: async ({ sessionId }) => void sessionId,
 }
 
+// An `async runTurn` TypeScript types itself: a class method (no interface types it, so it returns
+// Promise<string>) and an object literal's method; a stop reason returned directly is checked.
+class ClassRunner implements TurnRunner {
+  async runTurn(turn: Turn) {
+    await turn.text('hi')
+    return 'end_turn'
+  }
+}
+const literalRunner: TurnRunner = {
+  async runTurn(turn: Turn) {
+    await turn.text('hi')
+    return 'max_tokens'
+  },
+}
+const syncRunner: TurnRunner = { runTurn: () => 'refusal' }
+// @ts-expect-error: no stop reason, returned directly
+const wrongSync: TurnRunner = { runTurn: () => 'end_turnn' }
+const wrongAnnotated: TurnRunner = {
+  // @ts-expect-error: no stop reason, where the method's return type says StopReason
+  async runTurn(): Promise<StopReason> { return 'end_turnn' },
+}
+void [new Runner(new MemoryStore(), new ClassRunner()), literalRunner, syncRunner, wrongSync, wrongAnnotated]
+
 const options: AgentOptions = { agentName: 'x', maxPageSize: 10, cancelGraceMs: 100 }
 const runner = new Runner(SqliteStore.open(':memory:'), turns)
 const fromRunner: Agent = runner.agent(options)
