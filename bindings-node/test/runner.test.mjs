@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 
-import { chunkText, spawnAgent, textPrompt } from './support/client.mjs'
+import { chunkText, serveInProcess, spawnAgent, textPrompt } from './support/client.mjs'
 
 const dirs = []
 function tempStore() {
@@ -483,4 +483,30 @@ describe('demo agent on the Node turn runner: the lines of issue 34', () => {
       assert.deepEqual(turnUpdates(agent, sessionId), [])
     })
   })
+})
+
+test('runTurn resolving a string: a stop reason ends the turn with it; another fails it, named', async () => {
+  // What a class's `async runTurn` may resolve with as far as TypeScript knows (`TurnOutcome`:
+  // a Promise of any string), checked when it arrives.
+  const { Runner, MemoryStore } = await import('acp-facade')
+  class Stops {
+    async runTurn(turn) {
+      const text = turn.prompt.map((b) => b.text).join('')
+      return text
+    }
+  }
+  const conn = serveInProcess(new Runner(new MemoryStore(), new Stops()).agent())
+  try {
+    await conn.connection.initialize({ protocolVersion: 1, clientCapabilities: {} })
+    const { sessionId } = await newSession(conn)
+    assert.equal((await conn.connection.prompt(textPrompt(sessionId, 'max_tokens'))).stopReason, 'max_tokens')
+    await assert.rejects(conn.connection.prompt(textPrompt(sessionId, 'end_turnn')), (e) => {
+      assert.equal(e.code, -32603)
+      assert.match(e.message, /stop reason/, e.message)
+      return true
+    })
+    assert.equal((await conn.connection.prompt(textPrompt(sessionId, 'end_turn'))).stopReason, 'end_turn')
+  } finally {
+    await conn.end()
+  }
 })
