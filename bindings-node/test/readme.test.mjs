@@ -1,9 +1,11 @@
 // The README's Node snippets — the quick start, and "read a file and run a command through the
-// editor" — each run as an agent under the official ACP TypeScript client, from a project of its
+// editor" — each typechecked as TypeScript (`tsc --noEmit --strict` against the package's types),
+// and each run as an agent under the official ACP TypeScript client, from a project of its
 // own whose node_modules/acp-facade is this checkout (as `npm install` of it would link it). The other README snippets are checked in their own languages: bindings-python/tests/
 // test_readme.py says where.
 
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -26,6 +28,53 @@ function blocks(language) {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
   return [...readme.matchAll(/^```([\w-]+)[^\n]*\n([\s\S]*?)^```$/gm)].filter((m) => m[1] === language).map((m) => m[2])
 }
+
+/** `tsc --noEmit` (strict) over `files` (name -> text) in a project of its own; tsc's status and output. */
+function typecheck(files) {
+  const dir = mkdtempSync(join(tmpdir(), 'acp-facade-readme-tsc-'))
+  try {
+    mkdirSync(join(dir, 'node_modules'))
+    symlinkSync(ROOT, join(dir, 'node_modules', 'acp-facade'), 'dir')
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'readme-types', private: true, type: 'module' }))
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text)
+    const compilerOptions = {
+      target: 'ES2022',
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true, // the package's declarations: tsc -p tsconfig.json checks them
+      lib: ['ES2022'],
+      types: ['node'],
+      typeRoots: [join(ROOT, 'node_modules/@types')],
+    }
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: Object.keys(files) }))
+    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
+    const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' })
+    return { status: result.status, output: `${result.stdout}${result.stderr}` }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+test('the Node snippets typecheck as TypeScript against the package types', () => {
+  const snippets = blocks('js')
+  assert.equal(snippets.length, 2)
+  // As .mts files: TypeScript, with the snippets' JavaScript as it stands (a runner's `turn` typed
+  // by `new Runner`'s parameter).
+  const files = Object.fromEntries(snippets.map((text, i) => [`snippet${i}.mts`, text]))
+  const { status, output } = typecheck(files)
+  assert.equal(status, 0, output)
+  // The check has teeth: a misspelt Turn method in each snippet is an error, at its line.
+  const broken = Object.fromEntries(Object.entries(files).map(([name, text]) => [name, text.replace('turn.text(', 'turn.txt(')]))
+  const misspelt = typecheck(broken)
+  assert.notEqual(misspelt.status, 0, 'a misspelt method went unnoticed')
+  for (const [name, text] of Object.entries(files)) {
+    assert.ok(text.includes('turn.text('), name)
+    const line = text.slice(0, text.indexOf('turn.text(')).split('\n').length
+    assert.match(misspelt.output, new RegExp(`${name}\\(${line},\\d+\\): error TS2551: Property 'txt' does not exist on type 'Turn'`))
+  }
+})
 
 test('the Node quick start serves the official client', async () => {
   const [snippet, editorSnippet, ...more] = blocks('js')
