@@ -401,14 +401,14 @@ class PythonWriter:
             "",
             "if TYPE_CHECKING:  # the type aliases, made at run time when first looked up (`__getattr__`, at the end)",
             f"    {meta_name} = {meta_expr}",
-            _docstring(meta_note, 4),
+            _docstring(_fill(meta_note), 4),
         ]
         names = tuple(name for name, _, _ in self.aliases)
         tail = [
             "if not TYPE_CHECKING:",
             "",
             "    def _make_aliases() -> Dict[str, Any]:",
-            "        from typing import Any, Dict, List, Optional, Union",
+            "        from typing import " + ", ".join(n for n in ("Any", "Dict", "List", "Optional", "Union") if any(n + "[" in e or n + "]" in e or ", " + n in e for _, e, _ in self.aliases)),
             "",
             *[f"        {name} = {expression}" for name, expression, _ in self.aliases],
             "        return {" + ", ".join(f'"{n}": {n}' for n in names) + "}",

@@ -59,7 +59,9 @@ __all__ = [
 
 if TYPE_CHECKING:  # the type aliases, made at run time when first looked up (`__getattr__`, at the end)
     Meta = Dict[str, Any]
-    """ACP ``_meta``: extra data attached to a message or value (for example a W3C ``traceparent``), passed through as is."""
+    """ACP ``_meta``: extra data attached to a message or value (for example a W3C ``traceparent``),
+    passed through as is.
+    """
 
 
 class TextContent:
@@ -1676,7 +1678,7 @@ class ToolCallLocation:
 if not TYPE_CHECKING:
 
     def _make_aliases() -> Dict[str, Any]:
-        from typing import Any, Dict, List, Optional, Union
+        from typing import Any, Dict, Union
 
         Meta = Dict[str, Any]
         PromptBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
