@@ -325,8 +325,10 @@ __all__ = [
 
 
 def bind_type_hints() -> None:
-    """Makes ``typing.get_type_hints`` — and pydantic, cattrs, typeguard, ... — read every class and
-    function of the package from now on.
+    """Makes ``typing.get_type_hints`` — and what is built on it: typeguard, and pydantic and cattrs
+    for the records, which are dataclasses — read every class and function of the package from now
+    on. (The wire types of :mod:`acp_facade.acp` are plain classes, which pydantic does not take
+    apart: their ``to_json()``/``from_json()`` convert them.)
 
     The package imports its typing names (``Optional``, ``Any``, its type aliases) for type
     checkers only, so that an agent starts without importing :mod:`typing`. They are bound by
