@@ -4,12 +4,26 @@ enums, the unions' ``from_json`` functions and type aliases, ``tool_content_json
 
 The module it writes imports neither :mod:`typing` nor :mod:`dataclasses` (an agent's start-up
 imports neither: ARCHITECTURE.md, "Start-up (Python)"): typing names are imported for type
-checkers only, and the type aliases are made when first looked up (``_hints.aliases``)."""
+checkers only, and the type aliases are made when first looked up (``_hints.aliases``).
+
+What each field becomes:
+
+- ``__init__``: a required property is a parameter without a default unless the table gives one
+  (``[]``: a fresh list, the parameter ``None`` by default); an optional one defaults to the
+  schema's ``default`` or ``None``.
+- ``to_json``: required properties, those in the table's ``always`` and those with a non-null
+  default are always written; the others when not ``None``. Records and unions by their
+  ``to_json()``, enums by value, lists item by item, ``meta`` copied.
+- ``from_json``: a required property is read with ``data[key]`` (strings and numbers converted
+  with ``str``/``float``), or with the table's ``lenient`` value when absent; an optional one with
+  ``data.get(key)``.
+"""
 
 from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from .names import member, paragraphs, snake
@@ -31,6 +45,19 @@ extra data a client or agent attaches, passed through as is.
 """'''
 
 PRIMS = {"string": "str", "boolean": "bool", "integer": "int", "number": "float", "object": "Dict[str, Any]"}
+TYPING_NAMES = ("Any", "Dict", "List", "Optional", "Union")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a class: its Python name, its wire key (``_meta``; for a nested field its own
+    name) and property, its annotation and ``__init__`` default (an expression, or ``None``)."""
+
+    py: str
+    wire: str
+    prop: Property
+    kind: str
+    default: Optional[str]
 
 
 class PythonWriter:
@@ -42,11 +69,21 @@ class PythonWriter:
         self.enums: Dict[str, StrEnum] = {e.definition: e for e in entries if isinstance(e, StrEnum) and e.python}
         self.unions: Dict[str, Union] = {e.definition: e for e in entries if isinstance(e, Union)}
         self.opaque = {e.definition for e in entries if isinstance(e, Opaque)}
-        self.exported: List[str] = []
-        # (name, expression): for type checkers and, made when looked up, at run time.
+        self.exported: List[str] = [meta.python]
+        # (name, expression, doc): for type checkers, and made when looked up at run time.
         self.aliases: List[Tuple[str, str, str]] = [(meta.python, "Dict[str, Any]", meta.note)]
 
     # ---- types
+
+    def python_name(self, definition: str) -> str:
+        """The class (or alias) a definition the table makes is called in Python."""
+        name = (self.records.get(definition) or self.enums.get(definition) or self.unions.get(definition))
+        if name is None or not name.python:
+            raise SystemExit(f"generate-wire: the table makes no Python type of {definition}")
+        return name.python
+
+    def union_of(self, union: Union) -> str:
+        return "Union[" + ", ".join(self.python_name(m) for m in union.members) + "]"
 
     def annotation(self, kind: Type) -> str:
         kind = self.schema.resolve(kind)
@@ -56,22 +93,14 @@ class PythonWriter:
             return f"List[{self.annotation(kind.item)}]"
         if isinstance(kind, Ref):
             name = kind.definition
-            if name in self.records:
-                return self.records[name].python  # type: ignore[return-value]
-            if name in self.enums:
-                return self.enums[name].python  # type: ignore[return-value]
+            if name in self.records or name in self.enums:
+                return self.python_name(name)
             if name in self.unions:
-                union = self.unions[name]
-                if union.python:
-                    return union.python
-                return "Union[" + ", ".join(self.records[m].python for m in union.members) + "]"  # type: ignore[misc]
+                return self.unions[name].python or self.union_of(self.unions[name])
             if name in self.opaque:
                 return "Any"
-            try:
-                self.schema.enum(name)
+            if self.schema.is_enum(name):
                 return "str"  # an open enum the table does not make a class
-            except SystemExit:
-                pass
             raise SystemExit(f"generate-wire: {name} has no Python type: add it to the table")
         return "Any"
 
@@ -85,7 +114,7 @@ class PythonWriter:
             if kind.definition in self.records or kind.definition in self.unions:
                 return f"{value}.to_json()"
             if kind.definition in self.enums:
-                return f"{self.enums[kind.definition].python}({value}).value"
+                return f"{self.python_name(kind.definition)}({value}).value"
         return value
 
     def from_wire(self, kind: Type, value: str, required: bool) -> str:
@@ -96,278 +125,287 @@ class PythonWriter:
             return f"list({value})" if item == "item" else f"[{item} for item in {value}]"
         if isinstance(kind, Ref):
             name = kind.definition
-            if name in self.records:
-                return f"{self.records[name].python}.from_json({value})"
+            if name in self.records or name in self.enums:
+                suffix = ".from_json" if name in self.records else ""
+                return f"{self.python_name(name)}{suffix}({value})"
             if name in self.unions:
                 return f"{self.unions[name].from_json}({value})"
-            if name in self.enums:
-                return f"{self.enums[name].python}({value})"
         if isinstance(kind, Prim) and required and kind.name in ("string", "number"):
             return f"{PRIMS[kind.name]}({value})"
         return value
 
-    # ---- entries
+    # ---- records
+
+    def fields(self, entry: Record) -> List[Field]:
+        props = {p.wire: p for p in self.schema.properties(entry.definition)}
+        out = []
+        for wire in entry.fields:
+            if wire == "_meta":
+                out.append(Field("meta", wire, props[wire], f"Optional[{self.meta.python}]", "None"))
+                continue
+            if wire in entry.nested:
+                outer, inner = entry.nested[wire]
+                found = self.schema.property(self.schema.object_of(props[outer].type), inner)
+                prop = Property(wire, False, True, found.type, found.description, None)
+                py = wire
+            elif wire in props:
+                prop, py = props[wire], snake(wire)
+            else:
+                raise SystemExit(f"generate-wire: {entry.definition} has no property {q(wire)}")
+            kind = self.annotation(prop.type)
+            default = entry.defaults.get(wire)
+            if default is None and not prop.required:
+                default = repr(prop.default) if prop.default is not None else "None"
+            if default == "None" and kind != "Any" and not kind.startswith("Optional["):
+                kind = f"Optional[{kind}]"
+            out.append(Field(py, wire, prop, kind, default))
+        return out
 
     def record(self, entry: Record) -> List[str]:
         name = entry.python
         assert name
-        props = {p.wire: p for p in self.schema.properties(entry.definition)}
-        fields: List[Tuple[str, str, Optional[Property]]] = []  # (python name, wire, property)
-        for wire in entry.fields:
-            if wire in entry.nested:
-                outer, inner = entry.nested[wire]
-                target = self.schema.properties(entry.definition)
-                prop = next(p for p in target if p.wire == outer)
-                inner_def = self._object_of(prop.type)
-                inner_prop = self.schema.property(inner_def, inner)
-                fields.append((wire, wire, Property(wire, False, True, inner_prop.type, inner_prop.description, None)))
-                continue
-            if wire not in props:
-                raise SystemExit(f"generate-wire: {entry.definition} has no property {q(wire)}")
-            fields.append((snake(wire), wire, props[wire]))
-
-        params, body, annotations, docs = [], [], [], []
-        for py, wire, prop in fields:
-            assert prop is not None
-            if wire == "_meta":
-                kind, default = f"Optional[{self.meta.python}]", "None"
-                docs.append(f"``meta``: ACP ``_meta``, passed through as is.")
-            else:
-                kind = self.annotation(prop.type)
-                default = entry.defaults.get(wire)
-                if default is None and not prop.required:
-                    default = repr(prop.default) if prop.default is not None else "None"
-                if default == "None" and kind != "Any" and not kind.startswith("Optional["):
-                    kind = f"Optional[{kind}]"
-                on_wire = ".".join(entry.nested[wire]) if wire in entry.nested else wire
-                label = f"``{py}``" + ("" if on_wire == py else f" (``{on_wire}``)")
-                docs.append(f"{label}: {_hang(prop.description)}")
-            annotations.append(f"    {py}: {kind}")
-            if default == "[]":
-                params.append(f"{py}: Optional[{kind}] = None")
-                body.append(f"        self.{py} = [] if {py} is None else {py}")
-            else:
-                params.append(f"{py}: {kind}" + (f" = {default}" if default is not None else ""))
-                body.append(f"        self.{py} = {py}")
-
-        doc = paragraphs(
-            _fill(entry.note),
-            f"ACP ``{entry.definition}``" + (f" (``{{\"{entry.tag.wire}\": \"{entry.tag.value}\"}}``)" if entry.tag and entry.tag.wire else "") + ": " + self.schema.description(entry.definition),
-            "Fields:\n\n" + "\n".join("- " + d for d in docs),
-        )
-        names = [py for py, _, _ in fields]
-        lines = [f"class {name}:", _docstring(doc, 4), ""]
-        lines.append(f"    __slots__ = ({', '.join(q(n) for n in names)}{',' if len(names) == 1 else ''})")
-        lines.append(f"    __match_args__ = ({', '.join(q(n) for n in names)}{',' if len(names) == 1 else ''})")
+        fields = self.fields(entry)
+        names = [f.py for f in fields]
+        lines = [f"class {name}:", _docstring(self.record_doc(entry, fields), 4), ""]
+        lines.append(f"    __slots__ = {_tuple(names)}")
+        lines.append(f"    __match_args__ = {_tuple(names)}")
         if entry.tag:
             lines.append(f"    {entry.tag.attr}: ClassVar[str] = {q(entry.tag.value)}")
-        lines += annotations
-        lines += [""] + _call("    def __init__(", ["self", *params], ") -> None:") + body
-
-        # ==, repr
-        mine = ", ".join(f"self.{n}" for n in names) + ("," if len(names) == 1 else "")
-        theirs = ", ".join(f"other.{n}" for n in names) + ("," if len(names) == 1 else "")
-        lines += [
-            "",
-            "    def __eq__(self, other: object) -> bool:",
-            f"        if not isinstance(other, {name}) or other.__class__ is not self.__class__:",
-            "            return NotImplemented",
-            *_call("        return (", [f"self.{n}" for n in names], f") == ({theirs})" if len(names) < 4 else ") == (", trailing=len(names) == 1),
-            *([] if len(names) < 4 else [f"            other.{n}," for n in names] + ["        )"]),
-            "",
-            "    def __repr__(self) -> str:",
-            "        return (",
-            f"            f\"{{self.__class__.__qualname__}}(\"",
-        ]
-        for i, n in enumerate(names):
-            sep = ", " if i < len(names) - 1 else ")"
-            lines.append(f"            f\"{n}={{self.{n}!r}}{sep}\"")
-        lines.append("        )")
-
+        lines += [f"    {f.py}: {f.kind}" for f in fields]
+        lines += [""] + self.init(fields)
+        lines += [""] + self.eq(name, names)
+        lines += [""] + self.repr(names)
         if entry.joined_text:
             lines += [
                 "",
                 "    @property",
                 "    def text(self) -> str:",
                 f'        """The text of its text blocks (``{entry.joined_text}``), joined."""',
-                f"        return \"\".join(block.text for block in self.{snake(entry.joined_text)} if isinstance(block, TextContent))",
+                f'        return "".join(block.text for block in self.{snake(entry.joined_text)} if isinstance(block, TextContent))',
             ]
+        lines += [""] + self.to_json(entry, fields)
+        lines += [""] + self.from_json(entry, name, fields)
+        self.exported.append(name)
+        return lines
 
-        # to_json
-        first, later = [], []
+    def record_doc(self, entry: Record, fields: List[Field]) -> str:
+        docs = []
+        for f in fields:
+            if f.wire == "_meta":
+                docs.append("``meta``: ACP ``_meta``, passed through as is.")
+                continue
+            on_wire = ".".join(entry.nested[f.wire]) if f.wire in entry.nested else f.wire
+            label = f"``{f.py}``" + ("" if on_wire == f.py else f" (``{on_wire}``)")
+            docs.append(f"{label}: {_hang(f.prop.description)}")
+        tag = f' (``{{"{entry.tag.wire}": "{entry.tag.value}"}}``)' if entry.tag and entry.tag.wire else ""
+        return paragraphs(
+            _fill(entry.note),
+            f"ACP ``{entry.definition}``{tag}: " + self.schema.description(entry.definition),
+            "Fields:\n\n" + "\n".join("- " + d for d in docs),
+        )
+
+    def init(self, fields: List[Field]) -> List[str]:
+        params, body = ["self"], []
+        for f in fields:
+            if f.default == "[]":  # a fresh list each time
+                params.append(f"{f.py}: Optional[{f.kind}] = None")
+                body.append(f"        self.{f.py} = [] if {f.py} is None else {f.py}")
+            else:
+                params.append(f"{f.py}: {f.kind}" + (f" = {f.default}" if f.default is not None else ""))
+                body.append(f"        self.{f.py} = {f.py}")
+        return _call("    def __init__(", params, ") -> None:") + body
+
+    def eq(self, name: str, names: List[str]) -> List[str]:
+        lines = [
+            "    def __eq__(self, other: object) -> bool:",
+            f"        if not isinstance(other, {name}) or other.__class__ is not self.__class__:",
+            "            return NotImplemented",
+        ]
+        theirs = ", ".join(f"other.{n}" for n in names) + ("," if len(names) == 1 else "")
+        if len(names) < 4:
+            return lines + _call("        return (", [f"self.{n}" for n in names], f") == ({theirs})", trailing=len(names) == 1)
+        return lines + _call("        return (", [f"self.{n}" for n in names], ") == (") + [f"            other.{n}," for n in names] + ["        )"]
+
+    def repr(self, names: List[str]) -> List[str]:
+        lines = ["    def __repr__(self) -> str:", "        return (", '            f"{self.__class__.__qualname__}("']
+        for i, n in enumerate(names):
+            lines.append(f'            f"{n}={{self.{n}!r}}' + (", " if i < len(names) - 1 else ")") + '"')
+        return lines + ["        )"]
+
+    def to_json(self, entry: Record, fields: List[Field]) -> List[str]:
+        first, later = [], []  # entries of the dict literal; statements adding keys
         if entry.tag and entry.tag.wire:
             first.append(f"{q(entry.tag.wire)}: self.{entry.tag.attr}")
-        for py, wire, prop in fields:
-            assert prop is not None
-            if wire == "_meta":
-                later += [f"        if self.meta is not None:", f"            out[\"_meta\"] = dict(self.meta)"]
-            elif wire in entry.nested:
-                outer, inner = entry.nested[wire]
-                later += [f"        if self.{py} is not None:", f"            out[{q(outer)}] = {{{q(inner)}: self.{py}}}"]
-            elif prop.required or wire in entry.always or (prop.default is not None and not prop.nullable):
-                first.append(f"{q(wire)}: {self.to_wire(prop.type, 'self.' + py)}")
+        for f in fields:
+            prop = f.prop
+            if f.wire == "_meta":
+                later += ["        if self.meta is not None:", '            out["_meta"] = dict(self.meta)']
+            elif f.wire in entry.nested:
+                outer, inner = entry.nested[f.wire]
+                later += [f"        if self.{f.py} is not None:", f"            out[{q(outer)}] = {{{q(inner)}: self.{f.py}}}"]
+            elif prop.required or f.wire in entry.always or (prop.default is not None and not prop.nullable):
+                first.append(f"{q(f.wire)}: {self.to_wire(prop.type, 'self.' + f.py)}")
             else:
-                later += [f"        if self.{py} is not None:", f"            out[{q(wire)}] = {self.to_wire(prop.type, 'self.' + py)}"]
-        lines += ["", "    def to_json(self) -> Dict[str, Any]:", '        """The ACP wire form."""']
-        if later:
-            lines += _call("        out: Dict[str, Any] = {", first, "}") + later + ["        return out"]
-        else:
-            lines += _call("        return {", first, "}")
+                value = self.to_wire(prop.type, "self." + f.py)
+                later += [f"        if self.{f.py} is not None:", f"            out[{q(f.wire)}] = {value}"]
+        lines = ["    def to_json(self) -> Dict[str, Any]:", '        """The ACP wire form."""']
+        if not later:
+            return lines + _call("        return {", first, "}")
+        return lines + _call("        out: Dict[str, Any] = {", first, "}") + later + ["        return out"]
 
-        # from_json
+    def from_json(self, entry: Record, name: str, fields: List[Field]) -> List[str]:
         args = []
-        for py, wire, prop in fields:
-            assert prop is not None
-            if wire == "_meta":
+        for f in fields:
+            prop, key = f.prop, q(f.wire)
+            if f.wire == "_meta":
                 args.append('data.get("_meta")')
-            elif wire in entry.nested:
-                outer, inner = entry.nested[wire]
+            elif f.wire in entry.nested:
+                outer, inner = entry.nested[f.wire]
                 args.append(f"(data.get({q(outer)}) or {{}}).get({q(inner)})")
-            elif wire in entry.lenient:
-                raw = f"data.get({q(wire)}) or ()" if isinstance(self.schema.resolve(prop.type), Array) else f"data.get({q(wire)}, {entry.lenient[wire]})"
+            elif f.wire in entry.lenient:
+                is_list = isinstance(self.schema.resolve(prop.type), Array)
+                raw = f"data.get({key}) or ()" if is_list else f"data.get({key}, {entry.lenient[f.wire]})"
                 args.append(self.from_wire(prop.type, raw, True))
             elif prop.required:
-                args.append(self.from_wire(prop.type, f"data[{q(wire)}]", True))
+                args.append(self.from_wire(prop.type, f"data[{key}]", True))
             elif prop.default is not None:
-                args.append(f"data.get({q(wire)}, {prop.default!r})")
+                args.append(f"data.get({key}, {prop.default!r})")
             else:
-                converted = self.from_wire(prop.type, f"data[{q(wire)}]", False)
-                if converted == f"data[{q(wire)}]":
-                    args.append(f"data.get({q(wire)})")
-                else:
-                    args.append(f"None if data.get({q(wire)}) is None else {converted}")
-        lines += [
-            "",
+                converted = self.from_wire(prop.type, f"data[{key}]", False)
+                plain = converted == f"data[{key}]"
+                args.append(f"data.get({key})" if plain else f"None if data.get({key}) is None else {converted}")
+        return [
             "    @classmethod",
             f"    def from_json(cls, data: Dict[str, Any]) -> {name}:",
             '        """Builds one from the ACP wire form."""',
         ] + _call("        return cls(", args, ")")
-        self.exported.append(name)
-        return lines
 
-    def _object_of(self, kind: Type) -> str:
-        """The object definition behind a reference (through a one-branch union)."""
-        kind = self.schema.resolve(kind)
-        assert isinstance(kind, Ref)
-        body = self.schema.definition(kind.definition)
-        branches = body.get("anyOf", body.get("oneOf"))
-        if branches and len(branches) == 1:
-            return self.schema.branches(kind.definition, None)[0].definition  # type: ignore[return-value]
-        return kind.definition
+    # ---- enums, unions, tool call content
 
     def enum(self, entry: StrEnum) -> List[str]:
-        values, open_ = self.schema.enum(entry.definition)
+        assert entry.python
+        values, _ = self.schema.enum(entry.definition)
         doc = paragraphs(
             _fill(entry.note),
             f"ACP ``{entry.definition}``: " + self.schema.description(entry.definition),
-            "Members:\n\n" + "\n".join(f"- ``{member(v)}`` (``\"{v}\"``): {d}" for v, d in values),
+            "Members:\n\n" + "\n".join(f'- ``{member(v)}`` (``"{v}"``): {d}' for v, d in values),
         )
-        lines = [f"class {entry.python}(str, Enum):", _docstring(doc, 4), ""]
-        lines += [f"    {member(v)} = {q(v)}" for v, _ in values]
-        self.exported.append(entry.python)  # type: ignore[arg-type]
-        return lines
+        self.exported.append(entry.python)
+        return [f"class {entry.python}(str, Enum):", _docstring(doc, 4), ""] + [f"    {member(v)} = {q(v)}" for v, _ in values]
 
     def union(self, entry: Union) -> List[str]:
         members = [self.records[m] for m in entry.members]
-        branches = {b.definition: b for b in self.schema.branches(entry.definition, entry.tag)}
-        result = entry.python or "Union[" + ", ".join(m.python for m in members) + "]"  # type: ignore[misc]
+        result = entry.python or self.union_of(entry)
         lines: List[str] = []
         if entry.python:
-            expression = "Union[" + ", ".join(m.python for m in members) + "]"  # type: ignore[misc]
             note = paragraphs(_fill(entry.note), f"ACP ``{entry.definition}``.")
-            self.aliases.append((entry.python, expression, note))
-            lines += ["if TYPE_CHECKING:", f"    {entry.python} = {expression}", _docstring(note, 4), ""]
+            self.aliases.append((entry.python, self.union_of(entry), note))
             self.exported.append(entry.python)
+            lines += ["if TYPE_CHECKING:", f"    {entry.python} = {self.union_of(entry)}", _docstring(note, 4), ""]
         fn = entry.from_json
         if not fn:
             return lines
-        doc = paragraphs(
-            f"The typed value of an ACP ``{entry.definition}`` in its wire form"
-            + (f"; ``ValueError`` for a ``{entry.tag}`` this package does not know." if entry.tag else "."),
-        )
-        if entry.tag:
-            table = f"_{snake(entry.definition).upper()}_TAGS"
-            keys = []
-            for m in members:
-                branch = branches.get(m.definition)
-                if branch is None:
-                    raise SystemExit(f"generate-wire: {entry.definition} has no branch {m.definition}")
-                if branch.tag is not None and (m.tag is None or m.tag.value != branch.tag):
-                    raise SystemExit(f"generate-wire: {m.definition}'s tag is not {q(branch.tag)} in {entry.definition}")
-                if branch.tag is None and entry.untagged != m.definition:
-                    raise SystemExit(f"generate-wire: {entry.definition}'s untagged branch is {m.definition}")
-                if m.definition == entry.untagged:
-                    keys.append(("None", m.python))
-                keys.append((q(m.tag.value if m.tag else branch.tag), m.python))
-            lines += _call(f"{table}: Dict[Any, Any] = {{", [f"{k}: {v}" for k, v in keys], "}") + ["", ""]
-            lines += [
-                f"def {fn}(data: Dict[str, Any]) -> {result}:",
-                _docstring(doc, 4),
-                f"    kind = data.get({q(entry.tag)})",
-                f"    cls = {table}.get(kind)",
-                "    if cls is None:",
-                f"        raise ValueError(f\"{entry.error} {{kind!r}}\")",
-                f"    made: {result} = cls.from_json(data)",
-                "    return made",
-            ]
-        else:
+        if not fn.startswith("_"):
+            self.exported.append(fn)
+        known = f"; ``ValueError`` for a ``{entry.tag}`` this package does not know." if entry.tag else "."
+        lines += [] if entry.tag else [f"def {fn}(data: Dict[str, Any]) -> {result}:"]
+        doc = _docstring(f"The typed value of an ACP ``{entry.definition}`` in its wire form{known}", 4)
+        if not entry.tag:
             # Untagged: the first member whose required keys no other member requires are present.
+            lines.append(doc)
             required = {m.definition: {p.wire for p in self.schema.properties(m.definition) if p.required} for m in members}
-            lines += [f"def {fn}(data: Dict[str, Any]) -> {result}:", _docstring(doc, 4)]
             for m in members[:-1]:
-                own = sorted(required[m.definition] - set().union(*(required[o.definition] for o in members if o is not m)))
+                others = set().union(*(required[o.definition] for o in members if o is not m))
+                own = sorted(required[m.definition] - others)
                 if not own:
                     raise SystemExit(f"generate-wire: {m.definition} has no key of its own in {entry.definition}")
-                test = " and ".join(f"{q(k)} in data" for k in own)
-                lines += [f"    if {test}:", f"        return {m.python}.from_json(data)"]
-            lines.append(f"    return {members[-1].python}.from_json(data)")
-        self.exported.append(fn) if not fn.startswith("_") else None
-        return lines
+                lines += [f"    if {' and '.join(f'{q(k)} in data' for k in own)}:", f"        return {m.python}.from_json(data)"]
+            return lines + [f"    return {members[-1].python}.from_json(data)"]
+        table = f"_{snake(entry.definition).upper()}_TAGS"
+        lines += _call(f"{table}: Dict[Any, Any] = {{", [f"{k}: {v}" for k, v in self.tags(entry, members)], "}") + ["", ""]
+        return lines + [
+            f"def {fn}(data: Dict[str, Any]) -> {result}:",
+            doc,
+            f"    kind = data.get({q(entry.tag)})",
+            f"    cls = {table}.get(kind)",
+            "    if cls is None:",
+            f'        raise ValueError(f"{entry.error} {{kind!r}}")',
+            f"    made: {result} = cls.from_json(data)",
+            "    return made",
+        ]
+
+    def tags(self, entry: Union, members: List[Record]) -> List[Tuple[str, str]]:
+        """(tag expression, class) for each member of a tagged union, checked against the schema's
+        branches; the untagged member also under ``None``."""
+        branches = {b.definition: b for b in self.schema.branches(entry.definition, entry.tag)}
+        keys = []
+        for m in members:
+            assert m.python
+            branch = branches.get(m.definition)
+            if branch is None:
+                raise SystemExit(f"generate-wire: {entry.definition} has no branch {m.definition}")
+            if branch.tag is not None and (m.tag is None or m.tag.value != branch.tag):
+                raise SystemExit(f"generate-wire: {m.definition}'s tag is not {q(branch.tag)} in {entry.definition}")
+            if branch.tag is None and entry.untagged != m.definition:
+                raise SystemExit(f"generate-wire: {entry.definition}'s untagged branch is {m.definition}")
+            if m.definition == entry.untagged:
+                keys.append(("None", m.python))
+            value = m.tag.value if m.tag else branch.tag
+            assert value is not None
+            keys.append((q(value), m.python))
+        return keys
 
     def tool_content(self, entry: ToolContent) -> List[str]:
         branches = {b.tag: b for b in self.schema.branches(entry.definition, "type")}
         by_tag = {r.tag.value: r for r in self.records.values() if r.tag and r.tag.wire == "type"}
         variants = []
         for tag in entry.variants:
-            branch = branches.get(tag)
-            if branch is None or by_tag.get(tag) is None or by_tag[tag].definition != branch.definition:
+            branch, record = branches.get(tag), by_tag.get(tag)
+            if branch is None or record is None or record.definition != branch.definition or not record.python:
                 raise SystemExit(f"generate-wire: {entry.definition} has no variant {q(tag)} the table makes a class")
-            variants.append(by_tag[tag].python)
-        wrapper = branches[entry.wrapper]
-        inner = [p for p in self.schema.properties(wrapper.definition) if p.wire != "_meta"]  # type: ignore[arg-type]
+            variants.append(record.python)
+        wrapper = branches[entry.wrapper].definition
+        assert wrapper
+        inner = [p for p in self.schema.properties(wrapper) if p.wire != "_meta"]
         assert len(inner) == 1, wrapper
-        key = inner[0].wire
-        block_alias = self.annotation(inner[0].type)
-        text = by_tag["text"]
-        expression = f"Union[{block_alias}, {', '.join(variants)}, str, Dict[str, Any]]"
-        note = _fill(paragraphs(
-            entry.note,
-            f"Typed, a content block (or its wire form), a {' or a '.join(':class:`' + v + '`' for v in variants)}, a ``str`` (a text block), or the ACP wire form of any of them (``{{\"type\": {' | '.join(q(t) for t in (entry.wrapper, *entry.variants))}, ...}}``).",
-        ).replace("\n\n", " "))
+        key, block = q(inner[0].wire), self.annotation(inner[0].type)
+        wrap, text_tag = q(entry.wrapper), by_tag["text"].tag
+        assert text_tag
+        expression = f"Union[{block}, {', '.join(variants)}, str, Dict[str, Any]]"
+        tags = " | ".join(q(t) for t in (entry.wrapper, *entry.variants))
+        classes = " or a ".join(f":class:`{v}`" for v in variants)
+        note = _fill(
+            f"{entry.note} Typed, a content block (or its wire form), a {classes}, a ``str`` (a text block), "
+            f'or the ACP wire form of any of them (``{{"type": {tags}, ...}}``).'
+        )
         self.aliases.append((entry.python, expression, note))
         self.exported += [entry.python, entry.function]
-        tags = ", ".join(q(t) for t in (entry.wrapper, *entry.variants))
-        doc = _fill(f"The ACP wire form (``{entry.definition}``) of one item of a tool call's content: a content block is wrapped as ``{{\"type\": \"{entry.wrapper}\", \"{key}\": block}}``.")
+        doc = _fill(
+            f"The ACP wire form (``{entry.definition}``) of one item of a tool call's content: a content block is "
+            f'wrapped as ``{{"type": "{entry.wrapper}", "{inner[0].wire}": block}}``.'
+        )
         return [
             "if TYPE_CHECKING:",
             f"    {entry.python} = {expression}",
             _docstring(note, 4),
             "",
-            f"_TOOL_CONTENT_TAGS = ({tags})",
+            f"_TOOL_CONTENT_TAGS = ({', '.join(q(t) for t in (entry.wrapper, *entry.variants))})",
             "",
             "",
             f"def {entry.function}(item: {entry.python}) -> Dict[str, Any]:",
             _docstring(doc, 4),
             "    if isinstance(item, str):",
-            f"        return {{\"type\": {q(entry.wrapper)}, {q(key)}: {{\"type\": {q(text.tag.value)}, \"text\": item}}}}",  # type: ignore[union-attr]
+            f'        return {{"type": {wrap}, {key}: {{"type": {q(text_tag.value)}, "text": item}}}}',
             f"    if isinstance(item, ({', '.join(variants)})):",
             "        return item.to_json()",
             "    if isinstance(item, dict):",
-            "        if item.get(\"type\") in _TOOL_CONTENT_TAGS:",
+            '        if item.get("type") in _TOOL_CONTENT_TAGS:',
             "            return dict(item)",
-            f"        return {{\"type\": {q(entry.wrapper)}, {q(key)}: dict(item)}}",
-            f"    return {{\"type\": {q(entry.wrapper)}, {q(key)}: item.to_json()}}",
+            f'        return {{"type": {wrap}, {key}: dict(item)}}',
+            f'    return {{"type": {wrap}, {key}: item.to_json()}}',
         ]
+
+    # ---- the module
 
     def write(self) -> str:
         chunks: List[List[str]] = []
@@ -381,7 +419,6 @@ class PythonWriter:
             elif isinstance(entry, ToolContent):
                 chunks.append(self.tool_content(entry))
         meta_name, meta_expr, meta_note = self.aliases[0]
-        self.exported.append(meta_name)
         head = [
             MODULE_DOC,
             "",
@@ -403,20 +440,25 @@ class PythonWriter:
             f"    {meta_name} = {meta_expr}",
             _docstring(_fill(meta_note), 4),
         ]
-        names = tuple(name for name, _, _ in self.aliases)
+        names = [name for name, _, _ in self.aliases]
+        used = [n for n in TYPING_NAMES if any(n + "[" in e or n + "]" in e or ", " + n in e for _, e, _ in self.aliases)]
         tail = [
             "if not TYPE_CHECKING:",
             "",
             "    def _make_aliases() -> Dict[str, Any]:",
-            "        from typing import " + ", ".join(n for n in ("Any", "Dict", "List", "Optional", "Union") if any(n + "[" in e or n + "]" in e or ", " + n in e for _, e, _ in self.aliases)),
+            f"        from typing import {', '.join(used)}",
             "",
             *[f"        {name} = {expression}" for name, expression, _ in self.aliases],
-            "        return {" + ", ".join(f'"{n}": {n}' for n in names) + "}",
+            "        return {" + ", ".join(f"{q(n)}: {n}" for n in names) + "}",
             "",
             f"    __getattr__ = _hints.aliases(__name__, ({', '.join(q(n) for n in names)}), _make_aliases)",
         ]
-        body = "\n".join(head) + "\n\n\n" + "\n\n\n".join("\n".join(c) for c in chunks if c) + "\n\n\n" + "\n".join(tail) + "\n"
-        return body
+        body = "\n\n\n".join("\n".join(chunk) for chunk in chunks if chunk)
+        return "\n".join(head) + "\n\n\n" + body + "\n\n\n" + "\n".join(tail) + "\n"
+
+
+def _tuple(names: List[str]) -> str:
+    return "(" + ", ".join(q(n) for n in names) + ("," if len(names) == 1 else "") + ")"
 
 
 def _call(head: str, items: List[str], tail: str, trailing: bool = False) -> List[str]:
@@ -424,8 +466,8 @@ def _call(head: str, items: List[str], tail: str, trailing: bool = False) -> Lis
     one = head + ", ".join(items) + ("," if trailing else "") + tail
     if len(one) <= 110:
         return [one]
-    pad = " " * (len(head) - len(head.lstrip()) + 4)
-    return [head] + [f"{pad}{item}," for item in items] + [" " * (len(head) - len(head.lstrip())) + tail]
+    indent = len(head) - len(head.lstrip())
+    return [head] + [f"{' ' * (indent + 4)}{item}," for item in items] + [" " * indent + tail]
 
 
 def _hang(text: str) -> str:

@@ -105,6 +105,21 @@ class Schema:
             raise SystemExit(f"generate-wire: {name} is no string enum in {self.path}")
         return values, open_
 
+    def is_enum(self, name: str) -> bool:
+        """Whether a definition is a string enum (constants, perhaps with other strings)."""
+        branches = self.definition(name).get("oneOf", self.definition(name).get("anyOf", []))
+        return bool(branches) and all("const" in b or b.get("type") == "string" for b in branches)
+
+    def object_of(self, kind: Type) -> str:
+        """The object definition a reference names (through a union of one branch)."""
+        kind = self.resolve(kind)
+        if not isinstance(kind, Ref):
+            raise SystemExit(f"generate-wire: {kind} names no definition in {self.path}")
+        branches = self.branches(kind.definition, None)
+        if len(branches) == 1 and branches[0].definition:
+            return branches[0].definition
+        return kind.definition
+
     def branches(self, name: str, tag: Optional[str]) -> List[Branch]:
         """The branches of a union (``oneOf``/``anyOf``), each with its ``tag`` constant."""
         body = self.definition(name)

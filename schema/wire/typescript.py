@@ -30,6 +30,13 @@ class TypeScriptWriter:
         self.unions: Dict[str, Union] = {e.definition: e for e in entries if isinstance(e, Union)}
         self.opaque = {e.definition for e in entries if isinstance(e, Opaque)}
 
+    def ts_name(self, definition: str) -> str:
+        """The interface or type a definition the table makes is called in TypeScript."""
+        named = self.records.get(definition) or self.enums.get(definition) or self.unions.get(definition)
+        if named is None or not named.ts:
+            raise SystemExit(f"generate-wire: the table makes no TypeScript type of {definition}")
+        return named.ts
+
     def type(self, kind: Type) -> str:
         kind = self.schema.resolve(kind)
         if isinstance(kind, Prim):
@@ -40,25 +47,20 @@ class TypeScriptWriter:
         if isinstance(kind, Ref):
             name = kind.definition
             if name in self.records:
-                return self.records[name].ts  # type: ignore[return-value]
+                return self.ts_name(name)
             if name in self.enums and self.enums[name].ts:
-                return self.enums[name].ts  # type: ignore[return-value]
+                return self.ts_name(name)
             if name in self.unions:
                 union = self.unions[name]
-                return union.ts or " | ".join(self.records[m].ts for m in union.members)  # type: ignore[misc]
+                return union.ts or " | ".join(self.ts_name(m) for m in union.members)
             if name in self.opaque:
                 return "unknown"
-            body = self.schema.definition(name)
-            if "properties" in body:
-                return self.inline(name)
-            branches = body.get("anyOf", body.get("oneOf", []))
-            if all("const" in b or b.get("type") == "string" for b in branches) and branches:
+            if self.schema.is_enum(name):  # one the table does not name: spelt out
                 values, open_ = self.schema.enum(name)
                 return " | ".join(f"'{v}'" for v, _ in values) + (" | (string & {})" if open_ else "")
-            if len(branches) == 1:
-                inner = self.schema.branches(name, None)[0].definition
-                assert inner
-                return self.type(Ref(inner))
+            inner = self.schema.object_of(kind)
+            if "properties" in self.schema.definition(inner):
+                return self.inline(inner)
             raise SystemExit(f"generate-wire: {name} has no TypeScript type: add it to the table")
         return "unknown"
 
@@ -104,16 +106,16 @@ class TypeScriptWriter:
 
     def union(self, entry: Union) -> List[str]:
         doc = paragraphs(_ts(entry.note), f"ACP `{entry.definition}`: " + self.schema.description(entry.definition))
-        return [_doc(doc, ""), f"export type {entry.ts} = " + " | ".join(self.records[m].ts for m in entry.members)]  # type: ignore[misc]
+        return [_doc(doc, ""), f"export type {entry.ts} = " + " | ".join(self.ts_name(m) for m in entry.members)]
 
     def tool_content(self, entry: ToolContent) -> List[str]:
         branches = {b.tag: b for b in self.schema.branches(entry.definition, "type")}
         wrapper = branches[entry.wrapper].definition
         assert wrapper
-        variants = [self.records[branches[t].definition].ts for t in entry.variants]  # type: ignore[index]
+        variants = [self.ts_name(branches[t].definition or "") for t in entry.variants]
         doc = paragraphs(_ts(entry.note), f"ACP `{entry.definition}` (the variants this API takes): " + self.schema.description(entry.definition))
         wrapped = "{ type: '" + entry.wrapper + "'; " + "; ".join(self.members(wrapper)) + " }"
-        return [_doc(doc, ""), f"export type {entry.ts} = {wrapped} | " + " | ".join(variants)]  # type: ignore[arg-type]
+        return [_doc(doc, ""), f"export type {entry.ts} = {wrapped} | " + " | ".join(variants)]
 
     def write(self) -> str:
         chunks = [[_doc(_ts(self.meta.note), ""), f"export type {self.meta.ts} = Record<string, unknown>"]]
