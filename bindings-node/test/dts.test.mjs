@@ -1,6 +1,7 @@
 // The committed declarations (bindings-node/native.d.ts) are exactly what the build generates
-// (bindings-node/generated/index.d.ts). After changing the exported Rust API or
-// bindings-node/src/header.d.ts, rebuild and run `npm run sync-dts`.
+// (bindings-node/generated/index.d.ts). After changing the exported Rust API,
+// bindings-node/src/header.d.ts or the wire types it splices in (bindings-node/src/wire.d.ts, from
+// scripts/generate-wire), rebuild and run `npm run sync-dts`.
 
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
