@@ -317,8 +317,8 @@ export interface McpServerSse {
 }
 
 /**
- * An MCP server a client asked a session to use; `transport` (Python) or `type` (none: stdio)
- * tells which.
+ * An MCP server a client asked a session to use; its `type` on the wire (absent: stdio) tells the
+ * transport, as `transport` does in Python.
  *
  * ACP `McpServer`: Configuration for connecting to an MCP (Model Context Protocol) server.
  *

@@ -108,7 +108,7 @@ ENTRIES = [
     Union(
         "McpServer", "McpServer", "McpServer", "type", ("McpServerStdio", "McpServerHttp", "McpServerSse"),
         "mcp_server_from_json", untagged="McpServerStdio", error="unknown MCP server transport",
-        note="An MCP server a client asked a session to use; ``transport`` (Python) or ``type`` (none: stdio) tells which.",
+        note="An MCP server a client asked a session to use; its ``type`` on the wire (absent: stdio) tells the transport, as ``transport`` does in Python.",
     ),
     Record(
         "McpCapabilities", "McpCapabilities", None, ("http", "sse"),

@@ -1009,8 +1009,8 @@ class McpServerSse:
 
 if TYPE_CHECKING:
     McpServer = Union[McpServerStdio, McpServerHttp, McpServerSse]
-    """An MCP server a client asked a session to use; ``transport`` (Python) or ``type`` (none: stdio)
-    tells which.
+    """An MCP server a client asked a session to use; its ``type`` on the wire (absent: stdio) tells
+    the transport, as ``transport`` does in Python.
 
     ACP ``McpServer``.
     """
