@@ -87,3 +87,7 @@ def test_the_unions_read_their_members_by_tag() -> None:
         acp.mcp_server_from_json({"type": "ws", "name": "w"})
     for item in ("hi", acp.TextContent("hi"), acp.Diff("/a", "n"), acp.TerminalContent("t"), {"type": "text", "text": "x"}):
         validate_def("ToolCallContent", acp.tool_content_json(item))
+    # Every variant the schema defines passes through in wire form, also one with no class here.
+    session = {"type": "session", "sessionId": "child-1"}
+    assert acp.tool_content_json(session) == session
+    validate_def("ToolCallContent", session)

@@ -372,7 +372,7 @@ class PythonWriter:
         wrap, text_tag = q(entry.wrapper), by_tag["text"].tag
         assert text_tag
         expression = f"Union[{block}, {', '.join(variants)}, str, Dict[str, Any]]"
-        tags = " | ".join(q(t) for t in (entry.wrapper, *entry.variants))
+        tags = " | ".join(q(t) for t in branches)
         classes = " or a ".join(f":class:`{v}`" for v in variants)
         note = _fill(
             f"{entry.note} Typed, a content block (or its wire form), a {classes}, a ``str`` (a text block), "
@@ -389,7 +389,8 @@ class PythonWriter:
             f"    {entry.python} = {expression}",
             _docstring(note, 4),
             "",
-            f"_TOOL_CONTENT_TAGS = ({', '.join(q(t) for t in (entry.wrapper, *entry.variants))})",
+            # Every tag the schema defines passes through in wire form (not only those with a class).
+            f"_TOOL_CONTENT_TAGS = ({', '.join(q(t) for t in branches)})",
             "",
             "",
             f"def {entry.function}(item: {entry.python}) -> Dict[str, Any]:",

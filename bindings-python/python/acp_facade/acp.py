@@ -1597,10 +1597,10 @@ if TYPE_CHECKING:
     """An item of a tool call's content: a content block (wrapped as ``{"type": "content", ...}``), a
     diff or a terminal. Typed, a content block (or its wire form), a :class:`Diff` or a
     :class:`TerminalContent`, a ``str`` (a text block), or the ACP wire form of any of them
-    (``{"type": "content" | "diff" | "terminal", ...}``).
+    (``{"type": "content" | "diff" | "terminal" | "session", ...}``).
     """
 
-_TOOL_CONTENT_TAGS = ("content", "diff", "terminal")
+_TOOL_CONTENT_TAGS = ("content", "diff", "terminal", "session")
 
 
 def tool_content_json(item: ToolCallContent) -> Dict[str, Any]:
