@@ -1038,7 +1038,7 @@ export interface AgentOptions {
    * all the questions, then all the answers) or `'conversation'` (turn by turn as recorded, as
    * an editor showed it live; recommended for editors). Either way the same updates with the
    * same message ids, then the session's usage and latest plan; ACP v2's `session/resume`
-   * always replays in conversation order. Any other value throws `ERR_ACP_INVALID_ARG`.
+   * always replays in conversation order. Any other string throws `ERR_ACP_INVALID_ARG`.
    * @default 'grouped'
    */
   replayOrder?: ReplayOrder
