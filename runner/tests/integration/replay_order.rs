@@ -1,6 +1,6 @@
 //! The replay order of `session/load`, through the wire: a runner session of two turns — each a
-//! thought, text and a tool call in one step, then more text in a second step — recorded on one
-//! connection and loaded on others. v1 replays it grouped by default (every question, then every
+//! thought, text and a tool call started in one step, the call finished and more text in a second
+//! step — recorded on one connection and loaded on others. v1 replays it grouped by default (every question, then every
 //! answer, then the tool calls) and turn by turn with `Options::replay_order(Conversation)`; both
 //! replay the same updates with the same message ids, the usage and the latest plan last. v2's
 //! `session/resume` with `replayFrom` replays turn by turn whatever the option says.
@@ -18,8 +18,9 @@ use async_trait::async_trait;
 use common::{TestClient, updates};
 use serde_json::{Value, json};
 
-/// Every prompt `q`: step one thinks, answers and looks `q` up (a completed tool call); step two
-/// says it is done; then the usage. The first prompt also sets a plan, the second completes it.
+/// Every prompt `q`: step one thinks, answers and starts looking `q` up; step two finishes the
+/// tool call and says it is done; then the usage. The first prompt also sets a plan, the second
+/// completes it.
 struct Turns;
 
 #[async_trait]
@@ -31,8 +32,8 @@ impl TurnRunner for Turns {
         turn.thought(format!("thinking about {q}")).await;
         turn.text(format!("answer to {q}")).await;
         let call = turn.start_tool_call(format!("look up {q}"), ToolKind::Search, json!({"q": q})).await;
-        turn.complete_tool_call(&call, vec![text_block(format!("found {q}"))]).await;
         turn.end_step().await;
+        turn.complete_tool_call(&call, vec![text_block(format!("found {q}"))]).await;
         turn.text(format!("{q} done")).await;
         turn.usage(if q == "q1" { 10 } else { 20 }, 100).await;
         Ok(StopReason::EndTurn)

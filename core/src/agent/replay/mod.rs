@@ -16,7 +16,8 @@
 //! - every completed tool call (from `StepDone`'s tool results, with the call the AI message
 //!   asked for), as one `tool_call` carrying its final status, title, kind, content (blocks and
 //!   diffs), locations, raw input and raw output — once per call: a call whose result was
-//!   journaled twice is replayed once, with its last result, where it first appeared. Terminals
+//!   journaled twice is replayed once, with its last result; a call never finished is not
+//!   replayed. Terminals
 //!   embedded in its content are left out: a terminal id names a terminal the client created for
 //!   the live turn and was told to release, and a loading client (a new thread, often a new
 //!   process) has no terminal of that id — Zed refuses the whole tool call that names one
@@ -40,16 +41,19 @@
 //! [`Options::replay_order`](super::Options::replay_order)):
 //! - [`ReplayOrder::Grouped`] (v1's default): four buckets — every user message, then every
 //!   assistant message, then every tool call, then the exchanges and compactions — each in the
-//!   order recorded; turns are deliberately not interleaved;
+//!   order recorded (the tool calls in the order of their first results); turns are deliberately
+//!   not interleaved;
 //! - [`ReplayOrder::Conversation`]: turn by turn as recorded — a user message, then that turn's
-//!   thoughts, messages and tool calls in the order they happened, exchanges and compactions
+//!   thoughts, messages and tool calls in the order they happened, each tool call right after
+//!   the AI message that asked for it (also when it finished in a later step; where its first
+//!   result was journaled when no public AI message asked for it), exchanges and compactions
 //!   where they happened. ACP v2's `session/resume` with `replayFrom` always replays in this
 //!   order, whatever the option says: v2 replays a conversation, not buckets.
 //!
 //! Invariants: both orders replay the same set of updates, the same bytes each (message ids
 //! included) — only their order differs, as both order the pieces of one [`walk`]; the grouped
-//! order is exactly the pieces sorted by bucket, stably; the session's state (usage, then plans)
-//! comes after the conversation in both.
+//! order is exactly the pieces sorted by bucket (and tool calls by their first results), stably;
+//! the session's state (usage, then plans) comes after the conversation in both.
 
 mod walk;
 
@@ -130,11 +134,11 @@ impl std::error::Error for UnknownReplayOrder {}
 pub(super) fn replay_updates(history: &[Event], client: &Capabilities, order: ReplayOrder) -> Vec<SessionUpdate> {
     let Walked { mut pieces, usage, plan, plans } = walk(history, client);
     match order {
-        // Stable: each bucket keeps the order recorded.
-        ReplayOrder::Grouped => pieces.sort_by_key(|(bucket, _)| *bucket),
+        // Stable: each bucket keeps the order recorded (its tool calls that of their results).
+        ReplayOrder::Grouped => pieces.sort_by_key(|piece| (piece.bucket, piece.rank)),
         ReplayOrder::Conversation => {}
     }
-    let mut out: Vec<SessionUpdate> = pieces.into_iter().map(|(_, update)| update).collect();
+    let mut out: Vec<SessionUpdate> = pieces.into_iter().map(|piece| piece.update).collect();
     out.extend(usage.map(SessionUpdate::UsageUpdate));
     if client.plan_operations() && !plans.is_empty() {
         out.extend(plans.into_iter().map(|(_, update)| SessionUpdate::PlanUpdate(update)));

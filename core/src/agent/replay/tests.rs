@@ -46,9 +46,10 @@ fn plan(status: PlanEntryStatus) -> EventKind {
     EventKind::PlanUpdated { plan: Plan::new(vec![PlanEntry::new("the step", PlanEntryPriority::High, status)]) }
 }
 
-/// Three turns: thoughts, text and tool calls over two steps, a result journaled twice, a
-/// compaction between turns, usage and plans along the way, and decoys (internal, ephemeral,
-/// `TurnDone`) that no order replays.
+/// Three turns: thoughts, text and tool calls over several steps (calls finished in another
+/// order than asked for, in a later step, twice, never, or never asked for), a compaction between
+/// turns, usage and plans along the way, and decoys (internal, ephemeral, `TurnDone`) that no
+/// order replays.
 fn history() -> Vec<Event> {
     let kinds = vec![
         user("q1"),
@@ -60,17 +61,22 @@ fn history() -> Vec<Event> {
         compaction(CompactionStatus::InProgress),
         compaction(CompactionStatus::Completed),
         user("q2"),
+        // Asked for in one order, finished in the other.
         step(vec![
             ai(&["think 2"], &["a2"], &[("call-2", "Fetch"), ("call-3", "Search")]),
-            result("call-2", "first result"),
             result("call-3", "found"),
+            result("call-2", "first result"),
         ]),
-        // The call's result journaled again: replayed once, where it first appeared.
+        // A result journaled again: the call is replayed once, with it.
         step(vec![result("call-2", "last result"), ai(&["think 2b"], &["a2 done"], &[])]),
         plan(PlanEntryStatus::Completed),
         EventKind::ContextMeasured { used: 20, size: 100, cost: None },
         user("q3"),
-        step(vec![ai(&[], &["a3"], &[])]),
+        // A call started in one step and finished in the next; one never finished.
+        step(vec![ai(&[], &["a3"], &[("call-4", "Fetch"), ("unfinished", "Wait")])]),
+        step(vec![ai(&[], &["a3 done"], &[]), result("call-4", "fetched")]),
+        // A result whose call no public message asked for: where the result is.
+        step(vec![result("orphan", "orphaned")]),
     ];
     let mut events: Vec<Event> =
         kinds.into_iter().enumerate().map(|(n, kind)| Event::plain(&format!("e{n}"), n as u64, kind)).collect();
@@ -129,9 +135,12 @@ fn grouped_replays_four_buckets_then_the_state() {
             "agent_thought_chunk:think 2b@e10/1",
             "agent_message_chunk:a2 done@e10/1",
             "agent_message_chunk:a3@e14/0",
+            "agent_message_chunk:a3 done@e15/0",
             "tool_call:call-1:read 1",
-            "tool_call:call-2:last result",
             "tool_call:call-3:found",
+            "tool_call:call-2:last result",
+            "tool_call:call-4:fetched",
+            "tool_call:orphan:orphaned",
             "compaction_update:in_progress",
             "compaction_update:completed",
             "usage_update:20",
@@ -155,13 +164,16 @@ fn conversation_replays_turn_by_turn_then_the_state() {
             "user_message_chunk:q2@e8",
             "agent_thought_chunk:think 2@e9/0",
             "agent_message_chunk:a2@e9/0",
-            // Where its first result was journaled, with its last.
+            // Where they were asked for, each with its last result.
             "tool_call:call-2:last result",
             "tool_call:call-3:found",
             "agent_thought_chunk:think 2b@e10/1",
             "agent_message_chunk:a2 done@e10/1",
             "user_message_chunk:q3@e13",
             "agent_message_chunk:a3@e14/0",
+            "tool_call:call-4:fetched",
+            "agent_message_chunk:a3 done@e15/0",
+            "tool_call:orphan:orphaned",
             "usage_update:20",
             "plan:completed",
         ]
@@ -179,9 +191,10 @@ fn both_orders_replay_the_same_updates_byte_for_byte() {
         };
         let grouped = bytes(ReplayOrder::Grouped);
         assert_eq!(grouped, bytes(ReplayOrder::Conversation));
-        assert_eq!(grouped.len(), if client.compaction() { 18 } else { 16 });
-        assert!(!grouped.concat().contains("SECRET") && !grouped.concat().contains("EPHEMERAL"));
-        assert!(!grouped.concat().contains("DUPLICATE"));
+        assert_eq!(grouped.len(), if client.compaction() { 21 } else { 19 });
+        for left_out in ["SECRET", "EPHEMERAL", "DUPLICATE", "unfinished"] {
+            assert!(!grouped.concat().contains(left_out), "{left_out}");
+        }
     }
 }
 

@@ -1,12 +1,17 @@
 //! The walk over a session's history that both replay orders share: every replayable piece of
-//! the conversation, in the order the journal recorded it and tagged with its [`Bucket`], and the
-//! session's state at the end (its last usage, its latest plan or plans).
+//! the conversation, in the order the conversation happened and tagged with its [`Bucket`] and
+//! its rank in that bucket's grouped order, and the session's state at the end (its last usage,
+//! its latest plan or plans).
 //!
 //! Invariants:
 //! - Only Enduring, `Public` events contribute; `TurnDone` never does (its message repeats what
 //!   the steps already hold).
-//! - A tool call is one piece, placed where its first result was journaled and carrying its last
-//!   result (a call whose result was journaled twice is replayed once).
+//! - A tool call is one piece, carrying its last result (a call whose result was journaled twice
+//!   is replayed once), and only once it has a result. It stands where it was requested (right
+//!   after the AI message that asked for it, as it was shown live — also when it finished in a
+//!   later step), or where its first result was journaled when no public AI message asked for it;
+//!   its rank is the order of its first result among the calls, the grouped order of the tools.
+//!   Every other piece has rank 0: the grouped order keeps them as recorded.
 //! - Message ids are derived from the journal alone (see the module doc of [`replay`](super)),
 //!   never from the position of a piece: reordering pieces does not change them.
 
@@ -34,10 +39,22 @@ pub(super) enum Bucket {
     Exchange,
 }
 
-/// A session's history walked once: its pieces in journal order, then its state.
+/// One replayed update of the conversation.
+pub(super) struct Piece {
+    /// What it is.
+    pub(super) bucket: Bucket,
+    /// Its place in its bucket's grouped order, when that is not the order of the pieces (tool
+    /// calls: the order of their first results); 0 otherwise.
+    pub(super) rank: usize,
+    /// The update.
+    pub(super) update: SessionUpdate,
+}
+
+/// A session's history walked once: its pieces in the order the conversation happened, then its
+/// state.
 pub(super) struct Walked {
-    /// Every replayed update of the conversation, in the order the journal recorded it.
-    pub(super) pieces: Vec<(Bucket, SessionUpdate)>,
+    /// Every replayed update of the conversation, turn by turn.
+    pub(super) pieces: Vec<Piece>,
     /// The last usage measured.
     pub(super) usage: Option<UsageUpdate>,
     /// The latest plan, whole, whichever kind of event set it last.
@@ -49,10 +66,13 @@ pub(super) struct Walked {
 
 /// Walks `history` for a client with `client` capabilities (see the module doc).
 pub(super) fn walk(history: &[Event], client: &Capabilities) -> Walked {
-    let mut pieces: Vec<(Bucket, SessionUpdate)> = Vec::new();
+    // The pieces, with a slot reserved for each tool call where it was requested (empty until
+    // it has a result).
+    let mut slots: Vec<(Bucket, Option<SessionUpdate>)> = Vec::new();
     let mut requested: HashMap<ToolCallId, ToolCallRequest> = HashMap::new();
-    // Where each tool call already replayed stands among the pieces.
-    let mut replayed: HashMap<ToolCallId, usize> = HashMap::new();
+    // Each tool call's slot, and the slots of the calls in the order of their first results.
+    let mut slot_of: HashMap<ToolCallId, usize> = HashMap::new();
+    let mut first_results: Vec<usize> = Vec::new();
     let mut usage = None;
     let mut plan: Option<Plan> = None;
     let mut plans: Vec<(PlanId, PlanUpdate)> = Vec::new();
@@ -63,7 +83,7 @@ pub(super) fn walk(history: &[Event], client: &Capabilities) -> Walked {
                 // The id the client was told (v2), else the event's.
                 let id = MessageId::new(message.id.as_deref().unwrap_or(event.header.id.as_str()));
                 let chunks = message.content.iter().map(|c| chunk(SessionUpdate::UserMessageChunk, c.clone(), &id));
-                pieces.extend(chunks.map(|update| (Bucket::User, update)));
+                slots.extend(chunks.map(|update| (Bucket::User, Some(update))));
             }
             EventKind::StepDone { messages } => {
                 for (n, message) in messages.iter().enumerate() {
@@ -74,20 +94,26 @@ pub(super) fn walk(history: &[Event], client: &Capabilities) -> Walked {
                                 ai.thoughts.iter().map(|c| chunk(SessionUpdate::AgentThoughtChunk, c.clone(), &id));
                             let texts =
                                 ai.content.iter().map(|c| chunk(SessionUpdate::AgentMessageChunk, c.clone(), &id));
-                            pieces.extend(thoughts.chain(texts).map(|update| (Bucket::Assistant, update)));
+                            slots.extend(thoughts.chain(texts).map(|update| (Bucket::Assistant, Some(update))));
                             for call in &ai.tool_calls {
                                 requested.insert(call.call_id.clone(), call.clone());
+                                slot_of.entry(call.call_id.clone()).or_insert_with(|| {
+                                    slots.push((Bucket::Tool, None));
+                                    slots.len() - 1
+                                });
                             }
                         }
                         Message::ToolResult(result) => {
                             let tool =
                                 SessionUpdate::ToolCall(completed_tool_call(result, requested.get(&result.call_id)));
-                            if let Some(&at) = replayed.get(&result.call_id) {
-                                pieces[at].1 = tool;
-                            } else {
-                                replayed.insert(result.call_id.clone(), pieces.len());
-                                pieces.push((Bucket::Tool, tool));
+                            let at = *slot_of.entry(result.call_id.clone()).or_insert_with(|| {
+                                slots.push((Bucket::Tool, None));
+                                slots.len() - 1
+                            });
+                            if slots[at].1.is_none() {
+                                first_results.push(at);
                             }
+                            slots[at].1 = Some(tool);
                         }
                         Message::User(_) => {}
                     }
@@ -114,11 +140,21 @@ pub(super) fn walk(history: &[Event], client: &Capabilities) -> Walked {
             | EventKind::SessionMessageChunk { .. }
             | EventKind::CompactionChanged { .. }
             | EventKind::CompactionSummary { .. } => {
-                pieces.extend(translate(event, client).map(|update| (Bucket::Exchange, update)));
+                slots.extend(translate(event, client).map(|update| (Bucket::Exchange, Some(update))));
             }
             _ => {}
         }
     }
+    let mut rank = vec![0; slots.len()];
+    for (n, &at) in first_results.iter().enumerate() {
+        rank[at] = n;
+    }
+    // A call requested but never finished has no slot filled: it is not replayed.
+    let pieces = slots
+        .into_iter()
+        .zip(rank)
+        .filter_map(|((bucket, update), rank)| Some(Piece { bucket, rank, update: update? }))
+        .collect();
     Walked { pieces, usage, plan, plans }
 }
 
