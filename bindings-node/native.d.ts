@@ -852,6 +852,14 @@ export interface HarnessEvent {
 /** A value or a Promise of it: every host method may return either. */
 export type MaybePromise<T> = T | Promise<T>
 
+/**
+ * The order in which v1's `session/load` replays a session's conversation (`AgentOptions.replayOrder`):
+ * `'grouped'` (the default: every user message, then every assistant message, then the tool
+ * calls) or `'conversation'` (turn by turn as recorded; recommended for editors). Either way the
+ * same updates with the same message ids, then the session's usage and latest plan.
+ */
+export type ReplayOrder = 'grouped' | 'conversation'
+
 /** A session the host is running (`acp_facade::host::LiveSession`). */
 export interface LiveSession {
   /** The ACP `sessionId`: unique, non-empty, at most 256 bytes, no control characters. */
@@ -1465,6 +1473,16 @@ export interface AgentOptions {
    * needs the host's `listSessions` and `resumeSession` (a runner has both). @default false
    */
   protocolV2?: boolean
+  /**
+   * The order in which v1's `session/load` replays a session's conversation: `'grouped'`
+   * (every user message, then every assistant message, then the tool calls; an editor shows
+   * all the questions, then all the answers) or `'conversation'` (turn by turn as recorded, as
+   * an editor showed it live; recommended for editors). Either way the same updates with the
+   * same message ids, then the session's usage and latest plan; ACP v2's `session/resume`
+   * always replays in conversation order. Any other string throws `ERR_ACP_INVALID_ARG`.
+   * @default 'grouped'
+   */
+  replayOrder?: ReplayOrder
   /** Whether `session/close` is offered. @default true */
   close?: boolean
   /** The prompt content accepted beyond text and resource links. @default none */

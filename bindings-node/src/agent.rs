@@ -75,6 +75,15 @@ pub struct AgentOptions<'a> {
     /// answered 1 and goes on in v1. Hosts and turns do not change: the core translates. v2 also
     /// needs the host's `listSessions` and `resumeSession` (a runner has both). @default false
     pub protocol_v2: Option<bool>,
+    /// The order in which v1's `session/load` replays a session's conversation: `'grouped'`
+    /// (every user message, then every assistant message, then the tool calls; an editor shows
+    /// all the questions, then all the answers) or `'conversation'` (turn by turn as recorded, as
+    /// an editor showed it live; recommended for editors). Either way the same updates with the
+    /// same message ids, then the session's usage and latest plan; ACP v2's `session/resume`
+    /// always replays in conversation order. Any other string throws `ERR_ACP_INVALID_ARG`.
+    /// @default 'grouped'
+    #[napi(ts_type = "ReplayOrder")]
+    pub replay_order: Option<String>,
     /// Whether `session/close` is offered. @default true
     pub close: Option<bool>,
     /// The prompt content accepted beyond text and resource links. @default none
@@ -93,7 +102,8 @@ pub struct AgentOptions<'a> {
     pub extension_notifications: Option<HashMap<String, JsFunction<'a>>>,
 }
 
-/// Applies JS options to core options; a bad extension method name is `ERR_ACP_INVALID_ARG`.
+/// Applies JS options to core options; a bad extension method name or replay order is
+/// `ERR_ACP_INVALID_ARG`.
 pub fn apply_options(mut options: Options, js: Option<AgentOptions<'_>>) -> Result<Options> {
     let Some(js) = js else { return Ok(options) };
     if js.agent_name.is_some() || js.agent_version.is_some() {
@@ -124,6 +134,10 @@ pub fn apply_options(mut options: Options, js: Option<AgentOptions<'_>>) -> Resu
     }
     if let Some(on) = js.protocol_v2 {
         options = options.protocol_v2(on);
+    }
+    if let Some(name) = js.replay_order {
+        let order = name.parse().map_err(|e| js_error(Code::InvalidArg, format!("replayOrder: {e}")))?;
+        options = options.replay_order(order);
     }
     if let Some(on) = js.close {
         options = options.close(on);

@@ -309,6 +309,14 @@ export interface HarnessEvent {
 /** A value or a Promise of it: every host method may return either. */
 export type MaybePromise<T> = T | Promise<T>
 
+/**
+ * The order in which v1's `session/load` replays a session's conversation (`AgentOptions.replayOrder`):
+ * `'grouped'` (the default: every user message, then every assistant message, then the tool
+ * calls) or `'conversation'` (turn by turn as recorded; recommended for editors). Either way the
+ * same updates with the same message ids, then the session's usage and latest plan.
+ */
+export type ReplayOrder = 'grouped' | 'conversation'
+
 /** A session the host is running (`acp_facade::host::LiveSession`). */
 export interface LiveSession {
   /** The ACP `sessionId`: unique, non-empty, at most 256 bytes, no control characters. */

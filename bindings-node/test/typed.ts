@@ -2,7 +2,7 @@
 // A line marked @ts-expect-error must fail to type-check, or tsc reports it.
 
 import { AcpError, Agent, EventHub, MemoryStore, PostgresStore, Runner, SqliteStore } from 'acp-facade'
-import type { AgentOptions, HarnessEvent, Host, Permission, StopReason, Turn, TurnRunner } from 'acp-facade'
+import type { AgentOptions, HarnessEvent, Host, Permission, ReplayOrder, StopReason, Turn, TurnRunner } from 'acp-facade'
 
 const turns: TurnRunner = {
   async runTurn(turn: Turn): Promise<StopReason> {
@@ -204,6 +204,11 @@ new Runner(new MemoryStore(), { runTurn: () => undefined, acceptsSystemPrompt: (
 new Runner(new MemoryStore(), { runTurn: () => undefined, compact: async () => 42 })
 new Runner(new MemoryStore(), stableTurns)
 new Agent(host, { systemPrompt: true, compaction: true })
+const order: ReplayOrder = 'conversation'
+new Agent(host, { replayOrder: order })
+runner.agent({ replayOrder: 'grouped' })
+// @ts-expect-error: not a replay order
+new Agent(host, { replayOrder: 'chronological' })
 const systemPromptHost: Host = {
   newSession: async (setup: Setup) => {
     const given: SystemPrompt | undefined = setup.systemPrompt

@@ -97,7 +97,7 @@ impl PyOptions {
 
     /// A copy with the given settings changed (`None` keeps a setting); extension handlers, as
     /// `(name, adapter)` pairs, are added to those registered.
-    #[pyo3(signature = (*, agent_name=None, agent_version=None, compaction=None, system_prompt=None, protocol_v2=None, close=None, prompt_capabilities=None,
+    #[pyo3(signature = (*, agent_name=None, agent_version=None, compaction=None, system_prompt=None, protocol_v2=None, replay_order=None, close=None, prompt_capabilities=None,
         mcp_capabilities=None, extension_methods=None, extension_notifications=None,
         max_sessions=None, max_page_size=None, close_grace=None, cancel_grace=None, max_message_size=None))]
     #[allow(clippy::too_many_arguments)]
@@ -108,6 +108,7 @@ impl PyOptions {
         compaction: Option<bool>,
         system_prompt: Option<bool>,
         protocol_v2: Option<bool>,
+        replay_order: Option<&str>,
         close: Option<bool>,
         prompt_capabilities: Option<&Bound<'_, PyAny>>,
         mcp_capabilities: Option<&Bound<'_, PyAny>>,
@@ -133,6 +134,10 @@ impl PyOptions {
         }
         if let Some(on) = protocol_v2 {
             options = options.protocol_v2(on);
+        }
+        if let Some(name) = replay_order {
+            let order = name.parse().map_err(|e| PyValueError::new_err(format!("replay_order: {e}")))?;
+            options = options.replay_order(order);
         }
         if let Some(on) = close {
             options = options.close(on);

@@ -1,6 +1,6 @@
 """Type stubs of the native module ``acp_facade._native`` (private: use the ``acp_facade`` package)."""
 
-from typing import Any, Optional, Tuple, final
+from typing import Any, Literal, Optional, Tuple, final
 
 from .acp import McpCapabilities, PromptCapabilities
 from .host import HostAdapter, _AuthParts, _HostParts
@@ -172,6 +172,7 @@ class Options:
         compaction: Optional[bool] = None,
         system_prompt: Optional[bool] = None,
         protocol_v2: Optional[bool] = None,
+        replay_order: Optional[Literal["grouped", "conversation"]] = None,
         close: Optional[bool] = None,
         prompt_capabilities: Optional[PromptCapabilities] = None,
         mcp_capabilities: Optional[McpCapabilities] = None,

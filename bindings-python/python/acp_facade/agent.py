@@ -15,7 +15,7 @@ from .host import HostAdapter, host_auth, host_parts, require_async
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Mapping, Optional
+    from typing import Any, Callable, Literal, Mapping, Optional
     from .extensions import ExtensionMethod, ExtensionNotification
     from .host import Authenticator, SessionHost
     import asyncio
@@ -46,6 +46,13 @@ class Options:
     :param protocol_v2: whether a client that asks for ACP v2 (Preview) is served in v2 (off by
         default: such a client is answered 1 and goes on in v1). Hosts and turns do not change;
         the core translates. v2 also needs the host's ``list_sessions`` and ``resume_session``.
+    :param replay_order: the order in which v1's ``session/load`` replays a session's
+        conversation: ``"grouped"`` (the default: every user message, then every assistant
+        message, then the tool calls; an editor shows all the questions, then all the answers) or
+        ``"conversation"`` (turn by turn as recorded, as an editor showed it live; recommended for
+        editors). Either way the same updates with the same message ids, then the session's usage
+        and latest plan; ACP v2's ``session/resume`` always replays in conversation order. Any
+        other value is a ``ValueError``.
     :param close: whether ``session/close`` is offered.
     :param prompt_capabilities: the prompt content accepted beyond text and resource links
         (``promptCapabilities``: image, audio, embedded context); anything else a client sends is
@@ -76,6 +83,7 @@ class Options:
         compaction: bool = False,
         system_prompt: bool = False,
         protocol_v2: bool = False,
+        replay_order: Literal["grouped", "conversation"] = "grouped",
         close: bool = True,
         prompt_capabilities: Optional[PromptCapabilities] = None,
         mcp_capabilities: Optional[McpCapabilities] = None,
@@ -94,6 +102,7 @@ class Options:
             compaction=compaction,
             system_prompt=system_prompt,
             protocol_v2=protocol_v2,
+            replay_order=replay_order,
             close=close,
             prompt_capabilities=prompt_capabilities,
             mcp_capabilities=mcp_capabilities,
@@ -145,6 +154,12 @@ class Options:
     def protocol_v2(self, on: bool) -> "Options":
         """Serves ACP v2 (Preview) to a client that asks for it, or not (see the class doc)."""
         return self._with(lambda o: o.replace(protocol_v2=on))
+
+    def replay_order(self, order: Literal["grouped", "conversation"]) -> "Options":
+        """Sets the order in which v1's ``session/load`` replays a session's conversation (the
+        ``replay_order`` keyword argument; anything but ``"grouped"`` or ``"conversation"`` is a
+        ``ValueError``)."""
+        return self._with(lambda o: o.replace(replay_order=order))
 
     def close(self, on: bool) -> "Options":
         """Turns ``session/close`` on or off."""

@@ -21,7 +21,7 @@ use futures::FutureExt;
 use super::cancellation::cancellable;
 use super::control::Control;
 use super::registry::Reservation;
-use super::replay::replay_updates;
+use super::replay::{ReplayOrder, replay_updates};
 use super::session_close::{close, discard};
 use super::session_set_config_option::initial_state;
 use super::session_state::{SessionEntry, Work, validate_session_id};
@@ -201,9 +201,11 @@ async fn reattach(
     Ok(config)
 }
 
-/// Sends `history`'s replay (see [`replay_updates`]) for session `id`.
+/// Sends `history`'s replay (see [`replay_updates`]) for session `id`: in the order the options
+/// ask for on v1, in conversation order on v2 (whose `session/resume` replays a conversation).
 async fn replay(agent: &AgentInner, id: &SessionId, history: &[Event], client: &Capabilities) -> Result<(), Error> {
-    for update in replay_updates(history, client) {
+    let order = if agent.dialect.is_v2() { ReplayOrder::Conversation } else { agent.options.replay_order };
+    for update in replay_updates(history, client, order) {
         agent.send_update(id, update).await?;
     }
     if agent.dialect.is_v2() {

@@ -6,7 +6,8 @@
 //!   `translate` (event → `session/update`), `extensions` (extension methods), `options`,
 //!   `capabilities` (what is advertised, and refusing what was not), `control_queue` (the host's
 //!   own changes, in order with the prompt in flight), `prompt_params` (the fast decoder of
-//!   everyday prompts), `replay` (a session's history for `session/load`);
+//!   everyday prompts), `replay` (a session's history for `session/load`, in the
+//!   [`ReplayOrder`] asked for);
 //! - state: `session_state` (what is kept per live session, its slot), `registry` (the live
 //!   sessions), `state` (what one connection's agent holds, `resolve_session`, `send_update`);
 //! - operations several requests share: `session_set_config_option` (`session/set_config_option`
@@ -71,6 +72,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use extensions::{ExtensionMethod, ExtensionNotification, Extensions};
 pub use options::Options;
+pub use replay::{ReplayOrder, UnknownReplayOrder};
 
 use crate::error::{Error, ErrorExt};
 use crate::rpc::{self, Answer, ConnectionOptions, Handler, IncomingNotification, Params, RequestContext};

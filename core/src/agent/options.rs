@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::extensions::Extensions;
+use super::replay::ReplayOrder;
 use crate::acp::{Implementation, McpCapabilities, PromptCapabilities};
 use crate::host::{Authenticator, SessionCatalog, SessionDeleter, SessionHost, SessionLoader, SessionResumer};
 
@@ -61,6 +62,14 @@ pub struct Options {
     /// change: the facade translates (see the README, "Protocol versions and features"). v2 needs
     /// its baseline session methods: `session/list`, `resume` and `close` must be served too.
     pub protocol_v2: bool,
+    /// The order in which v1's `session/load` replays a session's conversation:
+    /// [`ReplayOrder::Grouped`] by default (every user message, then every assistant message, then
+    /// the tool calls — an editor shows all the questions, then all the answers), or
+    /// [`ReplayOrder::Conversation`] (turn by turn as recorded, as an editor showed it live;
+    /// recommended for editors). Either way the same updates, with the same message ids, then the
+    /// session's usage and latest plan. ACP v2's `session/resume` with `replayFrom` always
+    /// replays in conversation order.
+    pub replay_order: ReplayOrder,
     /// Whether `session/close` is offered. On by default: closing needs no host part (a
     /// session's [`SessionCloser`](crate::host::SessionCloser) is used when it has one).
     pub close: bool,
@@ -107,6 +116,7 @@ impl Options {
             compaction: false,
             system_prompt: false,
             protocol_v2: false,
+            replay_order: ReplayOrder::Grouped,
             close: true,
             prompt_capabilities: PromptCapabilities::new(),
             mcp_capabilities: McpCapabilities::new(),
@@ -180,6 +190,14 @@ impl Options {
     #[must_use]
     pub fn protocol_v2(mut self, on: bool) -> Self {
         self.protocol_v2 = on;
+        self
+    }
+
+    /// Sets the order in which v1's `session/load` replays a session's conversation (see
+    /// [`Options::replay_order`]).
+    #[must_use]
+    pub fn replay_order(mut self, order: ReplayOrder) -> Self {
+        self.replay_order = order;
         self
     }
 
@@ -266,6 +284,7 @@ impl std::fmt::Debug for Options {
             .field("compaction", &self.compaction)
             .field("system_prompt", &self.system_prompt)
             .field("protocol_v2", &self.protocol_v2)
+            .field("replay_order", &self.replay_order)
             .field("close", &self.close)
             .field("prompt_capabilities", &self.prompt_capabilities)
             .field("mcp_capabilities", &self.mcp_capabilities)

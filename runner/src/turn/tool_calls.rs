@@ -2,7 +2,7 @@
 //! status, content (content blocks, diffs, terminals), locations, raw input and output — and
 //! changing any subset of them (`tool_call_update`); a change to `completed` or `failed` finishes
 //! the call, which is then journaled as it ended and replayed so by `session/load` (less its
-//! terminals, which only the live turn's client has; see `agent/replay.rs`).
+//! terminals, which only the live turn's client has; see `agent/replay/mod.rs`).
 //!
 //! The primary form is plain data: [`Turn::start_tool`] with a [`ToolCallSpec`] announces a call,
 //! [`Turn::update_tool`] with ACP's [`ToolCallUpdateFields`] changes it (the same two calls as

@@ -36,6 +36,7 @@ mod postgres;
 mod prompt_content;
 mod protocol_v2;
 mod reattach;
+mod replay_order;
 mod resume;
 mod runner;
 mod runner_questions;
