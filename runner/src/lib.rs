@@ -7,7 +7,7 @@
 //! correlated harness events through a per-session [`EventHub`](acp_facade::hub::EventHub). Replay, list, delete and resume
 //! then work with no further product code.
 //!
-//! Over a store shared by many processes ([`PostgresStore`]) a session is live in one process at
+//! Over a store shared by many processes (`PostgresStore`, feature `postgres`) a session is live in one process at
 //! a time: loading, resuming or deleting it claims it in the store first (`-32600` while another
 //! live process holds it), and closing it gives it back (see the `live` module).
 //!

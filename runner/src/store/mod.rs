@@ -1,8 +1,8 @@
 //! Durable sessions: the journal of Enduring events, the session catalog, and which process
 //! owns a live session.
 //!
-//! [`Store`] is what the runner needs from storage; [`SqliteStore`](super::SqliteStore) keeps it in
-//! one file (or `:memory:`), [`PostgresStore`](super::PostgresStore) in a `PostgreSQL` database
+//! [`Store`] is what the runner needs from storage; `SqliteStore` (feature `sqlite`) keeps it in
+//! one file (or `:memory:`), `PostgresStore` (feature `postgres`) in a `PostgreSQL` database
 //! shared by a fleet of processes, [`MemoryStore`] in this process, for tests.
 //!
 //! # Ownership
@@ -13,7 +13,7 @@
 //! died), [`Store::release_session`] gives it back. Every write to a session's journal or record
 //! by a store that does not own it fails with [`StoreErrorKind::NotOwner`], checked in the write's
 //! own transaction: two processes never append to one session interleaved. A store used by one
-//! process at a time ([`SqliteStore`](super::SqliteStore), [`MemoryStore`]) has no owners: its
+//! process at a time (`SqliteStore`, [`MemoryStore`]) has no owners: its
 //! claims always succeed and releasing does nothing (the runner keeps one live session per id
 //! within its process).
 
@@ -126,7 +126,7 @@ pub enum Claim {
 /// threads and tasks.
 ///
 /// Calls are `async`; a store whose calls are short local transactions may run them inline in
-/// the calling task (as [`SqliteStore`](super::SqliteStore) does) rather than hop to another
+/// the calling task (as `SqliteStore` does) rather than hop to another
 /// thread. A session's writes are issued one at a time, each after the previous one returned.
 ///
 /// A batch whose first event has the `seq` of the first event of a batch already journaled for the
