@@ -69,7 +69,8 @@ fn init() {
         .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN));
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Colours only for a person at a terminal: not in an editor's agent log or a file.
+        .with_ansi(acp_facade::logging::stderr_ansi())
         .with_filter(filter);
     let _ = tracing_subscriber::registry().with(stderr).try_init();
 }

@@ -49,7 +49,11 @@ fn init_logging() {
         .ok()
         .and_then(|directives| directives.parse::<tracing_subscriber::filter::Targets>().ok())
         .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN));
-    let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
+    // Colours only for a person at a terminal: not in an editor's agent log or a file.
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(acp_facade::logging::stderr_ansi())
+        .with_filter(filter);
     let _ = tracing_subscriber::registry().with(stderr).try_init();
 }
 

@@ -60,7 +60,9 @@ def test_every_snippet_is_checked_somewhere() -> None:
             # own command and the demo under acpx (its build and acpx's download are not repeated),
             # on an SQLite file or on a PostgreSQL database of the reader's (the demos on a real
             # PostgreSQL server: the fleet scenarios of tests/scenarios/fleet.py).
-            assert section in ("Install", "Try it", "Test", "A fleet on PostgreSQL"), (section, text)
+            # The quick start's commands that make a new Rust project are checked against the
+            # Install section below (test_rust_quick_start_project_uses_the_vendored_crates).
+            assert section in ("Install", "Try it", "Test", "A fleet on PostgreSQL", "Quick start"), (section, text)
             if section == "Test":
                 assert text.strip() == "scripts/test", text
             continue
@@ -147,3 +149,25 @@ def test_rust_dependencies_match_the_release() -> None:
     for crate in ("acp-facade", "acp-facade-runner"):
         assert dependencies[crate]["path"] == f"vendor/{crate}-{version}"
         assert re.search(rf"dist/{re.escape(crate)}-{re.escape(version)}\.crate -C vendor", extract), extract
+
+
+def test_rust_quick_start_project_uses_the_vendored_crates() -> None:
+    """The commands that make a new project for the Rust quick start unpack the crates of dist/ as
+    Install does, add both by path, and patch the runner's own dependency on the facade the way the
+    Install manifest does (until the crates are published, crates.io has no acp-facade)."""
+    with open(ROOT / "Cargo.toml", "rb") as f:
+        version = tomllib.load(f)["workspace"]["package"]["version"]
+    (setup,) = [text for lang, section, text in blocks() if lang == "sh" and section == "Quick start"]
+    (manifest,) = [tomllib.loads(text) for text in of("toml")]
+    facade = f"vendor/acp-facade-{version}"
+    assert manifest["patch"]["crates-io"]["acp-facade"]["path"] == facade
+    assert setup.startswith("cargo new "), setup
+    for crate in ("acp-facade", "acp-facade-runner"):
+        assert f"tar -xzf ../dist/{crate}-{version}.crate -C vendor\n" in setup, setup
+        assert f"cargo add --path vendor/{crate}-{version}\n" in setup, setup
+    patch = re.search(r"^printf '(.*)' >> Cargo.toml$", setup, re.M)
+    assert patch is not None, setup
+    appended = tomllib.loads(patch.group(1).replace("\\n", "\n"))
+    assert appended == {"patch": manifest["patch"]}, appended
+    for dependency in ("async-trait", "tokio"):
+        assert re.search(rf"^cargo add {dependency}@", setup, re.M), dependency

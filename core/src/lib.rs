@@ -42,6 +42,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod hub;
+pub mod logging;
 pub mod panic;
 mod rpc;
 

@@ -28,7 +28,7 @@ WORK = Path(
 CLIENTS = Path(__file__).resolve().parent / "clients"
 
 MAX_NATIVE_BYTES = 8_000_000
-"""The size limit of the wheel and of the addon (8 MB)."""
+"""The size limit of the wheel, of the addon and of the Rust demo agent (8 MB)."""
 
 OLDEST_GLIBC = (2, 28)
 """The newest glibc a shipped binary may require (manylinux_2_28 or older)."""

@@ -126,7 +126,11 @@ fn main() -> std::process::ExitCode {
             .ok()
             .and_then(|directives| directives.parse::<tracing_subscriber::filter::Targets>().ok())
             .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::WARN));
-        let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
+        // Colours only for a person at a terminal: not in an editor's agent log or a file.
+        let stderr = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(acp_facade::logging::stderr_ansi())
+            .with_filter(filter);
         tracing_subscriber::registry().with(stderr).init();
     }
     // Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.

@@ -48,10 +48,9 @@ pub fn postgres_base_url() -> Option<String> {
 /// A URL for a new, empty schema on the test server (`None` without one); every store opened on
 /// it shares that schema's sessions.
 pub async fn postgres_url() -> Option<String> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let base = postgres_base_url()?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
-    let schema = format!("acp_test_{now}_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+    let schema = unique_schema_name();
     let (client, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
         .await
         .unwrap_or_else(|e| panic!("cannot connect to the test PostgreSQL at {base}: {e}"));
@@ -71,8 +70,21 @@ pub async fn postgres_url() -> Option<String> {
     client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("create a test schema");
     drop(client);
     let _ = connection.await;
+    Some(with_search_path(&base, &schema))
+}
+
+/// A schema name no other test uses, `acp_test_SECONDS_PID_N` (a schema of that form is dropped
+/// once it is an hour old).
+pub fn unique_schema_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    format!("acp_test_{now}_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// `base` (a URL of the test server) with `search_path` set to `schema`, as a user writes it.
+pub fn with_search_path(base: &str, schema: &str) -> String {
     let separator = if base.contains('?') { '&' } else { '?' };
-    Some(format!("{base}{separator}options=-c%20search_path%3D{schema}"))
+    format!("{base}{separator}options=-c%20search_path%3D{schema}")
 }
 
 /// A `PostgreSQL` store on `url` for tests: a short lease, so that takeovers after a "crash" take a

@@ -276,3 +276,88 @@ async fn owners_dead_for_long_are_forgotten_and_their_sessions_freed() {
     assert_eq!(owner, None, "its session is nobody's");
     assert_eq!(store.claim_session(&sid("a")).await.expect("claim"), Claim::Claimed);
 }
+
+/// Drops `schema` (and what it holds) and `role` (when given) on the test server at `base`.
+async fn drop_schema_and_role(base: &str, schema: &str, role: Option<&str>) {
+    let raw = raw_client(base).await;
+    raw.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")).await.expect("drop the schema");
+    if let Some(role) = role {
+        raw.batch_execute(&format!("DROP ROLE IF EXISTS \"{role}\"")).await.expect("drop the role");
+    }
+}
+
+/// Whether `schema` exists, and the `acp_` tables it holds.
+async fn tables_in(base: &str, schema: &str) -> (bool, Vec<String>) {
+    let raw = raw_client(base).await;
+    let exists: bool = raw
+        .query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", &[&schema])
+        .await
+        .expect("schema query")
+        .get(0);
+    let tables = raw
+        .query("SELECT tablename::text FROM pg_tables WHERE schemaname = $1 ORDER BY 1", &[&schema])
+        .await
+        .expect("tables query")
+        .iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect();
+    (exists, tables)
+}
+
+/// `options=-c search_path=NAME` naming a schema that does not exist: the first store creates it
+/// (quoted: the name needs it) and its tables go there; several processes starting at once all
+/// open, with one cursor key.
+#[tokio::test]
+async fn a_schema_named_in_search_path_is_created_on_first_use_by_concurrent_openers() {
+    let Some(base) = common::stores::postgres_base_url() else { return };
+    // A hyphen: only a quoted identifier creates this name.
+    let schema = format!("{}-new", common::stores::unique_schema_name());
+    let url = common::stores::with_search_path(&base, &schema);
+    assert_eq!(tables_in(&base, &schema).await, (false, vec![]), "not there before");
+    let stores = futures::future::join_all((0..4).map(|_| PostgresStore::connect(&url))).await;
+    let stores: Vec<PostgresStore> =
+        stores.into_iter().map(|opened| opened.unwrap_or_else(|e| panic!("every opener opens: {e}"))).collect();
+    let (exists, tables) = tables_in(&base, &schema).await;
+    assert!(exists, "the schema was created");
+    assert_eq!(tables, ["acp_journal", "acp_meta", "acp_owners", "acp_sessions"], "the tables are in it");
+    let key = stores[0].cursor_key();
+    assert!(stores.iter().all(|store| store.cursor_key() == key), "one cursor key for all");
+    let store: &dyn Store = &stores[1];
+    store.create_session(&record("a")).await.expect("create");
+    let raw = raw_client(&base).await;
+    let sessions: i64 =
+        raw.query_one(&format!("SELECT count(*) FROM \"{schema}\".acp_sessions"), &[]).await.expect("count").get(0);
+    assert_eq!(sessions, 1, "sessions are written there");
+    for store in &stores {
+        store.close().await.expect("close");
+    }
+    drop(stores);
+    drop_schema_and_role(&base, &schema, None).await;
+}
+
+/// A role that may not create the schema gets an error naming the exact statement to run as a role
+/// that may; once it is run, the same URL opens.
+#[tokio::test]
+async fn a_role_that_may_not_create_the_schema_is_told_the_create_schema_step() {
+    let Some(base) = common::stores::postgres_base_url() else { return };
+    let schema = common::stores::unique_schema_name();
+    let role = format!("{schema}_role");
+    let raw = raw_client(&base).await;
+    // No CREATE on the database (PUBLIC has only CONNECT and TEMPORARY).
+    raw.batch_execute(&format!("CREATE ROLE \"{role}\" LOGIN")).await.expect("create a role");
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = common::stores::with_search_path(&format!("{base}{separator}user={role}"), &schema);
+    let err = PostgresStore::connect(&url).await.expect_err("the role may not create schemas");
+    let step = format!("CREATE SCHEMA \"{schema}\" AUTHORIZATION \"{role}\";");
+    assert!(err.message().contains(&step), "names the step: {err}");
+    assert!(err.message().contains("permission denied"), "and the server's reason: {err}");
+    assert_eq!(err.kind(), StoreErrorKind::Failed, "not worth retrying: {err}");
+    assert_eq!(tables_in(&base, &schema).await, (false, vec![]), "nothing created");
+    // The step, as the error says, then the same URL.
+    raw.batch_execute(&step).await.expect("run the step as a superuser");
+    let store = PostgresStore::connect(&url).await.unwrap_or_else(|e| panic!("opens once the schema exists: {e}"));
+    assert_eq!(tables_in(&base, &schema).await.1.len(), 4, "the tables are in the role's schema");
+    store.close().await.expect("close");
+    drop(store);
+    drop_schema_and_role(&base, &schema, Some(&role)).await;
+}

@@ -10,6 +10,12 @@
 //!   same for every process sharing the database from then on.
 //! - Tables are prefixed `acp_` and unqualified: they live in the first schema of the
 //!   connection's `search_path` (`public` by default), next to whatever else the database holds.
+//! - That schema exists before the tables are made: when the first schema `search_path` names
+//!   (URL option `options=-c search_path=myschema`) does not exist, the opener that migrates
+//!   creates it (`CREATE SCHEMA IF NOT EXISTS`, the name quoted) under the migration lock, so
+//!   concurrent openers never race to create it. `"$user"` counts only when that schema exists,
+//!   as in `PostgreSQL` itself. A role that may not create it gets an error naming the statement
+//!   to run as a role that may; nothing is created anywhere else instead.
 
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Transaction;
@@ -131,6 +137,9 @@ fn migrate(client: &mut ClientWrapper, fresh: [u8; 32]) -> Call<'_, Result<[u8; 
     Box::pin(async move {
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+        if let Err(e) = ensure_schema(&tx).await? {
+            return Ok(Err(e));
+        }
         // Read again under the lock: another opener may have migrated meanwhile.
         let from = version_in(&tx).await?;
         if from > SCHEMA_VERSION {
@@ -157,6 +166,104 @@ fn migrate(client: &mut ClientWrapper, fresh: [u8; 32]) -> Call<'_, Result<[u8; 
         tx.commit().await?;
         Ok(decode_key(&stored).ok_or_else(|| StoreError::new("acp_meta.cursor_key is not 64 hexadecimal digits")))
     })
+}
+
+/// Creates the schema the tables belong in (see the module doc) when it does not exist; the inner
+/// error says why it cannot be.
+async fn ensure_schema(tx: &Transaction<'_>) -> Result<Result<(), StoreError>, tokio_postgres::Error> {
+    let row = tx
+        .query_one(
+            "SELECT current_schema(), current_setting('search_path'), current_user::text,
+                    EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = current_user),
+                    current_database()::text",
+            &[],
+        )
+        .await?;
+    let (current, search_path, user, user_schema, database): (Option<String>, String, String, bool, String) =
+        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    let Some(wanted) = schema_for_tables(&search_path, user_schema) else {
+        return Ok(match current {
+            Some(_) => Ok(()),
+            None => Err(StoreError::new(format!(
+                "search_path ({search_path:?}) names no schema to keep the acp_ tables in: name one, e.g. \
+                 options=-c%20search_path%3Dacp in the URL"
+            ))),
+        });
+    };
+    if current.as_deref() == Some(wanted.as_str()) {
+        return Ok(Ok(()));
+    }
+    // The first schema named does not exist (it would be the current one): create it. Only then:
+    // `CREATE SCHEMA IF NOT EXISTS` needs the right to create schemas even when it exists.
+    let create = format!("CREATE SCHEMA IF NOT EXISTS {}", quote_identifier(&wanted));
+    match tx.batch_execute(&create).await {
+        Ok(()) => {
+            tracing::info!(schema = wanted, "created the schema of the session store");
+            Ok(Ok(()))
+        }
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => {
+            Ok(Err(StoreError::new(format!(
+                "schema {wanted:?}, first in search_path, does not exist and role {user:?} may not create it \
+                 ({}): as a role that may, run `CREATE SCHEMA {} AUTHORIZATION {};` in database {database:?} \
+                 (or `GRANT CREATE ON DATABASE {} TO {};`)",
+                super::db::chain(&e),
+                quote_identifier(&wanted),
+                quote_identifier(&user),
+                quote_identifier(&database),
+                quote_identifier(&user),
+            ))))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The schema the tables belong in, as `search_path` names it: its first entry — `"$user"` only
+/// when a schema of the current user's name exists (`user_schema`: then it is the current schema
+/// already), never `pg_catalog` or `pg_temp` (which the server searches on its own). `None` when
+/// there is nothing to create.
+fn schema_for_tables(search_path: &str, user_schema: bool) -> Option<String> {
+    search_path_entries(search_path)
+        .into_iter()
+        .find(|entry| match entry.as_str() {
+            "$user" => user_schema,
+            "pg_catalog" => false,
+            other => !other.starts_with("pg_temp"),
+        })
+        .filter(|entry| entry != "$user")
+}
+
+/// The entries of a `search_path` setting, as the server reads them: separated by commas, an
+/// unquoted one folded to lower case, a quoted one taken as it is (`""` inside it is `"`).
+fn search_path_entries(search_path: &str) -> Vec<String> {
+    let mut entries = Vec::new();
+    let mut chars = search_path.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace() || *c == ',').is_some() {}
+        let Some(&first) = chars.peek() else { return entries };
+        let mut entry = String::new();
+        if first == '"' {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' if chars.next_if_eq(&'"').is_some() => entry.push('"'),
+                    '"' => break,
+                    c => entry.push(c),
+                }
+            }
+            while chars.next_if(|c| *c != ',').is_some() {}
+        } else {
+            while let Some(c) = chars.next_if(|c| *c != ',') {
+                entry.push(c);
+            }
+            entry = entry.trim_end().to_ascii_lowercase();
+        }
+        entries.push(entry);
+    }
+}
+
+/// `name` as an SQL identifier, always quoted: any name is taken as it is.
+fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// The recorded schema version inside a transaction (0 when there is no schema).
@@ -197,6 +304,29 @@ fn decode_key(hex: &str) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_path_entries_are_read_as_the_server_reads_them() {
+        assert_eq!(search_path_entries(r#""$user", public"#), ["$user", "public"]);
+        assert_eq!(search_path_entries("MySchema"), ["myschema"], "unquoted: folded to lower case");
+        assert_eq!(search_path_entries(r#" "My ""odd"", one" , two "#), [r#"My "odd", one"#, "two"]);
+        assert_eq!(search_path_entries(""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_tables_go_in_the_first_schema_named() {
+        assert_eq!(schema_for_tables(r#""$user", public"#, false).as_deref(), Some("public"));
+        assert_eq!(schema_for_tables(r#""$user", public"#, true), None, "the user's own schema, which exists");
+        assert_eq!(schema_for_tables("acp, public", false).as_deref(), Some("acp"));
+        assert_eq!(schema_for_tables("pg_catalog, pg_temp, acp", false).as_deref(), Some("acp"));
+        assert_eq!(schema_for_tables("", false), None);
+    }
+
+    #[test]
+    fn identifiers_are_always_quoted() {
+        assert_eq!(quote_identifier("acp"), r#""acp""#);
+        assert_eq!(quote_identifier(r#"a"b; DROP"#), r#""a""b; DROP""#);
+    }
 
     #[test]
     fn keys_round_trip_as_hex() {
