@@ -236,7 +236,14 @@ async function runCommand(turn, args) {
     await turn.failToolCall(call, 'rejected by the user')
     return 'The user rejected this command: it did not run.'
   }
-  const terminal = await turn.client.createTerminal('sh', ['-c', command], null, turn.cwd, 64_000)
+  let terminal
+  try {
+    terminal = await turn.client.createTerminal('sh', ['-c', command], null, turn.cwd, 64_000)
+  } catch (e) {
+    if (turn.isCancelled) throw e
+    await turn.failToolCall(call, `error: ${e.message}`) // the editor has no terminals, or refused
+    return `error: ${e.message}`
+  }
   let status, output
   try {
     await turn.updateTool(call, { status: 'in_progress', content: [terminal.content] })

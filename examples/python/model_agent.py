@@ -29,6 +29,7 @@ import httpx
 
 from acp_facade import (
     ApprovalAction,
+    ClientError,
     Diff,
     Permission,
     Runner,
@@ -175,15 +176,16 @@ async def run_tool(turn: Turn, name: str, arguments: str) -> Optional[str]:
     cancelled the turn."""
     try:
         args = json.loads(arguments or "{}")
-        assert isinstance(args, dict)
-    except (ValueError, AssertionError):
+    except ValueError:
+        args = None
+    if not isinstance(args, dict):
         return f"error: the arguments of {name} are not a JSON object: {arguments}"
     path = str(Path(turn.cwd, args.get("path", ""))) if "path" in args else ""
     if name == "read_file":
         call = await turn.start_tool(f"Read {path}", name=name, kind=ToolKind.READ, raw_input=args)
         try:
             content = await turn.client.read_text_file(path)
-        except Exception as e:  # a missing file, the editor refused: the model is told
+        except ClientError as e:  # a missing file, the editor refused: the model is told
             await turn.fail_tool_call(call, [text_block(f"error: {e}")])
             return f"error: {e}"
         await turn.complete_tool_call(call, [text_block(content)])
@@ -199,7 +201,7 @@ async def change_file(turn: Turn, name: str, path: str, args: Dict[str, Any]) ->
     """``write_file`` / ``edit_file``: the change shown as a diff, written only when allowed."""
     try:
         old: Optional[str] = await turn.client.read_text_file(path)
-    except Exception:
+    except ClientError:
         old = None  # a new file
     if name == "write_file":
         new = str(args.get("content", ""))
@@ -217,7 +219,7 @@ async def change_file(turn: Turn, name: str, path: str, args: Dict[str, Any]) ->
         return "The user rejected this change: the file was not written."
     try:
         await turn.client.write_text_file(path, new)
-    except Exception as e:
+    except ClientError as e:
         await turn.update_tool(call, status=ToolCallStatus.FAILED, content=[diff, text_block(f"error: {e}")])
         return f"error: {e}"
     await turn.update_tool(call, status=ToolCallStatus.COMPLETED, content=[diff, text_block(f"wrote {path}")])
@@ -234,7 +236,12 @@ async def run_command(turn: Turn, args: Dict[str, Any]) -> Optional[str]:
     if not answer.is_allowed():
         await turn.fail_tool_call(call, [text_block("rejected by the user")])
         return "The user rejected this command: it did not run."
-    async with await turn.client.create_terminal("sh", ["-c", command], cwd=turn.cwd, output_byte_limit=64_000) as terminal:
+    try:
+        terminal = await turn.client.create_terminal("sh", ["-c", command], cwd=turn.cwd, output_byte_limit=64_000)
+    except ClientError as e:  # the editor has no terminals, or refused
+        await turn.fail_tool_call(call, [text_block(f"error: {e}")])
+        return f"error: {e}"
+    async with terminal:
         await turn.update_tool(call, status=ToolCallStatus.IN_PROGRESS, content=[terminal.content])
         status = await terminal.wait_for_exit()
         output = (await terminal.output()).output

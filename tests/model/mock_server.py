@@ -224,7 +224,7 @@ class MockModel:
         self.arrived = threading.Condition(self.lock)
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.mock = self
-        self._thread = threading.Thread(target=self._server.serve_forever, name="mock-model", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="mock-model", daemon=True)
 
     @property
     def base_url(self) -> str:

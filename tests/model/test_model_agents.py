@@ -169,6 +169,44 @@ def test_reads_a_file_through_the_editor(agent: Agent, mock: MockModel) -> None:
     drive(agent, mock, "read_file", body)
 
 
+def test_tool_failures_are_told_to_the_model(agent: Agent, mock: MockModel) -> None:
+    async def body(s: Scene) -> None:
+        mock.script(
+            reply(
+                tool_call("read_file", {"path": "missing.txt"}, "call_missing", index=0),
+                tool_call("delete_everything", {}, "call_unknown", index=1),
+            ),
+            reply(text("Sorry, I could not.")),
+        )
+        peer = await s.start()
+        session = await peer.new_session(str(s.cwd))
+        response = await peer.prompt(session, "Read missing.txt")
+        assert response.stop_reason == "end_turn", response.raw
+        (read,) = s.requests_to_client("fs/read_text_file")
+        assert read["path"] == str(s.cwd / "missing.txt")
+        assert s.tool_updates()[-1]["status"] == "failed", s.tool_updates()
+        _, second = mock.wait_for_requests(2)
+        assert [c["id"] for c in second.messages[-3]["tool_calls"]] == ["call_missing", "call_unknown"]
+        assert tool_message(second, "call_missing").startswith("error:")
+        assert "no tool delete_everything" in tool_message(second, "call_unknown")
+
+    drive(agent, mock, "tool_failures", body)
+
+
+def test_a_turn_makes_at_most_ten_model_calls(agent: Agent, mock: MockModel) -> None:
+    async def body(s: Scene) -> None:
+        (s.cwd / "loop.txt").write_text("again\n")
+        mock.script(*(reply(tool_call("read_file", {"path": "loop.txt"}, f"call_{n}")) for n in range(11)))
+        peer = await s.start()
+        session = await peer.new_session(str(s.cwd))
+        response = await peer.prompt(session, "Read it forever")
+        assert response.stop_reason == "max_turn_requests", response.raw
+        assert len(mock.requests) == 10
+        assert len(s.requests_to_client("fs/read_text_file")) == 10
+
+    drive(agent, mock, "max_steps", body)
+
+
 @pytest.mark.parametrize("allowed", [True, False], ids=["allowed", "rejected"])
 def test_edit_behind_a_permission(agent: Agent, mock: MockModel, allowed: bool) -> None:
     async def body(s: Scene) -> None:
