@@ -38,6 +38,7 @@
 
 #[doc(hidden)]
 pub mod binding;
+pub mod history;
 mod ids;
 pub mod session;
 pub mod store;
@@ -47,6 +48,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use history::Conversation;
+pub use history::{HISTORY_CACHE_ENTRIES, HistoryEntry, HistoryPage, HistoryPosition, ToolCallRecord};
 use session::History;
 pub use session::RunnerSession;
 pub use session::journal::JOURNAL_DELAY;
@@ -255,7 +258,9 @@ impl Runner {
             }
             None => record.system_prompt,
         };
-        let session = RunnerSession::new(self.inner.clone(), id.clone(), setup, system_prompt, history);
+        // The conversation the session's turns read, from the journal read anyway (the replay's).
+        let conversation = Conversation::of(&journal, history::HISTORY_CACHE_ENTRIES);
+        let session = RunnerSession::new(self.inner.clone(), id.clone(), setup, system_prompt, history, conversation);
         reservation.live(&session);
         Ok((session, journal))
     }
@@ -304,7 +309,14 @@ impl SessionHost for Runner {
             })
             .await?;
         let system_prompt = setup.system_prompt().cloned();
-        let session = RunnerSession::new(self.inner.clone(), id, &setup, system_prompt, History::default());
+        let session = RunnerSession::new(
+            self.inner.clone(),
+            id,
+            &setup,
+            system_prompt,
+            History::default(),
+            Conversation::default(),
+        );
         self.inner.live.insert_new(session.session_id(), &session)?;
         Ok(session)
     }

@@ -65,6 +65,11 @@ impl Journal {
         }
     }
 
+    /// The store the journal is written to.
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     fn lock_gathering(&self) -> std::sync::MutexGuard<'_, Batch> {
         self.gathering.lock().unwrap_or_else(PoisonError::into_inner)
     }

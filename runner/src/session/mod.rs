@@ -54,6 +54,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::RunnerInner;
+use crate::history::Conversation;
 use crate::ids::{event_id_digits, numbered};
 use crate::session::live::retrying;
 use crate::session::session_core::{Opening, SessionCore};
@@ -151,6 +152,7 @@ impl RunnerSession {
         setup: &Setup,
         system_prompt: Option<SystemPrompt>,
         history: History,
+        conversation: Conversation,
     ) -> Arc<Self> {
         let core = SessionCore::new(Opening {
             id,
@@ -162,6 +164,7 @@ impl RunnerSession {
             store: runner.store.clone(),
             subscriber_capacity: runner.subscriber_capacity,
             next_event: history.next_event,
+            conversation,
         });
         Arc::new(Self {
             core: Arc::new(core),

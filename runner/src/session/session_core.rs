@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::history::{Conversation, HistoryPage, HistoryPosition, PageSource};
 use crate::ids::event_id;
 use crate::session::journal::{Journal, unrecorded};
 use crate::store::Store;
@@ -65,6 +66,9 @@ pub(crate) struct SessionCore {
     config: Mutex<Vec<SessionConfigOption>>,
     /// Events built, across restarts: numbers event ids.
     event_counter: AtomicU64,
+    /// The session's conversation (its newest entries), folded from every Enduring event as it
+    /// is journaled (see the `history` module).
+    conversation: Mutex<Conversation>,
 }
 
 impl std::fmt::Debug for SessionCore {
@@ -85,12 +89,24 @@ pub(crate) struct Opening {
     pub(crate) subscriber_capacity: usize,
     /// The number of the session's next event (past its journal's, for a reopened session).
     pub(crate) next_event: u64,
+    /// Its conversation so far (folded from its journal, for a reopened session).
+    pub(crate) conversation: Conversation,
 }
 
 impl SessionCore {
     pub(crate) fn new(opening: Opening) -> Self {
-        let Opening { id, cwd, mcp_servers, system_prompt, commands, config, store, subscriber_capacity, next_event } =
-            opening;
+        let Opening {
+            id,
+            cwd,
+            mcp_servers,
+            system_prompt,
+            commands,
+            config,
+            store,
+            subscriber_capacity,
+            next_event,
+            conversation,
+        } = opening;
         Self {
             journal: Journal::new(id.clone(), store),
             id,
@@ -105,6 +121,7 @@ impl SessionCore {
             turn_failure: Mutex::default(),
             config: Mutex::new(config),
             event_counter: AtomicU64::new(next_event),
+            conversation: Mutex::new(conversation),
         }
     }
 
@@ -262,6 +279,7 @@ impl SessionCore {
             Err(event) => Box::pin(self.hub.number(event)).await,
         };
         self.journal.gather(numbered.event());
+        self.conversation.lock().unwrap_or_else(PoisonError::into_inner).record(numbered.event());
         if flush
             && let Err(e) = Box::pin(self.journal.write_then(|last, e| {
                 if let Some(kind) = unrecorded(&last.kind, e) {
@@ -285,6 +303,29 @@ impl SessionCore {
         if let Err(numbered) = numbered.try_deliver() {
             Box::pin(numbered.deliver()).await;
         }
+    }
+
+    /// A page of the conversation before the running turn: at most `limit` entries ending
+    /// before `before` (none: the newest). Served from the entries the session holds; a page
+    /// reaching older ones writes the journal and folds it again from the store.
+    pub(crate) async fn history_page(
+        &self,
+        before: Option<&HistoryPosition>,
+        limit: usize,
+    ) -> Result<HistoryPage, Error> {
+        let source = self.conversation.lock().unwrap_or_else(PoisonError::into_inner).page(before, limit)?;
+        let (epoch, start, end) = match source {
+            PageSource::Held(page) => return Ok(page),
+            PageSource::Journal { epoch, start, end } => (epoch, start, end),
+        };
+        // Unwritten events would be missing from the store's journal: write them first.
+        self.journal.write().await?;
+        let journal = self.journal.store().events(&self.id).await?;
+        Conversation::of(&journal, usize::MAX).page_of_whole(epoch, start, end).ok_or_else(|| {
+            Error::invalid_params_msg(
+                "history position: the session was compacted since it was given; start again from the newest page",
+            )
+        })
     }
 
     /// Publishes an Ephemeral public event without waiting; on a full queue the event's payload

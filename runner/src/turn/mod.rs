@@ -20,10 +20,12 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::history::{HistoryEntry, HistoryPage, HistoryPosition};
 use crate::session::session_core::SessionCore;
 use crate::turn::tool_state::ToolCalls;
 use acp_facade::acp::{ContentBlock, Cost, McpServer, Meta, Plan, SessionId, SystemPrompt, SystemPromptMode};
 use acp_facade::client::{Capabilities, Client};
+use acp_facade::error::Error;
 use acp_facade::harness::content::{plain_text, text_block};
 use acp_facade::harness::{
     AiMessage, ApprovalAction, CommandId, EventClass, EventKind, Gate, GateId, GateKind, GateResolver, GateResponse,
@@ -451,6 +453,62 @@ impl Turn {
         if !step.is_empty() {
             self.emit(EventClass::Enduring, EventKind::StepDone { messages: step.into_messages() }).await;
         }
+    }
+
+    /// The session's conversation before this turn: its last `limit` entries, oldest first —
+    /// user prompts, assistant messages, thoughts, and tool calls with their final state, from
+    /// every earlier turn of the session (also those run before it was loaded or resumed, in any
+    /// process sharing the store), with what the latest compaction replaced standing as one
+    /// [`HistoryEntry::Summary`] first. This turn's own prompt and
+    /// steps are not in it. See the [`history`](crate::history) module for how events become
+    /// entries.
+    ///
+    /// Served from the entries the session holds in memory (the newest
+    /// [`HISTORY_CACHE_ENTRIES`](crate::HISTORY_CACHE_ENTRIES)); a `limit` reaching older ones
+    /// reads the journal from the store. Fails only when that read does.
+    ///
+    /// ```
+    /// use acp_facade_runner::{HistoryEntry, Turn};
+    ///
+    /// /// The conversation as chat messages for a model: (role, text).
+    /// async fn messages(turn: &Turn) -> Result<Vec<(&'static str, String)>, acp_facade::Error> {
+    ///     let mut messages = Vec::new();
+    ///     for entry in turn.history(50).await? {
+    ///         match entry {
+    ///             HistoryEntry::User { text, .. } => messages.push(("user", text)),
+    ///             HistoryEntry::Assistant { text } => messages.push(("assistant", text)),
+    ///             HistoryEntry::ToolCall(call) => messages.push(("tool", format!("{}: {}", call.title, call.text()))),
+    ///             HistoryEntry::Summary { text } => messages.push(("system", format!("Earlier: {text}"))),
+    ///             _ => {} // thoughts, and entries of later versions
+    ///         }
+    ///     }
+    ///     messages.push(("user", turn.prompt_text()));
+    ///     Ok(messages)
+    /// }
+    /// ```
+    pub async fn history(&self, limit: usize) -> Result<Vec<HistoryEntry>, Error> {
+        Ok(self.history_page(None, limit).await?.entries)
+    }
+
+    /// One page of the session's conversation before this turn: at most `limit` entries, oldest
+    /// first, ending before `before` (`None`: the newest, as [`Turn::history`] returns them), and
+    /// the position to ask for the page before it ([`HistoryPage::older`], `None` once the
+    /// oldest entry is in). A position stays valid until the session is compacted again; one
+    /// given before that is refused with `-32602`.
+    ///
+    /// ```
+    /// # async fn all(turn: &acp_facade_runner::Turn) -> Result<(), acp_facade::Error> {
+    /// // Every entry, newest page first.
+    /// let mut page = turn.history_page(None, 100).await?;
+    /// let mut entries = page.entries;
+    /// while let Some(older) = page.older {
+    ///     page = turn.history_page(Some(&older), 100).await?;
+    ///     entries.splice(0..0, page.entries.iter().cloned());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn history_page(&self, before: Option<&HistoryPosition>, limit: usize) -> Result<HistoryPage, Error> {
+        self.session.history_page(before, limit).await
     }
 
     /// The text streamed in the current step so far.

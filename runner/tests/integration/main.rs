@@ -25,6 +25,7 @@ mod extensions;
 mod fleet;
 mod fuzz_properties;
 mod gate_elicitation;
+mod history;
 mod initialize;
 mod load_replay;
 mod mcp_servers;
