@@ -209,6 +209,14 @@ pub enum TurnOp {
         /// Answered with the outcome.
         reply: Reply<Result<(), Error>>,
     },
+    /// [`Turn::history`]; answers the entries in their wire form
+    /// ([`history_json`](super::history::history_json)).
+    History {
+        /// At most this many entries.
+        limit: usize,
+        /// Answered with the outcome.
+        reply: Reply<Result<Value, Error>>,
+    },
     /// [`Turn::start_tool`]: a tool call with any of its fields; answers the new call's id.
     StartTool {
         /// What the call is announced with (boxed: see the size note on [`TurnOp`]).
@@ -469,6 +477,9 @@ impl TurnOp {
                 reply.send(turn.set_config_option(&config_id, &value).await);
             }
             Self::SetCommands { commands, reply } => reply.send(turn.set_commands(commands).await),
+            Self::History { limit, reply } => {
+                reply.send(turn.history(limit).await.map(|entries| super::history::history_json(&entries)));
+            }
             Self::StartTool { spec, reply } => reply.send(turn.start_tool(*spec).await),
             Self::UpdateTool { call_id, fields } => turn.update_tool(&call_id, *fields).await,
             Self::Notice(notice) => {
