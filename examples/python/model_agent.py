@@ -109,7 +109,7 @@ class ModelAgent(TurnRunner):
     async def run_turn(self, turn: Turn) -> StopReason:
         if not self.model:
             raise ModelError("OPENAI_MODEL is not set: start the agent with the model's name in OPENAI_MODEL")
-        messages = [{"role": "system", "content": turn.compose_system_prompt(SYSTEM.format(cwd=turn.cwd))}]
+        messages: List[Dict[str, Any]] = [{"role": "system", "content": turn.compose_system_prompt(SYSTEM.format(cwd=turn.cwd))}]
         messages += history_messages(await turn.history(limit=HISTORY))
         messages.append({"role": "user", "content": turn.prompt_text()})
         for _ in range(MAX_STEPS):
@@ -129,7 +129,8 @@ class ModelAgent(TurnRunner):
     async def stream(self, turn: Turn, messages: List[Dict[str, Any]]) -> Tuple[str, List[Dict[str, Any]]]:
         """One model call, streamed to the editor: the answer's text and its tool calls."""
         body = {"model": self.model, "messages": messages, "tools": TOOLS, "stream": True}
-        text, calls = "", {}  # tool calls by their stream index
+        text = ""
+        calls: Dict[int, Dict[str, Any]] = {}  # the tool calls by their stream index
         try:
             async with self.http.stream("POST", self.url, json=body, headers=self.headers) as response:
                 if response.status_code >= 300:
