@@ -97,6 +97,21 @@ def test_count_streams_and_stops_when_cancelled() -> None:
     run(body)
 
 
+def test_recap_tells_the_earlier_turns() -> None:
+    async def body() -> None:
+        client = RecordingClient()
+        async with agent(snippets("python")[0], client) as (conn, session):
+            await conn.prompt(session_id=session, prompt=[text_block("list")])
+            client.clear()
+            reply = await conn.prompt(session_id=session, prompt=[text_block("recap")])
+            assert reply.stop_reason == "end_turn"
+            recap = "".join(client.chunks())
+            assert recap.startswith("you: list\nme: a.txt\nb.txt\n\ntool: List "), recap
+            assert recap.endswith(": a.txt\nb.txt\n"), recap  # the call's title names the directory
+
+    run(body)
+
+
 def test_the_custom_host_echoes_word_by_word() -> None:
     async def body() -> None:
         client = RecordingClient()

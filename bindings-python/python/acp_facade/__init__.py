@@ -21,7 +21,8 @@ editor (:class:`Client`): files through its buffers, commands in its terminals
 
 Prompts beyond text (images, audio, embedded resources), MCP servers, plans, costs, slash
 commands and the client's system prompt are typed (:mod:`acp_facade.acp`); a turn also shows
-notices, plans with ids and subagents to a client that advertised them (:class:`Turn`); a host changes its own session through
+notices, plans with ids and subagents to a client that advertised them (:class:`Turn`), and reads
+its session's earlier turns (:meth:`Turn.history`); a host changes its own session through
 :class:`SessionControl` (a runner turn through its :class:`Turn`); extension methods are registered
 on :class:`Options`.
 
@@ -151,6 +152,8 @@ from .host import (
 )
 from .prompt import Prompt, SlashCommand
 from .runner import (
+    AssistantEntry,
+    HistoryEntry,
     MemoryStore,
     Permission,
     PermissionAnswer,
@@ -159,8 +162,12 @@ from .runner import (
     Runner,
     SqliteStore,
     Subagent,
+    SummaryEntry,
+    ThoughtEntry,
+    ToolCallEntry,
     Turn,
     TurnRunner,
+    UserEntry,
 )
 
 
@@ -192,6 +199,7 @@ __all__ = [
     "AiMessage",
     "bind_type_hints",
     "ApprovalAction",
+    "AssistantEntry",
     "AudioContent",
     "AuthMethod",
     "AuthRequired",
@@ -226,6 +234,7 @@ __all__ = [
     "GateResolved",
     "GateResolver",
     "GateResponse",
+    "HistoryEntry",
     "HttpHeader",
     "ImageContent",
     "InternalError",
@@ -287,6 +296,7 @@ __all__ = [
     "StopReason",
     "Subagent",
     "SubagentChanged",
+    "SummaryEntry",
     "SystemPrompt",
     "Terminal",
     "TerminalContent",
@@ -294,10 +304,12 @@ __all__ = [
     "TerminalOutput",
     "TextContent",
     "TextResourceContents",
+    "ThoughtEntry",
     "TokenChannel",
     "TokenDelta",
     "ToolCallCompleted",
     "ToolCallContent",
+    "ToolCallEntry",
     "ToolCallLocation",
     "ToolCallProgress",
     "ToolCallRequest",
@@ -313,6 +325,7 @@ __all__ = [
     "TurnStarted",
     "UnsupportedError",
     "UrlElicitation",
+    "UserEntry",
     "UserMessage",
     "Visibility",
     "__version__",

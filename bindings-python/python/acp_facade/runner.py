@@ -36,6 +36,15 @@ from .acp import (
     tool_content_json,
 )
 from .harness import ApprovalAction, StopReason, ToolCallStatus, ToolKind, plain_text
+from .history import (
+    AssistantEntry,
+    HistoryEntry,
+    SummaryEntry,
+    ThoughtEntry,
+    ToolCallEntry,
+    UserEntry,
+    history_from_json,
+)
 from .host import ConfigOption, commands_json
 from .prompt import SlashCommand
 
@@ -48,6 +57,8 @@ if TYPE_CHECKING:
     from .agent import Agent, Options
 
 __all__ = [
+    "AssistantEntry",
+    "HistoryEntry",
     "MemoryStore",
     "Permission",
     "PermissionAnswer",
@@ -56,8 +67,12 @@ __all__ = [
     "Runner",
     "SqliteStore",
     "Subagent",
+    "SummaryEntry",
+    "ThoughtEntry",
+    "ToolCallEntry",
     "Turn",
     "TurnRunner",
+    "UserEntry",
 ]
 
 SqliteStore = _native.SqliteStore
@@ -499,6 +514,33 @@ class Turn:
         """Sets the ``_meta`` of the prompt's response, whatever the turn's outcome (the last
         call counts)."""
         await self._paced(self._n.set_response_meta(meta))
+
+    async def history(self, limit: int = 50) -> List[HistoryEntry]:
+        """The session's conversation before this turn: its last ``limit`` entries, oldest first —
+        :class:`UserEntry`, :class:`AssistantEntry`, :class:`ThoughtEntry` and
+        :class:`ToolCallEntry` (with the call's final status, title, kind, raw input and output
+        and content) from every earlier turn of the session, also those run before it was loaded
+        or resumed, in any process sharing the store; what the latest compaction replaced stands as
+        one :class:`SummaryEntry` first. This turn's own prompt is not in it. Read from the
+        entries the session keeps in memory (a ``limit`` reaching older ones reads the store).
+
+        ``ValueError`` for a negative ``limit``::
+
+            messages = []
+            for entry in await turn.history(limit=50):
+                if entry.type == "user":
+                    messages.append({"role": "user", "content": entry.text})
+                elif entry.type == "assistant":
+                    messages.append({"role": "assistant", "content": entry.text})
+                elif entry.type == "tool_call":
+                    messages.append({"role": "tool", "content": f"{entry.title}: {entry.text}"})
+                elif entry.type == "summary":
+                    messages.append({"role": "system", "content": f"Earlier: {entry.text}"})
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"history limit must be an int >= 0, not {limit!r}")
+        data: List[Dict[str, Any]] = await dispatcher.wait(self._n.history, limit)
+        return history_from_json(data)
 
     async def set_mode(self, mode_id: str) -> None:
         """Switches the session to mode ``mode_id`` (the config option ``mode``), as if the client

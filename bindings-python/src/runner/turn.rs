@@ -401,6 +401,13 @@ impl PyTurn {
         self.push(TurnOp::UsageWithCost { used, size, cost })
     }
 
+    /// Completes `future` with the session's conversation before this turn (at most `limit`
+    /// entries, oldest first) in the wire form of `acp_facade_runner::binding::history`; the
+    /// package builds its entry classes from it.
+    fn history(&self, limit: usize, future: u64) -> PyResult<()> {
+        self.push(TurnOp::History { limit, reply: outcome(future) }).map(|_| ())
+    }
+
     fn set_mode(&self, mode_id: String, future: u64) -> PyResult<()> {
         self.push(TurnOp::SetMode { mode_id, reply: outcome(future) }).map(|_| ())
     }
