@@ -57,7 +57,7 @@ function historyMessages(entries) {
     else if (entry.type === 'tool_call' && entry.name) {
       const call = { id: entry.id, type: 'function', function: { name: entry.name, arguments: JSON.stringify(entry.input ?? {}) } }
       messages.push({ role: 'assistant', content: null, tool_calls: [call] })
-      messages.push({ role: 'tool', tool_call_id: entry.id, content: entry.text || entry.status })
+      messages.push({ role: 'tool', tool_call_id: entry.id, content: entry.text || '(no output)' })
     }
     // Thoughts stay out: models do not take their reasoning back.
   }

@@ -29,16 +29,21 @@ import httpx
 
 from acp_facade import (
     ApprovalAction,
+    AssistantEntry,
     ClientError,
     Diff,
+    HistoryEntry,
     Permission,
     Runner,
     SqliteStore,
     StopReason,
+    SummaryEntry,
+    ToolCallEntry,
     ToolCallStatus,
     ToolKind,
     Turn,
     TurnRunner,
+    UserEntry,
     text_block,
 )
 
@@ -77,20 +82,20 @@ class ModelError(Exception):
     """What went wrong talking to the model: the prompt fails with this message."""
 
 
-def history_messages(entries: List[Any]) -> List[Dict[str, Any]]:
+def history_messages(entries: List[HistoryEntry]) -> List[Dict[str, Any]]:
     """The session's conversation (``turn.history``) as Chat Completions messages."""
     messages: List[Dict[str, Any]] = []
     for entry in entries:
-        if entry.type == "user":
+        if isinstance(entry, UserEntry):
             messages.append({"role": "user", "content": entry.text})
-        elif entry.type == "assistant":
+        elif isinstance(entry, AssistantEntry):
             messages.append({"role": "assistant", "content": entry.text})
-        elif entry.type == "summary":
+        elif isinstance(entry, SummaryEntry):
             messages.append({"role": "user", "content": f"Summary of the conversation so far:\n{entry.text}"})
-        elif entry.type == "tool_call" and entry.name:
+        elif isinstance(entry, ToolCallEntry) and entry.name:
             call = {"id": entry.id, "type": "function", "function": {"name": entry.name, "arguments": json.dumps(entry.input or {})}}
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            messages.append({"role": "tool", "tool_call_id": entry.id, "content": entry.text or str(entry.status.value)})
+            messages.append({"role": "tool", "tool_call_id": entry.id, "content": entry.text or "(no output)"})
         # Thoughts stay out: models do not take their reasoning back.
     return messages
 

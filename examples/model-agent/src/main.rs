@@ -97,7 +97,7 @@ fn history_messages(entry: &HistoryEntry) -> Vec<Value> {
                     {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
                 ]}),
                 json!({"role": "tool", "tool_call_id": call.id,
-                    "content": if result.is_empty() { format!("{:?}", call.status) } else { result }}),
+                    "content": if result.is_empty() { "(no output)".to_owned() } else { result }}),
             ]
         }
         _ => Vec::new(),
