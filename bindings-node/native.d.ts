@@ -523,6 +523,33 @@ export interface TurnRunner {
   acceptsSystemPrompt?: boolean | (() => boolean)
 }
 
+// ---- The runner's turn history (acp_facade_runner::history) ----
+
+/**
+ * One entry of a session's conversation, as `turn.history()` returns it (oldest first), tagged by
+ * `type`: a user prompt (`text`: its text blocks joined), one assistant message, one thought, one
+ * tool call with its final state (`status` `completed` or `failed`, `pending` when no result was
+ * recorded; `input` and `output` its raw input and output, `null` when absent; `text` its content's
+ * text blocks joined with `"\n"`), or a compaction's summary, standing for every entry before it.
+ */
+export type HistoryEntry =
+  | { type: 'user'; text: string; content: ContentBlock[] }
+  | { type: 'assistant'; text: string }
+  | { type: 'thought'; text: string }
+  | {
+      type: 'tool_call'
+      id: string
+      name: string | null
+      title: string
+      kind: ToolKind
+      status: ToolCallStatus
+      input: unknown
+      output: unknown
+      content: ToolCallContent[]
+      text: string
+    }
+  | { type: 'summary'; text: string }
+
 /** An ACP agent for one connection. */
 export declare class Agent {
   /** An agent over a host implementing the host interfaces (see `Host`). */
@@ -982,6 +1009,15 @@ export declare class Turn {
    * resolves with the complete state the client now has.
    */
   setConfigOption(configId: string, value: string): Promise<SessionConfigOption[]>
+  /**
+   * The session's conversation before this turn: its last `limit` entries (default 50), oldest
+   * first — user prompts, assistant messages, thoughts, tool calls with their final state, and
+   * the latest compaction's summary standing for what it replaced — from every earlier turn,
+   * also those run before the session was loaded or resumed, in any process sharing the store.
+   * This turn's own prompt is not in it. Throws (`ERR_ACP_INVALID_ARG`) for a `limit` that is
+   * not a non-negative integer.
+   */
+  history(limit?: number): Promise<HistoryEntry[]>
   /**
    * Replaces the session's host-defined slash commands (advertised at once once the session's
    * first prompt advertised them).

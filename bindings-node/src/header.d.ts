@@ -522,3 +522,30 @@ export interface TurnRunner {
    */
   acceptsSystemPrompt?: boolean | (() => boolean)
 }
+
+// ---- The runner's turn history (acp_facade_runner::history) ----
+
+/**
+ * One entry of a session's conversation, as `turn.history()` returns it (oldest first), tagged by
+ * `type`: a user prompt (`text`: its text blocks joined), one assistant message, one thought, one
+ * tool call with its final state (`status` `completed` or `failed`, `pending` when no result was
+ * recorded; `input` and `output` its raw input and output, `null` when absent; `text` its content's
+ * text blocks joined with `"\n"`), or a compaction's summary, standing for every entry before it.
+ */
+export type HistoryEntry =
+  | { type: 'user'; text: string; content: ContentBlock[] }
+  | { type: 'assistant'; text: string }
+  | { type: 'thought'; text: string }
+  | {
+      type: 'tool_call'
+      id: string
+      name: string | null
+      title: string
+      kind: ToolKind
+      status: ToolCallStatus
+      input: unknown
+      output: unknown
+      content: ToolCallContent[]
+      text: string
+    }
+  | { type: 'summary'; text: string }

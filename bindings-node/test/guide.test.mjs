@@ -82,6 +82,17 @@ test('count streams, and stops when cancelled', async () => {
   })
 })
 
+test('recap tells the earlier turns', async () => {
+  await withProgram(0, { permission: 'allow_once' }, async (agent, sessionId) => {
+    await agent.connection.prompt(textPrompt(sessionId, 'list'))
+    const before = chunks(agent, sessionId).length
+    const reply = await agent.connection.prompt(textPrompt(sessionId, 'recap'))
+    assert.equal(reply.stopReason, 'end_turn')
+    const recap = chunks(agent, sessionId).slice(before).join('')
+    assert.match(recap, /^you: list\nme: a\.txt\nb\.txt\n\ntool: List .*: a\.txt\nb\.txt\n$/)
+  })
+})
+
 test('the custom host echoes word by word', async () => {
   await withProgram(1, {}, async (agent, sessionId) => {
     const reply = await agent.connection.prompt(textPrompt(sessionId, 'hello brave world'))

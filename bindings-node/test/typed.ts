@@ -17,6 +17,21 @@ const turns: TurnRunner = {
     await turn.usage(1, 2)
     // @ts-expect-error: not a tool kind
     void turn.startToolCall('x', 'launch')
+    for (const entry of await turn.history(10)) {
+      if (entry.type === 'tool_call') {
+        const status: 'pending' | 'in_progress' | 'completed' | 'failed' = entry.status
+        const text: string = entry.text
+        void [status, text, entry.name?.length, entry.content.length]
+      } else if (entry.type === 'user') {
+        void entry.content.map((block) => block.type)
+      } else {
+        const text: string = entry.text
+        void text
+      }
+    }
+    void turn.history()
+    // @ts-expect-error: a user entry has no status
+    void (await turn.history()).map((entry) => entry.type === 'user' && entry.status)
     return 'end_turn'
   },
   configOptions: () => [{ id: 'mode', name: 'Mode', type: 'select', currentValue: 'a', options: [{ value: 'a', name: 'A' }] }],

@@ -7,8 +7,8 @@
 //! (`text`, `thought`, tool progress, usage, …) always return a Promise: already resolved, or
 //! resolved once the backlog is down when the client reads slower than the turn writes (see
 //! [`crate::pace`]); calls with an answer
-//! (`startToolCall`, `requestPermission`, `askUser`, and the session's own changes `setMode`,
-//! `setConfigOption`, `setCommands`) return a Promise of it.
+//! (`startToolCall`, `requestPermission`, `askUser`, `history`, and the session's own changes
+//! `setMode`, `setConfigOption`, `setCommands`) return a Promise of it.
 //!
 //! Cancellation: `turn.signal` is an `AbortSignal` aborted on `session/cancel`, `$/cancel_request`
 //! or close; `turn.isCancelled` reads the same state synchronously. A turn whose `runTurn` has
@@ -58,6 +58,9 @@ use crate::settle;
 
 /// How long a cancelled turn's `runTurn` may take to settle before the turn ends anyway.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
+
+/// How many entries `turn.history()` returns without a `limit` (as Python's `limit=50`).
+const DEFAULT_HISTORY_LIMIT: usize = 50;
 
 /// State shared by the JS handle and [`run`].
 struct Shared {
@@ -607,6 +610,21 @@ impl Turn {
         value: String,
     ) -> Result<PromiseRaw<'env, Value>> {
         self.change(env, |reply| TurnOp::SetConfigOption { config_id, value, reply })
+    }
+
+    /// The session's conversation before this turn: its last `limit` entries (default 50), oldest
+    /// first — user prompts, assistant messages, thoughts, tool calls with their final state, and
+    /// the latest compaction's summary standing for what it replaced — from every earlier turn,
+    /// also those run before the session was loaded or resumed, in any process sharing the store.
+    /// This turn's own prompt is not in it. Throws (`ERR_ACP_INVALID_ARG`) for a `limit` that is
+    /// not a non-negative integer.
+    #[napi(ts_args_type = "limit?: number", ts_return_type = "Promise<HistoryEntry[]>")]
+    pub fn history<'env>(&self, env: &'env Env, limit: Option<f64>) -> Result<PromiseRaw<'env, Value>> {
+        let limit = match limit {
+            None => DEFAULT_HISTORY_LIMIT,
+            Some(limit) => usize::try_from(u64_arg("limit", limit)?).unwrap_or(usize::MAX),
+        };
+        self.change(env, |reply| TurnOp::History { limit, reply })
     }
 
     /// Replaces the session's host-defined slash commands (advertised at once once the session's
