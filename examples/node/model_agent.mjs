@@ -123,6 +123,8 @@ class ModelAgent {
       } catch {
         throw new Error(`the model server sent a malformed stream line: ${data.slice(0, 200)}`)
       }
+      // A failure after the stream started.
+      if (chunk.error) throw new Error(`the model server failed mid-stream: ${chunk.error.message ?? JSON.stringify(chunk.error)}`)
       for (const { delta = {} } of chunk.choices ?? []) {
         if (delta.reasoning_content) await turn.thought(delta.reasoning_content)
         if (delta.content) {

@@ -147,9 +147,12 @@ class ModelAgent(TurnRunner):
                     if data == "[DONE]":
                         break
                     try:
-                        choices = json.loads(data).get("choices") or []
+                        chunk = json.loads(data)
+                        choices = chunk.get("choices") or []
                     except (ValueError, AttributeError):
                         raise ModelError(f"the model server sent a malformed stream line: {data[:200]}") from None
+                    if chunk.get("error"):  # a failure after the stream started
+                        raise ModelError(f"the model server failed mid-stream: {message_of(chunk['error'])}")
                     for choice in choices:
                         delta = choice.get("delta") or {}
                         if delta.get("reasoning_content"):
@@ -172,9 +175,14 @@ async def error_text(response: httpx.Response) -> str:
     """The message of an OpenAI-style error body, else the body itself."""
     body = (await response.aread()).decode("utf-8", "replace")
     try:
-        return str(json.loads(body)["error"]["message"])
+        return message_of(json.loads(body)["error"])
     except (ValueError, KeyError, TypeError):
         return body[:500] or response.reason_phrase
+
+
+def message_of(error: Any) -> str:
+    """The ``message`` of an OpenAI-style ``error`` object, else the object as text."""
+    return str(error.get("message") or error) if isinstance(error, dict) else str(error)
 
 
 async def run_tool(turn: Turn, name: str, arguments: str) -> Optional[str]:

@@ -9,7 +9,8 @@
 - ``slow(*chunks)``: the chunks, then nothing more until the client goes away (a stream waiting
   to be cancelled; it gives up after ``SLOW_LIMIT`` seconds);
 - ``http_error(status, message)``: a non-2xx answer with OpenAI's error JSON;
-- ``malformed()``: a stream whose ``data:`` line is not JSON.
+- ``malformed()``: a stream whose ``data:`` line is not JSON;
+- ``failing(*chunks)``: the chunks, then an ``error`` object in a ``data:`` line.
 
 Every request is recorded (``requests``: its path, headers and JSON body) with whether the
 client disconnected in the middle of a slow stream (``Request.disconnected``, an event). A request
@@ -37,7 +38,7 @@ SLOW_LIMIT = 30.0
 
 @dataclass
 class Script:
-    """One answer: ``kind`` is ``stream``, ``slow``, ``error`` or ``malformed``."""
+    """One answer: ``kind`` is ``stream``, ``slow``, ``failing``, ``error`` or ``malformed``."""
 
     kind: str
     chunks: List[Dict[str, Any]] = field(default_factory=list)
@@ -78,6 +79,12 @@ def http_error(status: int, message: str, error_type: str = "invalid_request_err
 def malformed() -> Script:
     """A 200 stream whose first ``data:`` line is not JSON."""
     return Script("malformed")
+
+
+def failing(*chunks: Dict[str, Any], message: str = "The server had an error while processing your request.") -> Script:
+    """``chunks``, then an ``error`` object in a ``data:`` line (a failure after the stream started,
+    as OpenAI and vLLM report one), then ``[DONE]``."""
+    return Script("failing", list(chunks), error={"error": {"message": message, "type": "server_error"}})
 
 
 @dataclass
@@ -170,6 +177,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._chunk(b"data: {this is not json\n\n")
             else:
                 frames = _frames(script.chunks, name)
+                if script.kind == "failing":
+                    frames = frames[:-1] + [b"data: " + json.dumps(script.error).encode() + b"\n\n"]
                 if script.kind == "slow":
                     frames = frames[:-1]  # no finish: the stream goes on
                 for data in frames:

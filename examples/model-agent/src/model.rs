@@ -117,6 +117,12 @@ async fn read_line(
     let chunk: Value = serde_json::from_str(data).map_err(|_| {
         format!("the model server sent a malformed stream line: {}", data.chars().take(200).collect::<String>())
     })?;
+    // A failure after the stream started.
+    if !chunk["error"].is_null() {
+        let error = &chunk["error"];
+        let message = error["message"].as_str().map_or_else(|| error.to_string(), str::to_owned);
+        return Err(format!("the model server failed mid-stream: {message}"));
+    }
     for choice in chunk["choices"].as_array().into_iter().flatten() {
         let delta = &choice["delta"];
         if let Some(thought) = delta["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
