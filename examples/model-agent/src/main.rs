@@ -133,7 +133,13 @@ async fn main() -> std::process::ExitCode {
         let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
         tracing_subscriber::registry().with(stderr).init();
     }
-    let model = Model::from_env();
+    let model = match Model::from_env() {
+        Ok(model) => model,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot reach models");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     if model.name.is_empty() {
         tracing::warn!("OPENAI_MODEL is not set: every prompt will fail until it is");
     }

@@ -56,16 +56,19 @@ impl Reply {
 }
 
 impl Model {
-    /// The model the environment names.
-    pub fn from_env() -> Self {
+    /// The model the environment names; fails only when the HTTP client cannot be built (its
+    /// TLS roots).
+    pub fn from_env() -> Result<Self, String> {
         let base = std::env::var("OPENAI_BASE_URL").unwrap_or_default();
         let base = if base.is_empty() { "https://api.openai.com/v1" } else { base.trim_end_matches('/') };
-        Self {
-            http: reqwest::Client::new(),
+        // A server that does not answer fails the prompt in seconds; a slow answer is waited for.
+        let http = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(10)).build();
+        Ok(Self {
+            http: http.map_err(|e| format!("cannot set up the HTTP client: {}", causes(&e)))?,
             url: format!("{base}/chat/completions"),
             api_key: std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty()),
             name: std::env::var("OPENAI_MODEL").unwrap_or_default(),
-        }
+        })
     }
 
     /// One model call with `messages` and `tools`, streamed to the editor through `turn`.
