@@ -43,7 +43,7 @@ const fn = (name, description, params) => ({
 const TOOLS = [
   fn('read_file', 'Read a text file.', { path: 'absolute, or relative to the project' }),
   fn('write_file', 'Create or overwrite a text file.', { path: 'the file', content: 'its new text' }),
-  fn('edit_file', 'Replace text in a file.', { path: 'the file', old_text: 'text to find', new_text: 'its replacement' }),
+  fn('edit_file', 'Replace text in a file.', { path: 'the file', old_text: 'text to find', new_text: 'its new text' }),
   fn('run_command', 'Run a shell command in the project directory.', { command: 'the command line' }),
 ]
 
@@ -53,9 +53,11 @@ function historyMessages(entries) {
   for (const entry of entries) {
     if (entry.type === 'user') messages.push({ role: 'user', content: entry.text })
     else if (entry.type === 'assistant') messages.push({ role: 'assistant', content: entry.text })
-    else if (entry.type === 'summary') messages.push({ role: 'user', content: `Summary of the conversation so far:\n${entry.text}` })
-    else if (entry.type === 'tool_call' && entry.name) {
-      const call = { id: entry.id, type: 'function', function: { name: entry.name, arguments: JSON.stringify(entry.input ?? {}) } }
+    else if (entry.type === 'summary') {
+      messages.push({ role: 'user', content: `Summary of the conversation so far:\n${entry.text}` })
+    } else if (entry.type === 'tool_call' && entry.name) {
+      const called = { name: entry.name, arguments: JSON.stringify(entry.input ?? {}) }
+      const call = { id: entry.id, type: 'function', function: called }
       messages.push({ role: 'assistant', content: null, tool_calls: [call] })
       messages.push({ role: 'tool', tool_call_id: entry.id, content: entry.text || '(no output)' })
     }
@@ -124,7 +126,9 @@ class ModelAgent {
         throw new Error(`the model server sent a malformed stream line: ${data.slice(0, 200)}`)
       }
       // A failure after the stream started.
-      if (chunk.error) throw new Error(`the model server failed mid-stream: ${chunk.error.message ?? JSON.stringify(chunk.error)}`)
+      if (chunk.error) {
+        throw new Error(`the model server failed mid-stream: ${chunk.error.message ?? JSON.stringify(chunk.error)}`)
+      }
       for (const { delta = {} } of chunk.choices ?? []) {
         if (delta.reasoning_content) await turn.thought(delta.reasoning_content)
         if (delta.content) {
@@ -207,7 +211,9 @@ async function changeFile(turn, name, path, args) {
   }
   let next
   if (name === 'write_file') next = String(args.content ?? '')
-  else if (old === null || !args.old_text || !old.includes(args.old_text)) return `error: the text to replace is not in ${path}`
+  else if (old === null || !args.old_text || !old.includes(args.old_text)) {
+    return `error: the text to replace is not in ${path}`
+  }
   else next = old.replace(args.old_text, () => String(args.new_text ?? ''))
   const diff = { type: 'diff', path, oldText: old, newText: next }
   const call = await turn.startTool({ title: `Edit ${path}`, name, kind: 'edit', content: [diff], rawInput: args })

@@ -73,7 +73,9 @@ def _function(name: str, description: str, **params: str) -> Dict[str, Any]:
 TOOLS = [
     _function("read_file", "Read a text file.", path="absolute, or relative to the project"),
     _function("write_file", "Create or overwrite a text file.", path="the file", content="its new text"),
-    _function("edit_file", "Replace text in a file.", path="the file", old_text="text to find", new_text="its replacement"),
+    _function(
+        "edit_file", "Replace text in a file.", path="the file", old_text="text to find", new_text="its new text"
+    ),
     _function("run_command", "Run a shell command in the project directory.", command="the command line"),
 ]
 
@@ -93,7 +95,8 @@ def history_messages(entries: List[HistoryEntry]) -> List[Dict[str, Any]]:
         elif isinstance(entry, SummaryEntry):
             messages.append({"role": "user", "content": f"Summary of the conversation so far:\n{entry.text}"})
         elif isinstance(entry, ToolCallEntry) and entry.name:
-            call = {"id": entry.id, "type": "function", "function": {"name": entry.name, "arguments": json.dumps(entry.input or {})}}
+            function = {"name": entry.name, "arguments": json.dumps(entry.input or {})}
+            call = {"id": entry.id, "type": "function", "function": function}
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             messages.append({"role": "tool", "tool_call_id": entry.id, "content": entry.text or "(no output)"})
         # Thoughts stay out: models do not take their reasoning back.
@@ -103,7 +106,7 @@ def history_messages(entries: List[HistoryEntry]) -> List[Dict[str, Any]]:
 class ModelAgent(TurnRunner):
     def __init__(self) -> None:
         self.model = os.environ.get("OPENAI_MODEL", "")
-        self.url = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        self.url = (os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
         key = os.environ.get("OPENAI_API_KEY")
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0))
@@ -114,7 +117,8 @@ class ModelAgent(TurnRunner):
     async def run_turn(self, turn: Turn) -> StopReason:
         if not self.model:
             raise ModelError("OPENAI_MODEL is not set: start the agent with the model's name in OPENAI_MODEL")
-        messages: List[Dict[str, Any]] = [{"role": "system", "content": turn.compose_system_prompt(SYSTEM.format(cwd=turn.cwd))}]
+        system = turn.compose_system_prompt(SYSTEM.format(cwd=turn.cwd))
+        messages: List[Dict[str, Any]] = [{"role": "system", "content": system}]
         messages += history_messages(await turn.history(limit=HISTORY))
         messages.append({"role": "user", "content": turn.prompt_text()})
         for _ in range(MAX_STEPS):
@@ -161,7 +165,8 @@ class ModelAgent(TurnRunner):
                             text += delta["content"]
                             await turn.text(delta["content"])
                         for part in delta.get("tool_calls") or []:
-                            call = calls.setdefault(part.get("index", 0), {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                            empty = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                            call = calls.setdefault(part.get("index", 0), empty)
                             call["id"] = part.get("id") or call["id"]
                             function = part.get("function") or {}
                             call["function"]["name"] += function.get("name") or ""

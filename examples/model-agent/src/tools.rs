@@ -33,7 +33,7 @@ pub fn declarations() -> Value {
         function(
             "edit_file",
             "Replace text in a file.",
-            &[("path", "the file"), ("old_text", "text to find"), ("new_text", "its replacement")]
+            &[("path", "the file"), ("old_text", "text to find"), ("new_text", "its new text")]
         ),
         function("run_command", "Run a shell command in the project directory.", &[("command", "the command line")]),
     ])
