@@ -526,6 +526,22 @@ mod tests {
     }
 
     #[test]
+    fn a_host_s_completed_update_may_carry_the_summary_itself() {
+        let completed = CompactionUpdate::new("k".to_owned(), CompactionStatus::Completed)
+            .summary(vec![text_block("from "), text_block("the host")]);
+        let events = journal(vec![
+            user("one"),
+            EventKind::CompactionSummary {
+                chunk: Box::new(CompactionSummaryChunk::new("k".to_owned(), text_block("chunks lose"))),
+            },
+            EventKind::CompactionChanged { update: Box::new(completed) },
+        ]);
+        let conversation = Conversation::of(&events, HISTORY_CACHE_ENTRIES);
+        assert_eq!(texts(&held(&conversation, None, 5)), ["summary:from the host"]);
+        assert_eq!(conversation.epoch, 2, "numbered from the compaction's seq");
+    }
+
+    #[test]
     fn a_step_of_more_calls_than_the_cap_folds_as_it_does_uncapped() {
         let requests = (0..6).map(|n| ToolCallRequest::new(format!("c{n}"), "t", ToolKind::Other, json!(null)));
         let mut messages = vec![ai("", "", requests.collect())];
