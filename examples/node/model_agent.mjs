@@ -147,11 +147,20 @@ class ModelAgent {
   }
 }
 
-/** The lines of a streamed body. */
+/** The lines of a streamed body; a body that breaks off (the server or the network failed) throws
+ * saying so. */
 async function* lines(body) {
   let pending = ''
-  for await (const piece of body.pipeThrough(new TextDecoderStream())) {
-    pending += piece
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader()
+  for (;;) {
+    let read
+    try {
+      read = await reader.read()
+    } catch (e) {
+      throw new Error(`the model server's stream broke off: ${e.cause?.message ?? e.message}`)
+    }
+    if (read.done) break
+    pending += read.value
     const parts = pending.split(/\r?\n/)
     pending = parts.pop()
     yield* parts

@@ -10,7 +10,8 @@
   to be cancelled; it gives up after ``SLOW_LIMIT`` seconds);
 - ``http_error(status, message)``: a non-2xx answer with OpenAI's error JSON;
 - ``malformed()``: a stream whose ``data:`` line is not JSON;
-- ``failing(*chunks)``: the chunks, then an ``error`` object in a ``data:`` line.
+- ``failing(*chunks)``: the chunks, then an ``error`` object in a ``data:`` line;
+- ``cut(*chunks)``: the chunks, then the connection closed in the middle of the body.
 
 Every request is recorded (``requests``: its path, headers and JSON body) with whether the
 client disconnected in the middle of a slow stream (``Request.disconnected``, an event). A request
@@ -38,7 +39,7 @@ SLOW_LIMIT = 30.0
 
 @dataclass
 class Script:
-    """One answer: ``kind`` is ``stream``, ``slow``, ``failing``, ``error`` or ``malformed``."""
+    """One answer: ``kind`` is ``stream``, ``slow``, ``failing``, ``cut``, ``error`` or ``malformed``."""
 
     kind: str
     chunks: List[Dict[str, Any]] = field(default_factory=list)
@@ -79,6 +80,11 @@ def http_error(status: int, message: str, error_type: str = "invalid_request_err
 def malformed() -> Script:
     """A 200 stream whose first ``data:`` line is not JSON."""
     return Script("malformed")
+
+
+def cut(*chunks: Dict[str, Any]) -> Script:
+    """``chunks``, then the connection closed in the middle of the body (a server that died)."""
+    return Script("cut", list(chunks))
 
 
 def failing(*chunks: Dict[str, Any], message: str = "The server had an error while processing your request.") -> Script:
@@ -179,12 +185,16 @@ class _Handler(BaseHTTPRequestHandler):
                 frames = _frames(script.chunks, name)
                 if script.kind == "failing":
                     frames = frames[:-1] + [b"data: " + json.dumps(script.error).encode() + b"\n\n"]
-                if script.kind == "slow":
+                if script.kind in ("slow", "cut"):
                     frames = frames[:-1]  # no finish: the stream goes on
                 for data in frames:
                     self._chunk(data)
                 if script.kind == "slow":
                     self._wait_for_disconnect(request)
+                    return
+                if script.kind == "cut":
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
                     return
                 self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")

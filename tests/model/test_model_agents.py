@@ -25,7 +25,7 @@ from conformance.editor import work_dir
 from conformance.wire import Peer, Run, is_update
 
 from .agents import locate
-from .mock_server import MockModel, failing, http_error, malformed, reasoning, reply, slow, text, tool_call
+from .mock_server import MockModel, cut, failing, http_error, malformed, reasoning, reply, slow, text, tool_call
 
 OUT = ROOT / "target" / "model-agents"
 AGENTS = locate()
@@ -294,6 +294,7 @@ def test_model_errors_fail_the_prompt_with_their_message(agent: Agent, mock: Moc
             http_error(401, "Incorrect API key provided: sk-test."),
             malformed(),
             failing(text("Half an ans"), message="The server is overloaded."),
+            cut(text("Half an ans")),
             reply(text("Still here.")),
         )
         peer = await s.start()
@@ -303,8 +304,11 @@ def test_model_errors_fail_the_prompt_with_their_message(agent: Agent, mock: Moc
         assert "401" in refused.error["message"] and "Incorrect API key provided" in refused.error["message"]
         broken = await peer.prompt(session, "hello again")
         assert "malformed" in broken.error["message"], broken.raw
-        cut = await peer.prompt(session, "once more")
-        assert cut.code == -32603 and "The server is overloaded." in cut.error["message"], cut.raw
+        overloaded = await peer.prompt(session, "once more")
+        assert overloaded.code == -32603 and "The server is overloaded." in overloaded.error["message"], overloaded.raw
+        # The server dies in the middle of the body: each agent says the model server failed.
+        died = await peer.prompt(session, "and again")
+        assert died.code == -32603 and "model server" in died.error["message"], died.raw
         fine = await peer.prompt(session, "and now?")
         assert fine.stop_reason == "end_turn" and s.answer().endswith("Still here.")
         # Nothing listens on the port: the connection is refused.
