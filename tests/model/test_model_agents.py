@@ -142,6 +142,24 @@ def test_streams_a_plain_answer(agent: Agent, mock: MockModel) -> None:
     drive(agent, mock, "plain_answer", body)
 
 
+def test_the_clients_system_prompt_reaches_the_model(agent: Agent, mock: MockModel) -> None:
+    async def body(s: Scene) -> None:
+        mock.script(reply(text("Brief.")))
+        peer = await s.start()
+        system_prompt = {"mode": "append", "content": [{"type": "text", "text": "Answer in one word."}]}
+        params = {"cwd": str(s.cwd), "mcpServers": [], "systemPrompt": system_prompt}
+        created = await peer.request("session/new", params)
+        assert created.ok, created.raw
+        response = await peer.prompt(created.result["sessionId"], "Describe yourself")
+        assert response.stop_reason == "end_turn", response.raw
+        (request,) = mock.requests
+        system = request.messages[0]
+        assert system["role"] == "system" and system["content"].endswith("\nAnswer in one word."), system
+        assert str(s.cwd) in system["content"], system
+
+    drive(agent, mock, "system_prompt", body)
+
+
 def test_reads_a_file_through_the_editor(agent: Agent, mock: MockModel) -> None:
     async def body(s: Scene) -> None:
         (s.cwd / "notes.txt").write_text("the answer is 42\n")
