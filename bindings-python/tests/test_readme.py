@@ -62,8 +62,8 @@ def test_every_snippet_is_checked_somewhere() -> None:
             # PostgreSQL server: the fleet scenarios of tests/scenarios/fleet.py).
             # The quick start's commands that make a new Rust project are checked against the
             # Install section below (test_rust_quick_start_project_uses_the_vendored_crates).
-            assert section in ("Install", "Try it", "Test", "A fleet on PostgreSQL", "Quick start"), (section, text)
-            if section == "Test":
+            assert section in ("Install", "Try it", "Contributing", "A fleet on PostgreSQL", "Quick start"), (section, text)
+            if section == "Contributing":
                 assert text.strip() == "scripts/test", text
             continue
         assert language in here or language in CHECKED_ELSEWHERE, f"a {language!r} snippet nobody checks: {text}"
@@ -131,7 +131,7 @@ def test_zed_settings_name_the_three_demos() -> None:
     servers = settings["agent_servers"]
     assert len(servers) == 3
     commands = [" ".join([entry["command"], *entry["args"]]) for entry in servers.values()]
-    assert any(c.endswith("target/release/acp-facade-demo --store /absolute/path/to/demo.sqlite") for c in commands), commands
+    assert any(c.endswith("dist/acp-facade-demo --store /absolute/path/to/demo.sqlite") for c in commands), commands
     assert any(c.startswith("/absolute/path/to/.venv/bin/acp-facade-demo ") for c in commands), commands
     assert any(c.startswith("/absolute/path/to/node_modules/.bin/acp-facade-demo ") for c in commands), commands
     for entry in servers.values():
