@@ -12,7 +12,10 @@
 //! is asked for the page: the connection's principal, the filter (the path as sent and its
 //! canonical form), the cursor's position and the page size. Otherwise the facade pages over the
 //! whole catalog ([`SessionCatalog::list_sessions`](crate::host::SessionCatalog::list_sessions)).
-//! Both paths give the same pages for the same catalog.
+//! Both paths give the same pages for the same catalog, with one difference: a catalog filters
+//! by the cwd it stores, so a session live on this connection under another cwd than its catalog
+//! entry's (loaded elsewhere than it was created) is found under the stored one (and then left out,
+//! its live cwd not matching) rather than under its live one.
 //!
 //! A session's cwd comes from the live registry first (validated at setup), else the catalog
 //! entry. An entry with no absolute cwd is omitted *after* pagination, so a page may be short, or
