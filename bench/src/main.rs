@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 
 mod binding_goals;
 mod client;
+mod list_scale;
 mod protocols;
 mod stores;
 
@@ -812,6 +813,10 @@ fn rotated(len: usize, run: usize) -> impl Iterator<Item = usize> {
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("stores") {
         stores::main(std::env::args().skip(2));
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("list") {
+        list_scale::main(std::env::args().skip(2));
         return;
     }
     if std::env::args().nth(1).as_deref() == Some("client") {

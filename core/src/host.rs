@@ -11,6 +11,19 @@
 //! (`session/set_config_option`, `session/set_mode`) and [`SessionHistory`] (`session/load` of a
 //! session already live on the connection).
 //!
+//! # Principals
+//!
+//! A transport that authenticates each connection (a remote one) sets the connection's
+//! [`Principal`] on its [`Options`](crate::Options); over stdio there is none. The facade hands it
+//! to the host wherever the host decides whether a session exists: [`Setup::principal`] on
+//! `session/new`, `load` and `resume`, [`CatalogPageRequest::principal`] on `session/list`, and
+//! [`SessionDeleter::delete_session_as`] on `session/delete`. The rule a host should keep (the
+//! runner does): a session belongs to the principal that created it, and a connection sees exactly
+//! the sessions whose principal equals its own (none equals none, so stdio sees what it always
+//! saw); any other session does not exist for it — answered as an unknown id would be. Prompt,
+//! cancel, close, `set_mode` and `set_config_option` act on sessions live on the connection
+//! itself (each connection has its own live registry), so they need no check of their own.
+//!
 //! What the facade guarantees to every host method: session ids are validated and resolved
 //! against the live registry before any host call; [`Setup`] is validated (absolute, canonical
 //! `cwd`) before it reaches the host; a host method's error is answered to the client with its
@@ -129,6 +142,30 @@ pub type HostResult<T> = Result<T, Error>;
 /// A session's event stream, in order. It ends when the session is gone.
 pub type EventStream = BoxStream<'static, Event>;
 
+/// The authenticated identity of a connection (a user, a tenant: a name the transport vouches
+/// for), set with [`Options::principal`](crate::Options::principal). Sessions belong to the
+/// principal that created them (see [Principals](self#principals)). Compared byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Principal(String);
+
+impl Principal {
+    /// The principal named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self(name.into())
+    }
+
+    /// Its name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Validated setup of a session: the working directory, the session's MCP servers, and the
 /// session's handle on the client ([`Setup::client`]) with what the client advertised.
 #[derive(Debug, Clone)]
@@ -139,6 +176,7 @@ pub struct Setup {
     client: Client,
     meta: Option<Meta>,
     system_prompt: Option<SystemPrompt>,
+    principal: Option<Principal>,
 }
 
 /// Setups compare by their values and the client's capabilities (not by which handle they carry).
@@ -149,6 +187,7 @@ impl PartialEq for Setup {
             && self.mcp_servers == other.mcp_servers
             && self.meta == other.meta
             && self.system_prompt == other.system_prompt
+            && self.principal == other.principal
             && self.client.capabilities() == other.client.capabilities()
     }
 }
@@ -175,6 +214,7 @@ impl Setup {
             client: Client::detached(),
             meta: None,
             system_prompt: None,
+            principal: None,
         })
     }
 
@@ -212,6 +252,20 @@ impl Setup {
     pub fn with_system_prompt(mut self, system_prompt: Option<SystemPrompt>) -> Self {
         self.system_prompt = system_prompt;
         self
+    }
+
+    /// The same setup on behalf of `principal` (the facade sets the connection's).
+    #[must_use]
+    pub fn with_principal(mut self, principal: Option<Principal>) -> Self {
+        self.principal = principal;
+        self
+    }
+
+    /// The connection's principal ([`Options::principal`](crate::Options::principal)); `None`
+    /// over stdio. A new session belongs to it; a stored session of another principal must not
+    /// be loaded or resumed (answer as for an unknown id). See [Principals](self#principals).
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
     }
 
     /// The client's system prompt (`systemPrompt`: content and a mode, `append` to the agent's
@@ -333,11 +387,51 @@ pub struct SessionCatalogEntry {
     pub updated_at: Option<String>,
 }
 
+/// What one `session/list` page asks of a [`SessionCatalog`]: the entries of one principal,
+/// matching a `cwd` filter, after a position, in session-id order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CatalogPageRequest {
+    /// The connection's principal: only its sessions (none: only sessions without one).
+    pub principal: Option<Principal>,
+    /// The `cwd` filter: `None` lists every cwd; `Some(paths)` only entries whose cwd is one of
+    /// `paths` (the path the client sent, and its canonical form when that differs).
+    pub cwd: Option<Vec<PathBuf>>,
+    /// Only entries whose session id sorts after this one (byte order); `None`: from the first.
+    pub after: Option<String>,
+    /// At most this many entries.
+    pub limit: usize,
+}
+
+/// One page of the catalog: the answer to [`SessionCatalog::list_page`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CatalogPage {
+    /// The entries, sorted by session-id bytes, each after the request's position, matching its
+    /// principal and filter; at most its limit.
+    pub entries: Vec<SessionCatalogEntry>,
+    /// Whether more matching entries follow the last one.
+    pub more: bool,
+}
+
 /// Lists stored sessions (`session/list`).
 #[async_trait]
 pub trait SessionCatalog: Send + Sync + 'static {
-    /// Every stored session, in any order; the facade sorts, filters and paginates.
+    /// Every stored session, in any order; the facade sorts, filters and paginates. Used only
+    /// when [`list_page`](Self::list_page) answers `None`.
     async fn list_sessions(&self) -> HostResult<Vec<SessionCatalogEntry>>;
+
+    /// One page of the catalog, read from storage with a keyset query (no need to read the whole
+    /// catalog per `session/list`). `None` (the default): not supported, and the facade pages
+    /// over [`list_sessions`](Self::list_sessions) instead — which knows nothing of principals, so
+    /// a host serving connections with principals implements this one.
+    ///
+    /// The facade still resolves each entry's cwd (a session live on the connection has its
+    /// setup's), omits entries that no longer match the filter or have no absolute cwd (the page
+    /// may be short), and makes the cursor from the last entry when `more` is set.
+    async fn list_page(&self, request: &CatalogPageRequest) -> HostResult<Option<CatalogPage>> {
+        let _ = request;
+        Ok(None)
+    }
 }
 
 /// Deletes stored sessions (`session/delete`).
@@ -346,6 +440,15 @@ pub trait SessionDeleter: Send + Sync + 'static {
     /// Deletes `session_id`'s durable history. Never called for a live session. Deleting an
     /// unknown id should succeed quietly.
     async fn delete_session(&self, session_id: SessionId) -> HostResult<()>;
+
+    /// Deletes `session_id` on behalf of the connection's `principal` (what the facade calls): a
+    /// session of another principal does not exist for it, so it is left alone and the call
+    /// succeeds as for an unknown id. Default: [`delete_session`](Self::delete_session), for
+    /// hosts without principals.
+    async fn delete_session_as(&self, session_id: SessionId, principal: Option<&Principal>) -> HostResult<()> {
+        let _ = principal;
+        self.delete_session(session_id).await
+    }
 }
 
 /// Authentication (`authenticate`, `logout`).

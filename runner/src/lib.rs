@@ -7,6 +7,13 @@
 //! correlated harness events through a per-session [`EventHub`](acp_facade::hub::EventHub). Replay, list, delete and resume
 //! then work with no further product code.
 //!
+//! Sessions belong to principals: each record keeps the principal of the connection that created
+//! it ([`Setup::principal`](acp_facade::host::Setup::principal), `None` over stdio), and a
+//! connection sees exactly the sessions of its own principal. Any other session does not exist
+//! for it: `session/list` leaves it out, and `load`, `resume` and `delete` answer as for an unknown
+//! id (checked before the session is claimed or its liveness is told). `session/list` reads one
+//! page from the store ([`Store::list_page`]), never the whole catalog.
+//!
 //! Over a store shared by many processes (`PostgresStore`, feature `postgres`) a session is live in one process at
 //! a time: loading, resuming or deleting it claims it in the store first (`-32600` while another
 //! live process holds it), and closing it gives it back (see the `live` module).
@@ -58,7 +65,7 @@ use session::live;
 pub use store::postgres::{PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::SqliteStore;
-pub use store::{Claim, MemoryStore, SessionRecord, Store, StoreError, StoreErrorKind};
+pub use store::{Claim, MemoryStore, PageQuery, SessionRecord, Store, StoreError, StoreErrorKind};
 pub use turn::gates::{PermissionAnswer, Reply};
 pub use turn::session_updates::Subagent;
 pub use turn::tool_calls::{ToolCallBuilder, ToolCallUpdateBuilder};
@@ -69,8 +76,8 @@ pub use turn::{Permission, Turn};
 use acp_facade::acp::{AvailableCommand, SessionConfigOption, SessionId, StopReason};
 use acp_facade::error::{Error, ErrorExt};
 use acp_facade::host::{
-    LiveSession, LoadedSession, SessionCatalog, SessionCatalogEntry, SessionDeleter, SessionHost, SessionLoader,
-    SessionResumer, Setup,
+    CatalogPage, CatalogPageRequest, LiveSession, LoadedSession, Principal, SessionCatalog, SessionCatalogEntry,
+    SessionDeleter, SessionHost, SessionLoader, SessionResumer, Setup,
 };
 use acp_facade::{Agent, Options};
 
@@ -243,6 +250,10 @@ impl Runner {
         id: &SessionId,
         setup: &Setup,
     ) -> Result<(Arc<RunnerSession>, Vec<acp_facade::harness::Event>), Error> {
+        // Another principal's session does not exist here: not even whether it is live is told.
+        if !self.visible(id, setup.principal()).await? {
+            return Err(Error::unknown_session(&id.0));
+        }
         let mut reservation = self.inner.live.reserve(id).await?;
         reservation.claiming();
         self.claim(id).await?;
@@ -263,6 +274,11 @@ impl Runner {
         let session = RunnerSession::new(self.inner.clone(), id.clone(), setup, system_prompt, history, conversation);
         reservation.live(&session);
         Ok((session, journal))
+    }
+
+    /// Whether session `id` is stored and belongs to `principal` (see [Principals](self)).
+    async fn visible(&self, id: &SessionId, principal: Option<&Principal>) -> Result<bool, Error> {
+        Ok(self.inner.store.session(id).await?.is_some_and(|record| record.principal.as_ref() == principal))
     }
 
     /// Claims `id` in the store: `-32600` when another live process holds it.
@@ -306,6 +322,7 @@ impl SessionHost for Runner {
                 created_at: now.clone(),
                 updated_at: now,
                 system_prompt: setup.system_prompt().cloned(),
+                principal: setup.principal().cloned(),
             })
             .await?;
         let system_prompt = setup.system_prompt().cloned();
@@ -337,29 +354,61 @@ impl SessionResumer for Runner {
     }
 }
 
+fn catalog_entry(record: SessionRecord) -> SessionCatalogEntry {
+    SessionCatalogEntry {
+        session_id: record.id,
+        cwd: Some(record.cwd),
+        additional_directories: record.additional_directories,
+        title: record.title,
+        updated_at: Some(record.updated_at),
+    }
+}
+
 #[async_trait]
 impl SessionCatalog for Runner {
+    /// Every session of every principal (the facade uses [`list_page`](Self::list_page)).
     async fn list_sessions(&self) -> Result<Vec<SessionCatalogEntry>, Error> {
-        Ok(self
-            .inner
-            .store
-            .list_sessions()
-            .await?
-            .into_iter()
-            .map(|r| SessionCatalogEntry {
-                session_id: r.id,
-                cwd: Some(r.cwd),
-                additional_directories: r.additional_directories,
-                title: r.title,
-                updated_at: Some(r.updated_at),
-            })
-            .collect())
+        Ok(self.inner.store.list_sessions().await?.into_iter().map(catalog_entry).collect())
+    }
+
+    /// One page from the store: a keyset read per cwd the filter names (one, or two when the
+    /// client's path is a link), merged in id order, one entry more than the page to tell whether
+    /// more follow.
+    async fn list_page(&self, request: &CatalogPageRequest) -> Result<Option<CatalogPage>, Error> {
+        let limit = request.limit.saturating_add(1);
+        let query =
+            PageQuery { principal: request.principal.as_ref(), cwd: None, after: request.after.as_deref(), limit };
+        let mut records = match &request.cwd {
+            None => self.inner.store.list_page(&query).await?,
+            Some(cwds) => {
+                let mut merged = Vec::new();
+                for cwd in cwds {
+                    merged.extend(self.inner.store.list_page(&PageQuery { cwd: Some(cwd), ..query }).await?);
+                }
+                merged.sort_by(|a, b| a.id.0.as_bytes().cmp(b.id.0.as_bytes()));
+                merged.dedup_by(|a, b| a.id == b.id);
+                merged
+            }
+        };
+        let more = records.len() > request.limit;
+        records.truncate(request.limit);
+        Ok(Some(CatalogPage { entries: records.into_iter().map(catalog_entry).collect(), more }))
     }
 }
 
 #[async_trait]
 impl SessionDeleter for Runner {
+    /// Deletes a session without principal (see [`delete_session_as`](Self::delete_session_as)).
     async fn delete_session(&self, session_id: SessionId) -> Result<(), Error> {
+        self.delete_session_as(session_id, None).await
+    }
+
+    /// Deletes `session_id` when it belongs to `principal`; another principal's session is left
+    /// alone and the call succeeds, as for an unknown id.
+    async fn delete_session_as(&self, session_id: SessionId, principal: Option<&Principal>) -> Result<(), Error> {
+        if !self.visible(&session_id, principal).await? {
+            return Ok(());
+        }
         if self.inner.live_session(&session_id).is_some() {
             return Err(Error::invalid_request_msg(format!("session {session_id} is open: close it first")));
         }

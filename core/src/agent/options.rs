@@ -6,7 +6,9 @@ use std::time::Duration;
 use super::extensions::Extensions;
 use super::replay::ReplayOrder;
 use crate::acp::{Implementation, McpCapabilities, PromptCapabilities};
-use crate::host::{Authenticator, SessionCatalog, SessionDeleter, SessionHost, SessionLoader, SessionResumer};
+use crate::host::{
+    Authenticator, Principal, SessionCatalog, SessionDeleter, SessionHost, SessionLoader, SessionResumer,
+};
 
 /// The host parts and settings of an agent. Optional parts switch the matching ACP capability on.
 ///
@@ -100,6 +102,11 @@ pub struct Options {
     /// when the store keeps one) and a cursor issued by any of them pages on all, also after a
     /// restart. Never shown by `Debug`.
     pub cursor_key: Option<[u8; 32]>,
+    /// The connection's authenticated principal, set by a transport that authenticates each
+    /// connection on that connection's options; `None` (the default, and over stdio): no
+    /// principal. Handed to the host on every session method that decides whether a session
+    /// exists (see the host module's "Principals").
+    pub principal: Option<Principal>,
 }
 
 impl Options {
@@ -127,6 +134,7 @@ impl Options {
             cancel_grace: Duration::from_secs(10),
             max_message_size: crate::rpc::DEFAULT_MAX_MESSAGE_SIZE,
             cursor_key: None,
+            principal: None,
         }
     }
 
@@ -270,6 +278,14 @@ impl Options {
         self.cursor_key = Some(key);
         self
     }
+
+    /// Sets the connection's authenticated principal (see [`Options::principal`](Self#structfield.principal)):
+    /// sessions it creates belong to it, and it sees no other principal's sessions.
+    #[must_use]
+    pub fn principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(principal);
+        self
+    }
 }
 
 impl std::fmt::Debug for Options {
@@ -284,6 +300,7 @@ impl std::fmt::Debug for Options {
             .field("compaction", &self.compaction)
             .field("system_prompt", &self.system_prompt)
             .field("protocol_v2", &self.protocol_v2)
+            .field("principal", &self.principal)
             .field("replay_order", &self.replay_order)
             .field("close", &self.close)
             .field("prompt_capabilities", &self.prompt_capabilities)

@@ -25,7 +25,7 @@ pub(crate) fn delete_session(agent: &Arc<AgentInner>, params: Value) -> Reply {
             )));
         }
         let deleter = agent.options.deleter.clone().ok_or_else(|| Error::method_not_found_msg("session/delete"))?;
-        deleter.delete_session(request.session_id).await?;
+        deleter.delete_session_as(request.session_id, agent.options.principal.as_ref()).await?;
         encode(&DeleteSessionResponse::new())
     })
 }

@@ -8,6 +8,15 @@
 //! drawn from the OS CSPRNG once per [`Agent`](super::Agent). A malformed, forged, foreign
 //! (another key's) or re-filtered cursor is `-32602`, never "start over".
 //!
+//! A catalog that reads one page from storage ([`SessionCatalog::list_page`](crate::host::SessionCatalog::list_page))
+//! is asked for the page: the connection's principal, the filter (the path as sent and its
+//! canonical form), the cursor's position and the page size. Otherwise the facade pages over the
+//! whole catalog ([`SessionCatalog::list_sessions`](crate::host::SessionCatalog::list_sessions)).
+//! Both paths give the same pages for the same catalog, with one difference: a catalog filters
+//! by the cwd it stores, so a session live on this connection under another cwd than its catalog
+//! entry's (loaded elsewhere than it was created) is found under the stored one (and then left out,
+//! its live cwd not matching) rather than under its live one.
+//!
 //! A session's cwd comes from the live registry first (validated at setup), else the catalog
 //! entry. An entry with no absolute cwd is omitted *after* pagination, so a page may be short, or
 //! even empty, while `nextCursor` is still set; clients follow `nextCursor` until it is absent.
@@ -21,7 +30,7 @@ use super::state::AgentInner;
 use super::wire::{Reply, decode, encode};
 use crate::acp::{ListSessionsRequest, ListSessionsResponse, SessionInfo, SessionUpdate};
 use crate::error::{Error, ErrorExt};
-use crate::host::SessionCatalogEntry;
+use crate::host::{CatalogPage, CatalogPageRequest, SessionCatalogEntry};
 
 /// `session/list`.
 pub(crate) fn list_sessions(agent: &Arc<AgentInner>, params: Value) -> Reply {
@@ -42,9 +51,17 @@ pub(crate) fn list_sessions(agent: &Arc<AgentInner>, params: Value) -> Reply {
             None => None,
         };
         let catalog = agent.options.catalog.clone().ok_or_else(|| Error::method_not_found_msg("session/list"))?;
-        let entries = catalog.list_sessions().await?;
         let matcher = filter.as_deref().map(CwdFilter::new);
-        let page = paginate(&agent, entries, matcher.as_ref(), after.as_deref());
+        let request = CatalogPageRequest {
+            principal: agent.options.principal.clone(),
+            cwd: matcher.as_ref().map(CwdFilter::paths),
+            after: after.clone(),
+            limit: agent.options.max_page_size,
+        };
+        let page = match catalog.list_page(&request).await? {
+            Some(page) => page_of(&agent, page, matcher.as_ref()),
+            None => paginate(&agent, catalog.list_sessions().await?, matcher.as_ref(), after.as_deref()),
+        };
         let mut response = ListSessionsResponse::new(page.sessions);
         if let Some(last) = page.next_after {
             response = response.next_cursor(agent.cursor_key.encode(&last, filter.as_deref()));
@@ -75,6 +92,35 @@ impl CwdFilter {
     fn matches(&self, cwd: &Path) -> bool {
         cwd == self.given || self.canonical.as_deref() == Some(cwd)
     }
+
+    /// The paths a matching cwd equals: as given, then canonical when that differs.
+    fn paths(&self) -> Vec<PathBuf> {
+        std::iter::once(self.given.clone()).chain(self.canonical.clone()).collect()
+    }
+}
+
+/// The response page from a page the catalog read: each entry's cwd resolved as in [`paginate`]
+/// and the filter checked again against it (a session live here may have another cwd than the
+/// catalog's), the cursor from the catalog's last entry when more follow.
+fn page_of(agent: &AgentInner, page: CatalogPage, filter: Option<&CwdFilter>) -> Page {
+    let CatalogPage { mut entries, mut more } = page;
+    // A catalog that answered more than asked: the rest is the next page's.
+    if entries.len() > agent.options.max_page_size {
+        entries.truncate(agent.options.max_page_size);
+        more = true;
+    }
+    let next_after = if more { entries.last().map(|entry| entry.session_id.0.to_string()) } else { None };
+    let sessions = entries
+        .into_iter()
+        .filter_map(|entry| {
+            let cwd = resolved_cwd(agent, &entry)?;
+            if filter.is_some_and(|f| !f.matches(&cwd)) {
+                return None;
+            }
+            Some(SessionInfo::new(entry.session_id, cwd).title(entry.title).updated_at(entry.updated_at))
+        })
+        .collect();
+    Page { sessions, next_after }
 }
 
 fn paginate(

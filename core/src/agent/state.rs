@@ -59,9 +59,11 @@ impl AgentInner {
     }
 
     /// `setup` with a new session handle on this connection's client (bound to the session's id
-    /// once it is registered, see `establish::register`).
+    /// once it is registered, see `establish::register`) and the connection's principal.
     pub(crate) fn attach_client(&self, setup: Setup) -> Setup {
-        setup.with_client(Client::for_session(self.peer().clone(), self.client_capabilities().into()))
+        setup
+            .with_client(Client::for_session(self.peer().clone(), self.client_capabilities().into()))
+            .with_principal(self.options.principal.clone())
     }
 
     /// Fails with `-32000` while the authenticator demands a login: the first check of every

@@ -26,13 +26,14 @@ pub mod postgres;
 pub mod sqlite;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 
 use acp_facade::acp::{SessionId, SystemPrompt};
 use acp_facade::harness::Event;
+use acp_facade::host::Principal;
 
 /// What kind of failure a [`StoreError`] is: what the runner may do about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +108,32 @@ pub struct SessionRecord {
     pub updated_at: String,
     /// The client's system prompt, as last given on `session/new`, `load` or `resume`.
     pub system_prompt: Option<SystemPrompt>,
+    /// The principal of the connection that created the session (`None`: none, as over stdio).
+    /// Only connections of the same principal see the session.
+    pub principal: Option<Principal>,
+}
+
+/// Which page of the session catalog [`Store::list_page`] reads: the sessions of one principal,
+/// in one cwd (or any), after a session id, in session-id byte order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageQuery<'a> {
+    /// Only sessions of this principal (`None`: only sessions without one).
+    pub principal: Option<&'a Principal>,
+    /// Only sessions whose cwd is exactly this path (`None`: any cwd).
+    pub cwd: Option<&'a Path>,
+    /// Only sessions whose id sorts after this one, byte by byte (`None`: from the first).
+    pub after: Option<&'a str>,
+    /// At most this many sessions.
+    pub limit: usize,
+}
+
+impl PageQuery<'_> {
+    /// Whether `record` is of this query's principal and cwd, after its position.
+    pub fn matches(&self, record: &SessionRecord) -> bool {
+        record.principal.as_ref() == self.principal
+            && self.cwd.is_none_or(|cwd| record.cwd == cwd)
+            && self.after.is_none_or(|after| record.id.0.as_bytes() > after.as_bytes())
+    }
 }
 
 /// The answer to [`Store::claim_session`].
@@ -142,6 +169,16 @@ pub trait Store: Send + Sync + 'static {
     async fn session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError>;
     /// Every session's record.
     async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError>;
+    /// One page of the catalog: the records [`PageQuery::matches`], sorted by id bytes, at most
+    /// `query.limit` of them. A database store reads just those rows with a keyset query served
+    /// by an index, so a page costs the same however many sessions the store holds. Default:
+    /// filters [`list_sessions`](Self::list_sessions), for stores that hold few sessions.
+    async fn list_page(&self, query: &PageQuery<'_>) -> Result<Vec<SessionRecord>, StoreError> {
+        let mut records: Vec<_> = self.list_sessions().await?.into_iter().filter(|r| query.matches(r)).collect();
+        records.sort_by(|a, b| a.id.0.as_bytes().cmp(b.id.0.as_bytes()));
+        records.truncate(query.limit);
+        Ok(records)
+    }
     /// Sets the title (when `Some`) and the update time; an unknown session is left alone.
     async fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError>;
     /// Replaces the session's system prompt (a `load` or `resume` that carried one); an unknown
@@ -229,6 +266,15 @@ impl Store for MemoryStore {
 
     async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
         Ok(self.lock().values().map(|(r, _)| r.clone()).collect())
+    }
+
+    /// Scans the map (this store holds few sessions), cloning only the page's records.
+    async fn list_page(&self, query: &PageQuery<'_>) -> Result<Vec<SessionRecord>, StoreError> {
+        let state = self.lock();
+        let mut page: Vec<&SessionRecord> = state.values().map(|(r, _)| r).filter(|r| query.matches(r)).collect();
+        page.sort_unstable_by(|a, b| a.id.0.as_bytes().cmp(b.id.0.as_bytes()));
+        page.truncate(query.limit);
+        Ok(page.into_iter().cloned().collect())
     }
 
     async fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {

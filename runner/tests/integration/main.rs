@@ -34,6 +34,7 @@ mod pagination;
 mod permission_gate;
 mod plans;
 mod postgres;
+mod principals;
 mod prompt_content;
 mod protocol_v2;
 mod reattach;

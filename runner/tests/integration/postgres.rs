@@ -8,7 +8,8 @@ use crate::common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_facade_runner::{Claim, PostgresStore, Store, StoreErrorKind};
+use acp_facade::host::Principal;
+use acp_facade_runner::{Claim, PageQuery, PostgresStore, Store, StoreErrorKind};
 use common::stores::{open_postgres, open_postgres_with_lease, postgres_url, raw_client};
 
 use acp_facade::acp::SystemPromptMode;
@@ -116,7 +117,7 @@ async fn the_schema_is_versioned_and_a_newer_one_is_refused_untouched() {
     let raw = raw_client(&url).await;
     let version: String =
         raw.query_one("SELECT value FROM acp_meta WHERE key = 'schema_version'", &[]).await.expect("version").get(0);
-    assert_eq!(version, "3");
+    assert_eq!(version, "4");
     let mut tables: Vec<String> = raw
         .query("SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1", &[])
         .await
@@ -210,9 +211,11 @@ async fn a_version_2_database_gains_system_prompts() {
         store.close().await.expect("close");
     }
     // Version 3 is version 2 and the column (with its comment): without them, it is version 2.
+    // (Version 4's column goes too, its indexes with it.)
     let raw = raw_client(&url).await;
     raw.batch_execute(
-        "ALTER TABLE acp_sessions DROP COLUMN system_prompt;
+        "ALTER TABLE acp_sessions DROP COLUMN principal;
+         ALTER TABLE acp_sessions DROP COLUMN system_prompt;
          UPDATE acp_meta SET value = '2' WHERE key = 'schema_version';",
     )
     .await
@@ -221,7 +224,7 @@ async fn a_version_2_database_gains_system_prompts() {
     let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
     let version: String =
         raw.query_one("SELECT value FROM acp_meta WHERE key = 'schema_version'", &[]).await.expect("version").get(0);
-    assert_eq!(version, "3");
+    assert_eq!(version, "4");
     assert_eq!(store.session(&sid("a")).await.expect("read"), Some(record("a")), "no system prompt");
     assert_eq!(store.list_sessions().await.expect("list"), [record("a")]);
     assert_eq!(seqs(&store, "a").await, [1]);
@@ -234,6 +237,79 @@ async fn a_version_2_database_gains_system_prompts() {
     let other = open_postgres(&url).await;
     assert_eq!(other.session(&sid("a")).await.expect("read").expect("kept").system_prompt, Some(later));
     assert_eq!(other.session(&sid("b")).await.expect("read"), Some(b));
+}
+
+/// The ids of one page (of at most 10) of `store`'s sessions.
+async fn page_ids(
+    store: &Arc<dyn Store>,
+    principal: Option<&Principal>,
+    cwd: Option<&std::path::Path>,
+    after: Option<&str>,
+) -> Vec<String> {
+    let query = PageQuery { principal, cwd, after, limit: 10 };
+    store.list_page(&query).await.expect("page").into_iter().map(|r| r.id.0.to_string()).collect()
+}
+
+/// A database of schema version 3 (no principals) with sessions is migrated when a store opens
+/// it: its sessions have no principal and page for a connection without one; new sessions keep
+/// theirs; the indexes of `session/list`'s keyset reads exist.
+#[tokio::test]
+async fn a_version_3_database_gains_principals() {
+    let Some(url) = postgres_url().await else { return };
+    {
+        let store = open_postgres(&url).await;
+        for id in ["b", "a"] {
+            store.create_session(&record(id)).await.expect("create");
+        }
+        store.close().await.expect("close");
+    }
+    // Version 4 is version 3, the column and its indexes: without them, it is version 3.
+    let raw = raw_client(&url).await;
+    raw.batch_execute(
+        "ALTER TABLE acp_sessions DROP COLUMN principal;
+         UPDATE acp_meta SET value = '3' WHERE key = 'schema_version';",
+    )
+    .await
+    .expect("back to version 3");
+
+    let store: Arc<dyn Store> = Arc::new(open_postgres(&url).await);
+    let version: String =
+        raw.query_one("SELECT value FROM acp_meta WHERE key = 'schema_version'", &[]).await.expect("version").get(0);
+    assert_eq!(version, "4");
+    let indexes: Vec<String> = raw
+        .query(
+            "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema()
+             AND tablename = 'acp_sessions' AND indexname LIKE '%principal%' ORDER BY 1",
+            &[],
+        )
+        .await
+        .expect("indexes")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        indexes,
+        [
+            "acp_sessions_by_principal",
+            "acp_sessions_by_principal_cwd",
+            "acp_sessions_without_principal",
+            "acp_sessions_without_principal_by_cwd"
+        ]
+    );
+    assert_eq!(store.session(&sid("a")).await.expect("read"), Some(record("a")), "no principal");
+    let alice = Principal::new("alice");
+    let mut c = record("c");
+    c.principal = Some(alice.clone());
+    store.create_session(&c).await.expect("create");
+    let cwd = record("a").cwd;
+    let elsewhere = std::path::Path::new("/elsewhere");
+    assert_eq!(page_ids(&store, None, None, None).await, ["a", "b"]);
+    assert_eq!(page_ids(&store, None, Some(&cwd), Some("a")).await, ["b"]);
+    assert_eq!(page_ids(&store, None, Some(elsewhere), None).await, Vec::<String>::new());
+    assert_eq!(page_ids(&store, Some(&alice), None, None).await, ["c"]);
+    assert_eq!(page_ids(&store, Some(&alice), Some(&cwd), Some("c")).await, Vec::<String>::new());
+    let other = open_postgres(&url).await;
+    assert_eq!(other.session(&sid("c")).await.expect("read").expect("kept").principal.as_ref(), Some(&alice));
 }
 
 /// Entries written before the compact form (schema version 1: every event with its full

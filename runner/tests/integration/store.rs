@@ -24,6 +24,7 @@ pub fn record(id: &str) -> SessionRecord {
         created_at: "2026-11-30T11:20:00.000Z".to_owned(),
         updated_at: "2026-11-30T11:20:00.000Z".to_owned(),
         system_prompt: None,
+        principal: None,
     }
 }
 

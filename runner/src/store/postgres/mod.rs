@@ -46,9 +46,10 @@ use tokio_postgres::Row;
 
 use self::db::Db;
 use self::lease::{Lease, Owner};
-use crate::store::{Claim, SessionRecord, Store, StoreError};
+use crate::store::{Claim, PageQuery, SessionRecord, Store, StoreError};
 use acp_facade::acp::{SessionId, SystemPrompt};
 use acp_facade::harness::Event;
+use acp_facade::host::Principal;
 
 /// The longest [`PostgresStore::close`] waits.
 pub const CLOSE_LIMIT: Duration = Duration::from_secs(3);
@@ -192,6 +193,7 @@ fn record_of(row: &Row) -> Result<SessionRecord, StoreError> {
         created_at: row.get(4),
         updated_at: row.get(5),
         system_prompt,
+        principal: row.get::<_, Option<String>>(7).map(Principal::new),
     })
 }
 
@@ -297,20 +299,44 @@ impl PostgresStore {
 }
 
 const CREATE: &str = "INSERT INTO acp_sessions
-         (id, cwd, additional_directories, title, created_at, updated_at, owner, system_prompt)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING";
+         (id, cwd, additional_directories, title, created_at, updated_at, owner, system_prompt, principal)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING";
 
 /// The columns of a session's record, in the order [`record_of`] reads them. A macro, so that the
 /// statements holding them stay literals.
 macro_rules! session_columns {
     () => {
-        "id, cwd, additional_directories, title, created_at, updated_at, system_prompt"
+        "id, cwd, additional_directories, title, created_at, updated_at, system_prompt, principal"
     };
 }
 
 const READ_SESSION: &str = concat!("SELECT ", session_columns!(), " FROM acp_sessions WHERE id = $1");
 
 const LIST_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM acp_sessions ORDER BY created_at, id");
+
+/// `session/list`'s keyset reads, in session-id byte order: `$1` after this id (`''`: from the
+/// first), `$2` at most, then the principal and the cwd where named, in that order. Each is served by one
+/// of version 4's indexes (see the schema module).
+const PAGE_OF_PRINCIPAL: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    r#" FROM acp_sessions WHERE principal = $3 AND id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2"#
+);
+const PAGE_OF_PRINCIPAL_IN_CWD: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    r#" FROM acp_sessions WHERE principal = $3 AND cwd = $4 AND id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2"#
+);
+const PAGE_WITHOUT_PRINCIPAL: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    r#" FROM acp_sessions WHERE principal IS NULL AND id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2"#
+);
+const PAGE_WITHOUT_PRINCIPAL_IN_CWD: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    r#" FROM acp_sessions WHERE principal IS NULL AND cwd = $3 AND id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2"#
+);
 
 const TOUCH: &str = "UPDATE acp_sessions SET title = COALESCE($3, title), updated_at = $4 WHERE id = $1 AND owner = $2";
 
@@ -338,35 +364,49 @@ impl Store for PostgresStore {
             .map(|p| path_text(p, "additional directory"))
             .collect::<Result<Vec<_>, _>>()?;
         let prompt = record.system_prompt.as_ref().map(|p| encode_system_prompt(&record.id, p)).transpose()?;
-        let env = (record, cwd, additional, self.owner.id.as_str(), prompt);
+        let principal = record.principal.as_ref().map(Principal::as_str);
+        let env = (record, cwd, additional, self.owner.id.as_str(), prompt, principal);
         let mut attempts = 0;
         let inserted = self
             .db
-            .run(&format!("create session {}", record.id), &env, |c, (record, cwd, additional, owner, prompt)| {
-                attempts += 1;
-                let repeat = attempts > 1;
-                Box::pin(async move {
-                    let statement = c.prepare_cached(CREATE).await?;
-                    let id = &*record.id.0;
-                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] =
-                        [&id, cwd, additional, &record.title, &record.created_at, &record.updated_at, owner, prompt];
-                    if c.execute(&statement, &params).await? == 1 {
-                        return Ok(true);
-                    }
-                    if !repeat {
-                        return Ok(false);
-                    }
-                    // The second attempt, after a broken connection, finds the row the first one
-                    // wrote before its answer was lost.
-                    let mine = c
-                        .query_opt(
-                            "SELECT 1 FROM acp_sessions WHERE id = $1 AND owner = $2 AND created_at = $3",
-                            &[&id, owner, &record.created_at],
-                        )
-                        .await?;
-                    Ok(mine.is_some())
-                })
-            })
+            .run(
+                &format!("create session {}", record.id),
+                &env,
+                |c, (record, cwd, additional, owner, prompt, principal)| {
+                    attempts += 1;
+                    let repeat = attempts > 1;
+                    Box::pin(async move {
+                        let statement = c.prepare_cached(CREATE).await?;
+                        let id = &*record.id.0;
+                        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
+                            &id,
+                            cwd,
+                            additional,
+                            &record.title,
+                            &record.created_at,
+                            &record.updated_at,
+                            owner,
+                            prompt,
+                            principal,
+                        ];
+                        if c.execute(&statement, &params).await? == 1 {
+                            return Ok(true);
+                        }
+                        if !repeat {
+                            return Ok(false);
+                        }
+                        // The second attempt, after a broken connection, finds the row the first one
+                        // wrote before its answer was lost.
+                        let mine = c
+                            .query_opt(
+                                "SELECT 1 FROM acp_sessions WHERE id = $1 AND owner = $2 AND created_at = $3",
+                                &[&id, owner, &record.created_at],
+                            )
+                            .await?;
+                        Ok(mine.is_some())
+                    })
+                },
+            )
             .await?;
         if !inserted {
             return Err(StoreError::new(format!("session {} already exists", record.id)));
@@ -394,6 +434,33 @@ impl Store for PostgresStore {
                 Box::pin(async move {
                     let statement = c.prepare_cached(LIST_SESSIONS).await?;
                     c.query(&statement, &[]).await
+                })
+            })
+            .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    async fn list_page(&self, query: &PageQuery<'_>) -> Result<Vec<SessionRecord>, StoreError> {
+        let cwd = query.cwd.map(|cwd| path_text(cwd, "cwd")).transpose()?;
+        let env = (
+            query.principal.map(Principal::as_str),
+            cwd,
+            query.after.unwrap_or(""),
+            i64::try_from(query.limit).unwrap_or(i64::MAX),
+        );
+        let rows = self
+            .db
+            .run("list a page of sessions", &env, |c, (principal, cwd, after, limit)| {
+                Box::pin(async move {
+                    let (sql, params): (&str, Vec<&(dyn tokio_postgres::types::ToSql + Sync)>) = match (principal, cwd)
+                    {
+                        (Some(principal), None) => (PAGE_OF_PRINCIPAL, vec![after, limit, principal]),
+                        (Some(principal), Some(cwd)) => (PAGE_OF_PRINCIPAL_IN_CWD, vec![after, limit, principal, cwd]),
+                        (None, None) => (PAGE_WITHOUT_PRINCIPAL, vec![after, limit]),
+                        (None, Some(cwd)) => (PAGE_WITHOUT_PRINCIPAL_IN_CWD, vec![after, limit, cwd]),
+                    };
+                    let statement = c.prepare_cached(sql).await?;
+                    c.query(&statement, &params).await
                 })
             })
             .await?;

@@ -27,7 +27,7 @@ use crate::store::StoreError;
 ///
 /// To change the schema, append a step. Never edit a step that has shipped: a database that
 /// already ran it would not run it again.
-pub(crate) const MIGRATIONS: &[&str] = &[V0_TO_V1, V1_TO_V2, V2_TO_V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V0_TO_V1, V1_TO_V2, V2_TO_V3, V3_TO_V4];
 
 /// The schema version this code reads and writes.
 #[allow(clippy::cast_possible_wrap, reason = "a handful of migrations")]
@@ -91,6 +91,24 @@ const V2_TO_V3: &str = "
 ALTER TABLE acp_sessions ADD COLUMN system_prompt TEXT;
 COMMENT ON COLUMN acp_sessions.system_prompt IS 'the client''s system prompt (ACP SystemPrompt) as JSON, NULL when none';
 ";
+
+/// Version 4: each session belongs to the principal of the connection that created it (NULL: none,
+/// what every session of version 3 had), and `session/list` reads one page of one principal's
+/// sessions through an index, in session-id byte order (`COLLATE "C"`), instead of the whole
+/// catalog. Separate partial indexes serve sessions without principal (`IS NULL` is not an
+/// equality an index on the column matches).
+///
+/// The column is nullable without a default: adding it changes only the catalog. Processes of
+/// version 3 still running meanwhile name their columns and never read or write it; their new
+/// sessions have no principal.
+const V3_TO_V4: &str = r#"
+ALTER TABLE acp_sessions ADD COLUMN principal TEXT;
+COMMENT ON COLUMN acp_sessions.principal IS 'the principal of the connection that created the session, NULL when none';
+CREATE INDEX acp_sessions_by_principal ON acp_sessions (principal, id COLLATE "C") WHERE principal IS NOT NULL;
+CREATE INDEX acp_sessions_by_principal_cwd ON acp_sessions (principal, cwd, id COLLATE "C") WHERE principal IS NOT NULL;
+CREATE INDEX acp_sessions_without_principal ON acp_sessions (id COLLATE "C") WHERE principal IS NULL;
+CREATE INDEX acp_sessions_without_principal_by_cwd ON acp_sessions (cwd, id COLLATE "C") WHERE principal IS NULL;
+"#;
 
 /// Whether `acp_meta` exists in the schema tables are created in. Read from `pg_class` with the
 /// statement's snapshot, not through the catalog cache (`to_regclass`): a transaction that waited

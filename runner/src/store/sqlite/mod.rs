@@ -21,6 +21,10 @@
 //! - **System prompts.** A session's row keeps the client's system prompt (since version 6) as
 //!   the JSON text of its ACP wire form, NULL when it has none: a session of an older file reads
 //!   none.
+//! - **Principals.** A session's row keeps the principal of the connection that created it (since
+//!   version 7), NULL when none: a session of an older file has none. `session/list` reads one
+//!   page with a keyset query on (principal, cwd, id), served by the indexes `sessions_by_principal`
+//!   and `sessions_by_principal_cwd`: a page costs the same however many sessions the file holds.
 //! - **No orphans.** A journal entry is only ever inserted by a statement that finds its session
 //!   (no session, no row: the append is refused), and deleting a session deletes its key range in
 //!   the same transaction. A session number freed by deleting the newest session may be given to
@@ -47,9 +51,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use async_trait::async_trait;
 
 use crate::store::entry;
-use crate::store::{SessionRecord, Store, StoreError};
+use crate::store::{PageQuery, SessionRecord, Store, StoreError};
 use acp_facade::acp::{SessionId, SystemPrompt};
 use acp_facade::harness::Event;
+use acp_facade::host::Principal;
 use connection::{configure, sql_error};
 use schema::migrate;
 
@@ -273,7 +278,8 @@ fn path_text<'p>(path: &'p Path, what: &str) -> Result<&'p str, StoreError> {
 /// The columns of a `sessions` row, in [`SESSION_COLUMNS`] order, before decoding; the system
 /// prompt's text is checked when decoding, where an error can name the session (see
 /// [`system_prompt_text`]).
-type RawSession = (String, String, String, Option<String>, String, String, Result<Option<String>, String>);
+type RawSession =
+    (String, String, String, Option<String>, String, String, Result<Option<String>, String>, Option<String>);
 
 /// A session's record, selected from `sessions s`: the update time is the later of the row's and
 /// the newest journal entry's (see the module doc).
@@ -281,12 +287,20 @@ const SESSION_COLUMNS: &str = concat!(
     "s.id, s.cwd, s.additional_directories, s.title, s.created_at,
      max(s.updated_at, coalesce((SELECT j.updated_at FROM journal j WHERE ",
     in_range!("j.seq", "s.num"),
-    " ORDER BY j.seq DESC LIMIT 1), '')), s.system_prompt"
+    " ORDER BY j.seq DESC LIMIT 1), '')), s.system_prompt, s.principal"
 );
+
+/// The condition and order of one page of the catalog's sessions of any cwd, after
+/// `FROM sessions s`: `?1` principal, `?2` after this id, `?3` at most. Served by the index
+/// `sessions_by_principal` (a test checks the plan).
+const PAGE_ANY_CWD: &str = "WHERE s.principal IS ?1 AND s.id > ?2 ORDER BY s.id LIMIT ?3";
+
+/// [`PAGE_ANY_CWD`] in one cwd, `?4`. Served by the index `sessions_by_principal_cwd`.
+const PAGE_ONE_CWD: &str = "WHERE s.principal IS ?1 AND s.cwd = ?4 AND s.id > ?2 ORDER BY s.id LIMIT ?3";
 
 fn raw_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
     let system_prompt = system_prompt_text(row.get_ref(6)?);
-    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, system_prompt))
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, system_prompt, row.get(7)?))
 }
 
 /// The system prompt column's text (`None`: NULL), or why it is not text.
@@ -301,7 +315,7 @@ fn system_prompt_text(value: rusqlite::types::ValueRef<'_>) -> Result<Option<Str
 }
 
 fn decode_session(raw: RawSession) -> Result<SessionRecord, StoreError> {
-    let (id, cwd, additional_directories, title, created_at, updated_at, system_prompt) = raw;
+    let (id, cwd, additional_directories, title, created_at, updated_at, system_prompt, principal) = raw;
     let additional_directories: Vec<String> = serde_json::from_str(&additional_directories)
         .map_err(|e| StoreError::new(format!("session {id}: unreadable additional_directories: {e}")))?;
     let unreadable = |e: &dyn fmt::Display| StoreError::new(format!("session {id}: unreadable system_prompt: {e}"));
@@ -318,6 +332,7 @@ fn decode_session(raw: RawSession) -> Result<SessionRecord, StoreError> {
         created_at,
         updated_at,
         system_prompt,
+        principal: principal.map(Principal::new),
     })
 }
 
@@ -343,10 +358,20 @@ impl Store for SqliteStore {
         self.write(&what, |tx| {
             let inserted = tx
                 .execute(
-                    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at, system_prompt)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                    "INSERT INTO sessions
+                         (id, cwd, additional_directories, title, created_at, updated_at, system_prompt, principal)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                      ON CONFLICT (id) DO NOTHING",
-                    params![&*record.id.0, cwd, additional, record.title, record.created_at, record.updated_at, prompt],
+                    params![
+                        &*record.id.0,
+                        cwd,
+                        additional,
+                        record.title,
+                        record.created_at,
+                        record.updated_at,
+                        prompt,
+                        record.principal.as_ref().map(Principal::as_str)
+                    ],
                 )
                 .map_err(|e| sql_error(&what, &e))?;
             if inserted == 0 {
@@ -374,6 +399,27 @@ impl Store for SqliteStore {
             .map_err(|e| sql_error(what, &e))?;
         let rows = stmt.query_map([], raw_session).map_err(|e| sql_error(what, &e))?;
         rows.map(|row| decode_session(row.map_err(|e| sql_error(what, &e))?)).collect()
+    }
+
+    async fn list_page(&self, query: &PageQuery<'_>) -> Result<Vec<SessionRecord>, StoreError> {
+        let what = "list a page of sessions";
+        let principal = query.principal.map(Principal::as_str);
+        let after = query.after.unwrap_or("");
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let conn = self.lock();
+        let raw: Vec<RawSession> = match query.cwd {
+            None => conn
+                .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions s {PAGE_ANY_CWD}"))
+                .and_then(|mut stmt| stmt.query_map(params![principal, after, limit], raw_session)?.collect()),
+            Some(cwd) => {
+                let cwd = path_text(cwd, "cwd")?;
+                conn.prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions s {PAGE_ONE_CWD}"))
+                    .and_then(|mut stmt| stmt.query_map(params![principal, after, limit, cwd], raw_session)?.collect())
+            }
+        }
+        .map_err(|e| sql_error(what, &e))?;
+        drop(conn);
+        raw.into_iter().map(decode_session).collect()
     }
 
     async fn touch_session(&self, id: &SessionId, title: Option<&str>, updated_at: &str) -> Result<(), StoreError> {
@@ -518,6 +564,7 @@ mod tests {
             created_at: "2026-11-30T11:20:00.000Z".to_owned(),
             updated_at: "2026-11-30T11:20:00.000Z".to_owned(),
             system_prompt: None,
+            principal: None,
         }
     }
 
@@ -655,7 +702,7 @@ mod tests {
 
     #[test]
     fn migrations_are_registered_in_order() {
-        assert_eq!(SCHEMA_VERSION, 6);
+        assert_eq!(SCHEMA_VERSION, 7);
         let store = SqliteStore::open(MEMORY).expect("open");
         let conn = store.lock();
         assert_eq!(schema_version(&conn).expect("version"), SCHEMA_VERSION);
@@ -666,7 +713,7 @@ mod tests {
             .expect("query")
             .collect::<Result<_, _>>()
             .expect("names");
-        assert_eq!(names, ["journal", "sessions"]);
+        assert_eq!(names, ["journal", "sessions", "sessions_by_principal", "sessions_by_principal_cwd"]);
     }
 
     /// A version-1 database (one row per event) opens at the current version with every session's
@@ -869,6 +916,100 @@ mod tests {
         let read = |id: &str| store.session(&sid(id)).wait().expect("read").expect("exists").system_prompt;
         assert_eq!(read("a"), Some(system_prompt("later")));
         assert_eq!(read("b"), Some(system_prompt("b's")));
+    }
+
+    /// A version-6 database (no principals) opens as version 7 with its sessions whole and without
+    /// principal: they page for a connection without principal, not for one with; new sessions
+    /// keep their principal.
+    #[test]
+    fn version_6_sessions_gain_no_principal() {
+        let dir = TempDir::new();
+        {
+            let mut conn = Connection::open(dir.db()).expect("raw open");
+            let tx = conn.transaction().expect("begin");
+            at_version(&tx, 6);
+            for id in ["b", "a"] {
+                let r = record(id);
+                let additional = serde_json::to_string(&r.additional_directories).expect("encode");
+                tx.execute(
+                    "INSERT INTO sessions (id, cwd, additional_directories, title, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, NULL, ?4, ?5)",
+                    params![id, r.cwd.to_str(), additional, r.created_at, r.updated_at],
+                )
+                .expect("session");
+            }
+            tx.commit().expect("commit");
+        }
+        let store = SqliteStore::open(dir.db()).expect("migrating open");
+        assert_eq!(schema_version(&store.lock()).expect("version"), SCHEMA_VERSION);
+        assert_eq!(store.session(&sid("a")).wait().expect("read"), Some(record("a")), "no principal");
+        let alice = Principal::new("alice");
+        let mut c = record("c");
+        c.principal = Some(alice.clone());
+        store.create_session(&c).wait().expect("create");
+        let page = |principal: Option<&Principal>, after: Option<&str>| {
+            let query = PageQuery { principal, cwd: None, after, limit: 10 };
+            store.list_page(&query).wait().expect("page").into_iter().map(|r| r.id.0.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(page(None, None), ["a", "b"]);
+        assert_eq!(page(None, Some("a")), ["b"]);
+        assert_eq!(page(Some(&alice), None), ["c"]);
+        assert_eq!(page(Some(&Principal::new("bob")), None), Vec::<String>::new());
+        assert_eq!(store.session(&sid("c")).wait().expect("read").expect("exists").principal, Some(alice));
+    }
+
+    /// `session/list`'s keyset reads are served by the principal indexes: the plan searches an
+    /// index (no scan of the table, no sort), whatever the principal and cwd.
+    #[test]
+    fn page_queries_search_an_index() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        let conn = store.lock();
+        let none = Option::<&str>::None;
+        for (condition, index, params) in [
+            (PAGE_ANY_CWD, "sessions_by_principal ", params![none, "", 10]),
+            (PAGE_ONE_CWD, "sessions_by_principal_cwd ", params![none, "", 10, "/w"]),
+        ] {
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN SELECT {SESSION_COLUMNS} FROM sessions s {condition}"))
+                .expect("prepare")
+                .query_map(params, |r| r.get::<_, String>(3))
+                .expect("query")
+                .collect::<Result<_, _>>()
+                .expect("plan");
+            let outer: Vec<&String> =
+                plan.iter().filter(|step| step.contains(" s ") || step.contains("B-TREE")).collect();
+            assert_eq!(outer.len(), 1, "one step on the sessions, no sort: {plan:?}");
+            assert!(outer[0].starts_with("SEARCH s USING INDEX ") && outer[0].contains(index), "{plan:?}");
+        }
+    }
+
+    /// A page is one principal's sessions in one cwd (or any), after a position, in id byte order.
+    #[test]
+    fn a_page_is_one_principals_sessions_in_id_order() {
+        let store = SqliteStore::open(MEMORY).expect("open");
+        let alice = Principal::new("alice");
+        for (id, principal, cwd) in [
+            ("b", Some(&alice), "/w/one"),
+            ("a", Some(&alice), "/w/two"),
+            ("Z", Some(&alice), "/w/one"),
+            ("c", None, "/w/one"),
+            ("d", Some(&Principal::new("bob")), "/w/one"),
+        ] {
+            let mut r = record(id);
+            r.principal = principal.cloned();
+            r.cwd = PathBuf::from(cwd);
+            store.create_session(&r).wait().expect("create");
+        }
+        let page = |cwd: Option<&str>, after: Option<&str>, limit: usize| {
+            let query = PageQuery { principal: Some(&alice), cwd: cwd.map(Path::new), after, limit };
+            store.list_page(&query).wait().expect("page").into_iter().map(|r| r.id.0.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(page(None, None, 10), ["Z", "a", "b"]);
+        assert_eq!(page(None, None, 2), ["Z", "a"]);
+        assert_eq!(page(None, Some("a"), 2), ["b"]);
+        assert_eq!(page(Some("/w/one"), None, 10), ["Z", "b"]);
+        assert_eq!(page(Some("/w/one"), Some("Z"), 10), ["b"]);
+        assert_eq!(page(Some("/w/three"), None, 10), Vec::<String>::new());
     }
 
     /// A system prompt is stored as the JSON of its wire form; one that does not decode is an

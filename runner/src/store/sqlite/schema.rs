@@ -18,7 +18,7 @@ type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 ///
 /// To change the schema, append a step (`v1_to_v2`, …). Never edit a step that has shipped: a
 /// database that already ran it would not run it again.
-pub(super) const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6];
+pub(super) const MIGRATIONS: &[Migration] = &[v0_to_v1, v1_to_v2, v2_to_v3, v3_to_v4, v4_to_v5, v5_to_v6, v6_to_v7];
 
 /// The schema version this code reads and writes.
 pub(super) const SCHEMA_VERSION: usize = MIGRATIONS.len();
@@ -76,11 +76,17 @@ const JOURNAL_V4: &str = "CREATE TABLE journal (
 /// text of its ACP wire form (`SystemPrompt`); NULL when the session has none.
 const SYSTEM_PROMPT_V6: &str = "ALTER TABLE sessions ADD COLUMN system_prompt TEXT /* ACP SystemPrompt as JSON */;";
 
-/// The session catalog, since version 6: [`SESSIONS_V4`] with the system prompt, written exactly
-/// as [`SYSTEM_PROMPT_V6`] leaves it in `sqlite_master` (`SQLite` splices the new column's text,
-/// its comment included, before the closing parenthesis), so that a new database and a migrated
-/// one hold the same schema text (a test compares them).
-const SESSIONS_V6: &str = "CREATE TABLE sessions (
+/// The column version 7 adds to the session catalog: the principal of the connection that created
+/// the session; NULL when it had none (stdio, and every session of version 6).
+const PRINCIPAL_V7: &str =
+    "ALTER TABLE sessions ADD COLUMN principal TEXT /* creating connection's principal, NULL: none */;";
+
+/// The session catalog, since version 7: [`SESSIONS_V4`] with the system prompt and the principal,
+/// written exactly as [`SYSTEM_PROMPT_V6`] and [`PRINCIPAL_V7`] leave it in `sqlite_master`
+/// (`SQLite` splices each new column's text, its comment included, before the closing
+/// parenthesis), so that a new database and a migrated one hold the same schema text (a test
+/// compares them).
+const SESSIONS_V7: &str = "CREATE TABLE sessions (
              num INTEGER PRIMARY KEY CHECK (num BETWEEN 1 AND 2147483647), -- the journal's key range
              id TEXT NOT NULL UNIQUE,
              cwd TEXT NOT NULL,
@@ -88,13 +94,19 @@ const SESSIONS_V6: &str = "CREATE TABLE sessions (
              title TEXT,
              created_at TEXT NOT NULL, -- RFC 3339 UTC
              updated_at TEXT NOT NULL  -- RFC 3339 UTC
-         , system_prompt TEXT /* ACP SystemPrompt as JSON */);";
+         , system_prompt TEXT /* ACP SystemPrompt as JSON */, principal TEXT /* creating connection's principal, NULL: none */);";
+
+/// The indexes of `session/list`'s keyset reads, since version 7: one page of a principal's
+/// sessions in id order, of any cwd or of one.
+const SESSION_PAGES_V7: &str = "CREATE INDEX sessions_by_principal ON sessions (principal, id);
+         CREATE INDEX sessions_by_principal_cwd ON sessions (principal, cwd, id);";
 
 /// Creates the current schema in an empty database in one step — what running every migration
 /// from version 0 builds (a test compares the two), without building and converting the older
 /// tables first. Opening a new store, `:memory:` included, takes half the work it would.
 pub(super) fn create_current(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch(SESSIONS_V6)?;
+    tx.execute_batch(SESSIONS_V7)?;
+    tx.execute_batch(SESSION_PAGES_V7)?;
     tx.execute_batch(JOURNAL_V4)
 }
 
@@ -183,6 +195,17 @@ fn v4_to_v5(_tx: &Transaction<'_>) -> rusqlite::Result<()> {
 /// 5 had.
 fn v5_to_v6(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(SYSTEM_PROMPT_V6)
+}
+
+/// Version 7: each session belongs to the principal of the connection that created it, and
+/// `session/list` reads one page of one principal's sessions through an index instead of the
+/// whole catalog.
+///
+/// A nullable column added in place (rows of version 6 read NULL: no principal, what every
+/// session had), and two indexes.
+fn v6_to_v7(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(PRINCIPAL_V7)?;
+    tx.execute_batch(SESSION_PAGES_V7)
 }
 
 /// The schema version recorded in the database.
