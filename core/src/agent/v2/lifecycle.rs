@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Value, json};
 
 use super::super::method::SESSION_UPDATE;
+use super::super::session_state::SessionEntry;
 use super::super::state::AgentInner;
+use super::super::translate::UpdateHead;
 use crate::acp::{ContentBlock, SessionId, StopReason};
 use crate::error::Error;
-use crate::rpc::message::notification_line;
+use crate::rpc::message::{notification_line, notification_tail};
 use crate::rpc::{Answer, RequestContext};
 
 /// Numbers the user messages of this process (their ids also name the session).
@@ -23,46 +25,98 @@ static PROCESS_START: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
 
 /// The prompt was accepted: answers it with its user message's id, then reports the message and
 /// the running state. Returns the id (the host keeps it with the message, for replays).
+///
+/// These lines, and the turn's end, are written directly (as the translator writes chunks): one
+/// of each is sent every turn.
 pub(in super::super) async fn accepted(
     agent: &AgentInner,
     cx: &RequestContext,
-    session: &SessionId,
+    entry: &SessionEntry,
     prompt: &[ContentBlock],
 ) -> String {
     let n = USER_MESSAGES.fetch_add(1, Ordering::Relaxed) + 1;
     // Unique in the session across processes: the process's start time and id, and a count.
+    let (session, head) = (&entry.id, &entry.update_head);
     let message_id = format!("{session}/user-{:x}-{}-{n}", *PROCESS_START, std::process::id());
-    cx.answer_now(agent.peer(), Answer::from(json!({ "messageId": message_id }))).await;
-    let message = json!({ "sessionUpdate": "user_message", "messageId": message_id, "content": prompt });
-    let _ = agent.peer().send_line(update_line(session, &message)).await;
-    let running = json!({ "sessionUpdate": "state_update", "state": "running" });
-    let _ = agent.peer().send_line(update_line(session, &running)).await;
+    let acknowledgement = Answer::serialize(&Acknowledgement { message_id: &message_id })
+        .unwrap_or_else(|_| Answer::from(json!({ "messageId": message_id })));
+    cx.answer_now(agent.peer(), acknowledgement).await;
+    let _ = agent.peer().send_line(user_message_line(head, &message_id, prompt)).await;
+    let _ = agent.peer().send_line(state_line(head, RUNNING)).await;
     message_id
 }
 
+/// The prompt's v2 response: the user message's id.
+#[derive(serde::Serialize)]
+struct Acknowledgement<'a> {
+    #[serde(rename = "messageId")]
+    message_id: &'a str,
+}
+
 /// The turn ended: the idle state with its stop reason (`error` for a turn that failed).
-pub(in super::super) async fn ended(agent: &AgentInner, session: &SessionId, outcome: Result<StopReason, &Error>) {
-    let stop = match outcome {
-        Ok(stop) => serde_json::to_value(stop).unwrap_or_else(|_| json!("end_turn")),
-        Err(e) => {
-            tracing::info!(session = %session, error = %e.message, "the turn failed; v2 reports it as `error`");
-            json!("error")
-        }
-    };
-    let idle = json!({ "sessionUpdate": "state_update", "state": "idle", "stopReason": stop });
-    let _ = agent.peer().send_line(update_line(session, &idle)).await;
+pub(in super::super) async fn ended(agent: &AgentInner, entry: &SessionEntry, outcome: Result<StopReason, &Error>) {
+    let stop = outcome.map_err(|e| {
+        tracing::info!(session = %entry.id, error = %e.message, "the turn failed; v2 reports it as `error`");
+    });
+    // The turn's output is complete, and its client waits for this line as a v1 client waits
+    // for the response: the writer flushes it at once.
+    let _ = agent.peer().send_awaited_line(idle_after_line(&entry.update_head, stop.ok())).await;
 }
 
 /// The turn waits for the user (a permission request): `requires_action`.
-pub(in super::super) async fn requires_action(agent: &AgentInner, session: &SessionId) {
-    let waiting = json!({ "sessionUpdate": "state_update", "state": "requires_action" });
-    let _ = agent.peer().send_line(update_line(session, &waiting)).await;
+pub(in super::super) async fn requires_action(agent: &AgentInner, entry: &SessionEntry) {
+    let _ = agent.peer().send_line(state_line(&entry.update_head, REQUIRES_ACTION)).await;
 }
 
 /// The user answered: the turn runs again.
-pub(in super::super) async fn running(agent: &AgentInner, session: &SessionId) {
-    let running = json!({ "sessionUpdate": "state_update", "state": "running" });
-    let _ = agent.peer().send_line(update_line(session, &running)).await;
+pub(in super::super) async fn running(agent: &AgentInner, entry: &SessionEntry) {
+    let _ = agent.peer().send_line(state_line(&entry.update_head, RUNNING)).await;
+}
+
+/// What follows the head of a `state_update` line, by state (the update's, the params' and the
+/// envelope's braces included).
+const RUNNING: &[u8] = &notification_tail::<35>(br#"state_update","state":"running"}}"#);
+const REQUIRES_ACTION: &[u8] = &notification_tail::<43>(br#"state_update","state":"requires_action"}}"#);
+
+/// A `state_update` line: `rest` is one of the constants above.
+fn state_line(head: &UpdateHead, rest: &[u8]) -> Vec<u8> {
+    let mut line = head.line(rest.len());
+    line.extend_from_slice(rest);
+    line
+}
+
+/// The idle `state_update` ending a turn: its stop reason, `error` (`None`) for a turn that failed.
+fn idle_after_line(head: &UpdateHead, stop: Option<StopReason>) -> Vec<u8> {
+    const IDLE: &[u8] = br#"state_update","state":"idle","stopReason":"#;
+    const ERROR: &[u8] = br#""error""#;
+    const TAIL: &[u8] = &notification_tail::<4>(b"}}");
+    // The longest stop reason's name, quoted, fits.
+    let mut line = head.line(IDLE.len() + 24 + TAIL.len());
+    line.extend_from_slice(IDLE);
+    match stop {
+        // A stop reason is a plain word: writing it into a Vec cannot fail.
+        Some(stop) => {
+            let _ = serde_json::to_writer(&mut line, &stop);
+        }
+        None => line.extend_from_slice(ERROR),
+    }
+    line.extend_from_slice(TAIL);
+    line
+}
+
+/// The `user_message` line of a turn: its id and the prompt's content, as the client sent it.
+fn user_message_line(head: &UpdateHead, message_id: &str, prompt: &[ContentBlock]) -> Vec<u8> {
+    const KIND: &[u8] = br#"user_message","messageId":"#;
+    const CONTENT: &[u8] = br#","content":"#;
+    const TAIL: &[u8] = &notification_tail::<4>(b"}}");
+    let mut line = head.line(KIND.len() + message_id.len() + 2 + CONTENT.len() + 64 + TAIL.len());
+    line.extend_from_slice(KIND);
+    // Writing a &str, or content blocks (every map key a string), into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut line, message_id);
+    line.extend_from_slice(CONTENT);
+    let _ = serde_json::to_writer(&mut line, prompt);
+    line.extend_from_slice(TAIL);
+    line
 }
 
 /// A permission request's params with v2's prompt copy: `title` (the gate's); the writer's
@@ -87,4 +141,75 @@ pub(in super::super) fn replay_complete_line(session: &SessionId) -> Vec<u8> {
 
 fn update_line(session: &SessionId, update: &Value) -> Vec<u8> {
     notification_line(SESSION_UPDATE, &json!({ "sessionId": session, "update": update }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line as it was built before these lines were written directly: through a value.
+    fn through_a_value(session: &str, update: &Value) -> Vec<u8> {
+        update_line(&SessionId::new(session), update)
+    }
+
+    const SESSIONS: [&str; 3] = ["s", "sess_0a1b", "a \"quoted\" \\ \u{1} é"];
+
+    #[test]
+    fn the_state_lines_are_the_bytes_of_their_values() {
+        for session in SESSIONS {
+            let head = UpdateHead::new(session);
+            for (rest, state) in [(RUNNING, "running"), (REQUIRES_ACTION, "requires_action")] {
+                let expected = through_a_value(session, &json!({ "sessionUpdate": "state_update", "state": state }));
+                assert_eq!(String::from_utf8(state_line(&head, rest)).unwrap(), String::from_utf8(expected).unwrap());
+            }
+            let stops = [
+                StopReason::EndTurn,
+                StopReason::MaxTokens,
+                StopReason::MaxTurnRequests,
+                StopReason::Refusal,
+                StopReason::Cancelled,
+            ];
+            for stop in stops.map(Some).into_iter().chain([None]) {
+                let name = stop.map_or(json!("error"), |stop| serde_json::to_value(stop).unwrap());
+                let idle = json!({ "sessionUpdate": "state_update", "state": "idle", "stopReason": name });
+                assert_eq!(
+                    String::from_utf8(idle_after_line(&head, stop)).unwrap(),
+                    String::from_utf8(through_a_value(session, &idle)).unwrap()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_user_message_line_is_the_bytes_of_its_value() {
+        let prompt: Vec<ContentBlock> = serde_json::from_value(json!([
+            { "type": "text", "text": "hello \"world\"\n", "annotations": { "priority": 0.5 } },
+            { "type": "image", "data": "AAAA", "mimeType": "image/png", "_meta": { "k": [1, 2.5, null] } },
+            { "type": "resource_link", "uri": "file:///a%20b", "name": "a b", "size": 12 },
+            { "type": "resource", "resource": { "uri": "file:///x", "text": "x", "mimeType": "text/plain" } },
+        ]))
+        .unwrap();
+        for session in SESSIONS {
+            let id = format!("{session}/user-1");
+            let message = json!({ "sessionUpdate": "user_message", "messageId": id, "content": prompt });
+            assert_eq!(
+                String::from_utf8(user_message_line(&UpdateHead::new(session), &id, &prompt)).unwrap(),
+                String::from_utf8(through_a_value(session, &message)).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn the_acknowledgement_is_the_bytes_of_its_value() {
+        let id = "s/\"user\"-1";
+        let typed = crate::rpc::message::response_line(
+            &crate::acp::RequestId::Number(7),
+            &Ok(Answer::serialize(&Acknowledgement { message_id: id }).unwrap()),
+        );
+        let valued = crate::rpc::message::response_line(
+            &crate::acp::RequestId::Number(7),
+            &Ok(Answer::from(json!({ "messageId": id }))),
+        );
+        assert_eq!(typed, valued);
+    }
 }

@@ -1,0 +1,142 @@
+//! The message ids of a session's streamed chunks: v2 requires one on every chunk, and a new one
+//! starts a new message. The chunks of one kind in a row are one message; a tool call or a plan
+//! between them ends it. A turn's messages are numbered under its user message's id
+//! (`<user message id>/reply-1`, `…/thought-2`, …).
+//!
+//! Whoever serialises a session's chunks keeps its ids: the prompt's drain for a live turn (one
+//! [`MessageIds`] per turn, owned by the drain, so a chunk costs neither a lookup nor a lock), the
+//! connection's rewriter for a chunk written by anything else without an id (one per session).
+//! The current id is kept in its JSON form as well, so that a chunk line copies it as it is.
+
+use crate::harness::TokenChannel;
+
+/// Which message a chunk belongs to, by its `sessionUpdate` tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) enum ChunkKind {
+    /// `user_message_chunk`.
+    User,
+    /// `agent_message_chunk`.
+    Reply,
+    /// `agent_thought_chunk`.
+    Thought,
+}
+
+impl ChunkKind {
+    /// The kind of a chunk with this `sessionUpdate` tag (`None`: not a chunk).
+    pub(in crate::agent) fn of_tag(tag: &str) -> Option<Self> {
+        match tag {
+            "user_message_chunk" => Some(Self::User),
+            "agent_message_chunk" => Some(Self::Reply),
+            "agent_thought_chunk" => Some(Self::Thought),
+            _ => None,
+        }
+    }
+
+    /// The kind of the chunks of a token channel.
+    pub(in crate::agent) fn of_channel(channel: TokenChannel) -> Self {
+        match channel {
+            TokenChannel::Message => Self::Reply,
+            TokenChannel::Thought => Self::Thought,
+        }
+    }
+
+    /// The word the ids of such messages carry.
+    fn tag(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Reply => "reply",
+            Self::Thought => "thought",
+        }
+    }
+}
+
+/// The message ids of one session (see the module doc).
+#[derive(Debug)]
+pub(in crate::agent) struct MessageIds {
+    /// The current turn's user message id (the base of its messages' ids).
+    base: String,
+    /// The kind of the message being streamed, `None` when the next chunk starts a new one.
+    current: Option<ChunkKind>,
+    /// The id of the message being streamed (valid while `current` is set).
+    id: String,
+    /// `id` as a JSON string, quotes included.
+    id_json: Vec<u8>,
+    /// Messages started in this turn.
+    started: u64,
+}
+
+impl MessageIds {
+    /// The ids of a turn whose user message is `user_message`.
+    pub(in crate::agent) fn turn(user_message: &str) -> Self {
+        Self { base: user_message.to_owned(), current: None, id: String::new(), id_json: Vec::new(), started: 0 }
+    }
+
+    /// The ids of a session's chunks before any turn of this connection (`<session>/agent/…`).
+    pub(in crate::agent) fn before_any_turn(session: &str) -> Self {
+        Self::turn(&format!("{session}/agent"))
+    }
+
+    /// A new turn, whose user message is `id`.
+    pub(in crate::agent) fn start_turn(&mut self, id: &str) {
+        id.clone_into(&mut self.base);
+        self.current = None;
+        self.started = 0;
+    }
+
+    /// The id of the message a chunk of `kind` belongs to.
+    pub(in crate::agent) fn chunk(&mut self, kind: ChunkKind) -> &str {
+        self.enter(kind);
+        &self.id
+    }
+
+    /// Like [`MessageIds::chunk`], the id as a JSON string (quotes included).
+    pub(in crate::agent) fn chunk_json(&mut self, kind: ChunkKind) -> &[u8] {
+        self.enter(kind);
+        &self.id_json
+    }
+
+    /// Something else came between: the next chunk starts a new message.
+    pub(in crate::agent) fn interrupt(&mut self) {
+        self.current = None;
+    }
+
+    fn enter(&mut self, kind: ChunkKind) {
+        if self.current == Some(kind) {
+            return;
+        }
+        use std::fmt::Write as _;
+        self.started += 1;
+        self.id.clear();
+        let _ = write!(self.id, "{}/{}-{}", self.base, kind.tag(), self.started);
+        self.id_json.clear();
+        // Writing a &str into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.id_json, &self.id);
+        self.current = Some(kind);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_of_one_kind_in_a_row_are_one_message_and_an_interruption_ends_it() {
+        let mut ids = MessageIds::before_any_turn("s");
+        assert_eq!(ids.chunk(ChunkKind::Reply), "s/agent/reply-1");
+        ids.start_turn("s/u1");
+        let a = ids.chunk(ChunkKind::Reply).to_owned();
+        assert_eq!(a, "s/u1/reply-1");
+        assert_eq!(ids.chunk(ChunkKind::Reply), a);
+        assert_eq!(ids.chunk(ChunkKind::Thought), "s/u1/thought-2");
+        ids.interrupt();
+        assert_eq!(ids.chunk(ChunkKind::Thought), "s/u1/thought-3");
+        assert_eq!(ids.chunk_json(ChunkKind::Thought), br#""s/u1/thought-3""#);
+    }
+
+    #[test]
+    fn the_json_form_is_escaped() {
+        let mut ids = MessageIds::turn("a\"b");
+        assert_eq!(ids.chunk_json(ChunkKind::User), br#""a\"b/user-1""#);
+        assert_eq!(ids.chunk(ChunkKind::User), "a\"b/user-1");
+    }
+}
