@@ -10,6 +10,7 @@ use super::super::method::SESSION_UPDATE;
 use super::super::session_state::SessionEntry;
 use super::super::state::AgentInner;
 use super::super::translate::UpdateHead;
+use super::message_ids::push_decimal;
 use crate::acp::{ContentBlock, SessionId, StopReason};
 use crate::error::Error;
 use crate::rpc::message::{notification_line, notification_tail};
@@ -18,9 +19,12 @@ use crate::rpc::{Answer, RequestContext};
 /// Numbers the user messages of this process (their ids also name the session).
 static USER_MESSAGES: AtomicU64 = AtomicU64::new(0);
 
-/// When this process started numbering user messages, in seconds since the epoch.
-static PROCESS_START: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+/// What follows the session id in this process's user message ids, before their count:
+/// `/user-<start>-<pid>-`, where `<start>` is when the process started numbering them (seconds
+/// since the epoch, in hex) and `<pid>` its id.
+static USER_MESSAGE_INFIX: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let start = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format!("/user-{start:x}-{}-", std::process::id())
 });
 
 /// The prompt was accepted: answers it with its user message's id, then reports the message and
@@ -36,14 +40,27 @@ pub(in super::super) async fn accepted(
 ) -> String {
     let n = USER_MESSAGES.fetch_add(1, Ordering::Relaxed) + 1;
     // Unique in the session across processes: the process's start time and id, and a count.
-    let (session, head) = (&entry.id, &entry.update_head);
-    let message_id = format!("{session}/user-{:x}-{}-{n}", *PROCESS_START, std::process::id());
+    let head = &entry.update_head;
+    let message_id = user_message_id(&entry.id.0, n);
     let acknowledgement = Answer::serialize(&Acknowledgement { message_id: &message_id })
         .unwrap_or_else(|_| Answer::from(json!({ "messageId": message_id })));
+    // The client waits for the acknowledgement; the two lines behind it are flushed with it.
     cx.answer_now(agent.peer(), acknowledgement).await;
     let _ = agent.peer().send_line(user_message_line(head, &message_id, prompt)).await;
-    let _ = agent.peer().send_line(state_line(head, RUNNING)).await;
+    let _ = agent.peer().send_awaited_line(state_line(head, RUNNING)).await;
     message_id
+}
+
+/// The id of the `n`-th user message of this process, in `session`:
+/// `<session>/user-<start>-<pid>-<n>` (see [`USER_MESSAGE_INFIX`]).
+fn user_message_id(session: &str, n: u64) -> String {
+    let infix = USER_MESSAGE_INFIX.as_bytes();
+    let mut id = Vec::with_capacity(session.len() + infix.len() + 20);
+    id.extend_from_slice(session.as_bytes());
+    id.extend_from_slice(infix);
+    push_decimal(&mut id, n);
+    // Made of a string and ASCII.
+    String::from_utf8(id).unwrap_or_default()
 }
 
 /// The prompt's v2 response: the user message's id.
@@ -197,6 +214,14 @@ mod tests {
                 String::from_utf8(through_a_value(session, &message)).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn a_user_message_id_names_its_session_the_process_and_a_count() {
+        let pid = std::process::id();
+        let id = user_message_id("s", 42);
+        let start = id.strip_prefix("s/user-").and_then(|rest| rest.strip_suffix(&format!("-{pid}-42")));
+        assert!(start.is_some_and(|hex| u64::from_str_radix(hex, 16).is_ok()), "{id}");
     }
 
     #[test]

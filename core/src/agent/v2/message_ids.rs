@@ -53,13 +53,13 @@ impl ChunkKind {
 /// The message ids of one session (see the module doc).
 #[derive(Debug)]
 pub(in crate::agent) struct MessageIds {
-    /// The current turn's user message id (the base of its messages' ids).
-    base: String,
+    /// The current turn's user message id (the base of its messages' ids), as it is written in a
+    /// JSON string: escaped, without its quotes.
+    base_json: Vec<u8>,
     /// The kind of the message being streamed, `None` when the next chunk starts a new one.
     current: Option<ChunkKind>,
-    /// The id of the message being streamed (valid while `current` is set).
-    id: String,
-    /// `id` as a JSON string, quotes included.
+    /// The id of the message being streamed as a JSON string, quotes included (valid while
+    /// `current` is set).
     id_json: Vec<u8>,
     /// Messages started in this turn.
     started: u64,
@@ -68,7 +68,9 @@ pub(in crate::agent) struct MessageIds {
 impl MessageIds {
     /// The ids of a turn whose user message is `user_message`.
     pub(in crate::agent) fn turn(user_message: &str) -> Self {
-        Self { base: user_message.to_owned(), current: None, id: String::new(), id_json: Vec::new(), started: 0 }
+        let mut ids = Self { base_json: Vec::new(), current: None, id_json: Vec::new(), started: 0 };
+        ids.start_turn(user_message);
+        ids
     }
 
     /// The ids of a session's chunks before any turn of this connection (`<session>/agent/…`).
@@ -78,20 +80,36 @@ impl MessageIds {
 
     /// A new turn, whose user message is `id`.
     pub(in crate::agent) fn start_turn(&mut self, id: &str) {
-        id.clone_into(&mut self.base);
+        self.base_json.clear();
+        // Writing a &str into a Vec cannot fail; its quotes are taken off.
+        let _ = serde_json::to_writer(&mut self.base_json, id);
+        self.base_json.pop();
+        self.base_json.remove(0);
         self.current = None;
         self.started = 0;
     }
 
-    /// The id of the message a chunk of `kind` belongs to.
-    pub(in crate::agent) fn chunk(&mut self, kind: ChunkKind) -> &str {
-        self.enter(kind);
-        &self.id
+    /// The id of the message a chunk of `kind` belongs to (for the rare chunk written without
+    /// one; the hot path is [`MessageIds::chunk_json`]).
+    pub(in crate::agent) fn chunk(&mut self, kind: ChunkKind) -> String {
+        serde_json::from_slice(self.chunk_json(kind)).unwrap_or_default()
     }
 
-    /// Like [`MessageIds::chunk`], the id as a JSON string (quotes included).
+    /// The id of the message a chunk of `kind` belongs to, as a JSON string (quotes included).
     pub(in crate::agent) fn chunk_json(&mut self, kind: ChunkKind) -> &[u8] {
-        self.enter(kind);
+        if self.current != Some(kind) {
+            self.started += 1;
+            // `"<base>/<tag>-<n>"`: the tag and the number need no escaping.
+            self.id_json.clear();
+            self.id_json.push(b'"');
+            self.id_json.extend_from_slice(&self.base_json);
+            self.id_json.push(b'/');
+            self.id_json.extend_from_slice(kind.tag().as_bytes());
+            self.id_json.push(b'-');
+            push_decimal(&mut self.id_json, self.started);
+            self.id_json.push(b'"');
+            self.current = Some(kind);
+        }
         &self.id_json
     }
 
@@ -99,20 +117,23 @@ impl MessageIds {
     pub(in crate::agent) fn interrupt(&mut self) {
         self.current = None;
     }
+}
 
-    fn enter(&mut self, kind: ChunkKind) {
-        if self.current == Some(kind) {
-            return;
+/// Appends the decimal digits of `n` to `out` (without the formatting machinery: ids are made
+/// on the hot path).
+pub(in crate::agent) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // A digit: `n % 10` is below 10.
+        digits[at] = b'0' + u8::try_from(n % 10).unwrap_or_default();
+        n /= 10;
+        if n == 0 {
+            break;
         }
-        use std::fmt::Write as _;
-        self.started += 1;
-        self.id.clear();
-        let _ = write!(self.id, "{}/{}-{}", self.base, kind.tag(), self.started);
-        self.id_json.clear();
-        // Writing a &str into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.id_json, &self.id);
-        self.current = Some(kind);
     }
+    out.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]
@@ -124,7 +145,7 @@ mod tests {
         let mut ids = MessageIds::before_any_turn("s");
         assert_eq!(ids.chunk(ChunkKind::Reply), "s/agent/reply-1");
         ids.start_turn("s/u1");
-        let a = ids.chunk(ChunkKind::Reply).to_owned();
+        let a = ids.chunk(ChunkKind::Reply);
         assert_eq!(a, "s/u1/reply-1");
         assert_eq!(ids.chunk(ChunkKind::Reply), a);
         assert_eq!(ids.chunk(ChunkKind::Thought), "s/u1/thought-2");
@@ -138,5 +159,14 @@ mod tests {
         let mut ids = MessageIds::turn("a\"b");
         assert_eq!(ids.chunk_json(ChunkKind::User), br#""a\"b/user-1""#);
         assert_eq!(ids.chunk(ChunkKind::User), "a\"b/user-1");
+    }
+
+    #[test]
+    fn decimals_are_written_whole() {
+        for n in [0, 7, 10, 12_345, u64::MAX] {
+            let mut out = b"x".to_vec();
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}").as_bytes());
+        }
     }
 }

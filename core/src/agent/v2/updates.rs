@@ -50,7 +50,14 @@ impl LineRewriter for Rewriter {
             }
             Shape::UserMessage { session, id } => {
                 // The start of a turn: the ids of chunks written without one follow it.
-                self.messages(&session).start_turn(&id);
+                match self.messages.get_mut(session) {
+                    Some(messages) => messages.start_turn(id),
+                    None => {
+                        let mut messages = MessageIds::before_any_turn(session);
+                        messages.start_turn(id);
+                        self.messages.insert(session.to_owned(), messages);
+                    }
+                }
                 out.push(line);
                 return;
             }
@@ -83,11 +90,11 @@ impl LineRewriter for Rewriter {
 
 /// What a line is to the rewriter, told from its first bytes.
 #[derive(Debug, PartialEq, Eq)]
-enum Shape {
+enum Shape<'a> {
     /// Already in v2's form: written as it is.
     Final,
     /// A turn's `user_message` (already in v2's form), of `session`, with message `id`.
-    UserMessage { session: String, id: String },
+    UserMessage { session: &'a str, id: &'a str },
     /// Anything else: parsed, and rewritten if v2's form differs.
     Other,
 }
@@ -101,21 +108,9 @@ const NOTIFICATION_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
 /// The start of every request and response line.
 const WITH_ID_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 
-/// The `sessionUpdate` tags of the updates this rewriter changes (besides chunks without an id).
-const REWRITTEN: [&[u8]; 8] = [
-    b"tool_call",
-    b"tool_call_update",
-    b"plan",
-    b"plan_update",
-    b"plan_removed",
-    b"current_mode_update",
-    b"available_commands_update",
-    b"config_option_update",
-];
-
 /// How [`Rewriter::rewrite`] treats `line` (see [`Shape`]); anything it cannot tell for sure is
 /// [`Shape::Other`], which the general path handles as before.
-fn shape(line: &[u8]) -> Shape {
+fn shape(line: &[u8]) -> Shape<'_> {
     if let Some(rest) = line.strip_prefix(UPDATE_HEAD) {
         return update_shape(rest);
     }
@@ -134,32 +129,48 @@ fn shape(line: &[u8]) -> Shape {
 }
 
 /// [`shape`] of a `session/update` line: `rest` follows [`UPDATE_HEAD`].
-fn update_shape(rest: &[u8]) -> Shape {
-    // The session id ends at its closing quote; an escaped one takes the general path.
+fn update_shape(rest: &[u8]) -> Shape<'_> {
+    // The session id ends at its closing quote: the first quote not escaped (a backslash before
+    // it may be an escape of its own, so that case is left to the general path).
     let Some(end) = memchr::memchr(b'"', rest) else { return Shape::Other };
-    let session = &rest[..end];
-    if session.contains(&b'\\') || !rest[end..].starts_with(UPDATE_TAG) {
+    if (end > 0 && rest[end - 1] == b'\\') || !rest[end..].starts_with(UPDATE_TAG) {
         return Shape::Other;
     }
     let update = &rest[end + UPDATE_TAG.len()..];
     let Some(tag_end) = memchr::memchr(b'"', update) else { return Shape::Other };
     let (tag, after) = update.split_at(tag_end);
-    let tag_str = std::str::from_utf8(tag).unwrap_or_default();
-    if ChunkKind::of_tag(tag_str).is_some() {
+    match tag {
         // A chunk with its id (the drain's) is v2's; one without needs an id.
-        return if after.starts_with(br#"","messageId":""#) { Shape::Final } else { Shape::Other };
+        b"agent_message_chunk" | b"agent_thought_chunk" | b"user_message_chunk" => {
+            if after.starts_with(br#"","messageId":""#) { Shape::Final } else { Shape::Other }
+        }
+        b"user_message" => user_message_shape(&rest[..end], after),
+        b"tool_call"
+        | b"tool_call_update"
+        | b"plan"
+        | b"plan_update"
+        | b"plan_removed"
+        | b"current_mode_update"
+        | b"available_commands_update"
+        | b"config_option_update" => Shape::Other,
+        _ => Shape::Final,
     }
-    if tag == b"user_message" {
-        let id = after
-            .strip_prefix(br#"","messageId":"#)
-            .and_then(|id| serde_json::Deserializer::from_slice(id).into_iter::<String>().next())
-            .and_then(Result::ok);
-        return match (std::str::from_utf8(session), id) {
-            (Ok(session), Some(id)) => Shape::UserMessage { session: session.to_owned(), id },
-            _ => Shape::Other,
-        };
+}
+
+/// [`update_shape`] of a `user_message` of `session` (as written, escapes included): `after`
+/// follows its tag. Its session id and message id are taken as they are when neither has an
+/// escape (the general path reads the others).
+fn user_message_shape<'a>(session: &'a [u8], after: &'a [u8]) -> Shape<'a> {
+    let Some(id) = after.strip_prefix(br#"","messageId":""#) else { return Shape::Other };
+    let Some(id_end) = memchr::memchr(b'"', id) else { return Shape::Other };
+    let id = &id[..id_end];
+    if session.contains(&b'\\') || id.contains(&b'\\') {
+        return Shape::Other;
     }
-    if REWRITTEN.contains(&tag) { Shape::Other } else { Shape::Final }
+    match (std::str::from_utf8(session), std::str::from_utf8(id)) {
+        (Ok(session), Ok(id)) => Shape::UserMessage { session, id },
+        _ => Shape::Other,
+    }
 }
 
 /// The length of the JSON request id at the start of `rest` (a number, a string or `null`).
@@ -450,7 +461,9 @@ mod rewriting {
             assert_eq!(shape(&final_line), Shape::Final, "{}", String::from_utf8_lossy(&final_line));
         }
         let user = line(update(json!({"sessionUpdate": "user_message", "messageId": "s/u\"1", "content": []})));
-        assert_eq!(shape(&user), Shape::UserMessage { session: "s".to_owned(), id: "s/u\"1".to_owned() });
+        assert_eq!(shape(&user), Shape::Other, "an escaped id takes the general path");
+        let user = line(update(json!({"sessionUpdate": "user_message", "messageId": "s/u1", "content": []})));
+        assert_eq!(shape(&user), Shape::UserMessage { session: "s", id: "s/u1" });
         let request = line(json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {}}));
         let call = line(update(json!({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t"})));
         let chunk =
