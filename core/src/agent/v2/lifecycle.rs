@@ -126,7 +126,10 @@ fn user_message_line(head: &UpdateHead, message_id: &str, prompt: &[ContentBlock
     const KIND: &[u8] = br#"user_message","messageId":"#;
     const CONTENT: &[u8] = br#","content":"#;
     const TAIL: &[u8] = &notification_tail::<4>(b"}}");
-    let mut line = head.line(KIND.len() + message_id.len() + 2 + CONTENT.len() + 64 + TAIL.len());
+    // Room for a short prompt: a text block's keys and its text, a few escapes.
+    let content: usize =
+        prompt.iter().map(|block| if let ContentBlock::Text(text) = block { text.text.len() + 40 } else { 256 }).sum();
+    let mut line = head.line(KIND.len() + message_id.len() + 2 + CONTENT.len() + content + 2 + TAIL.len());
     line.extend_from_slice(KIND);
     // Writing a &str, or content blocks (every map key a string), into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut line, message_id);

@@ -68,7 +68,14 @@ pub(in crate::agent) struct MessageIds {
 impl MessageIds {
     /// The ids of a turn whose user message is `user_message`.
     pub(in crate::agent) fn turn(user_message: &str) -> Self {
-        let mut ids = Self { base_json: Vec::new(), current: None, id_json: Vec::new(), started: 0 };
+        // Room for the id, its escapes, and what a message's id adds: no growth on the hot path.
+        let room = user_message.len() + 16;
+        let mut ids = Self {
+            base_json: Vec::with_capacity(room),
+            current: None,
+            id_json: Vec::with_capacity(room + 32),
+            started: 0,
+        };
         ids.start_turn(user_message);
         ids
     }
@@ -85,6 +92,14 @@ impl MessageIds {
         let _ = serde_json::to_writer(&mut self.base_json, id);
         self.base_json.pop();
         self.base_json.remove(0);
+        self.current = None;
+        self.started = 0;
+    }
+
+    /// A new turn, whose user message's id is `escaped` as it is written inside a JSON string.
+    pub(in crate::agent) fn start_turn_escaped(&mut self, escaped: &[u8]) {
+        self.base_json.clear();
+        self.base_json.extend_from_slice(escaped);
         self.current = None;
         self.started = 0;
     }
@@ -152,6 +167,13 @@ mod tests {
         ids.interrupt();
         assert_eq!(ids.chunk(ChunkKind::Thought), "s/u1/thought-3");
         assert_eq!(ids.chunk_json(ChunkKind::Thought), br#""s/u1/thought-3""#);
+    }
+
+    #[test]
+    fn a_turn_may_start_from_an_escaped_id() {
+        let mut ids = MessageIds::before_any_turn("s");
+        ids.start_turn_escaped(br#"a\"b"#);
+        assert_eq!(ids.chunk(ChunkKind::Reply), "a\"b/reply-1");
     }
 
     #[test]

@@ -51,10 +51,10 @@ impl LineRewriter for Rewriter {
             Shape::UserMessage { session, id } => {
                 // The start of a turn: the ids of chunks written without one follow it.
                 match self.messages.get_mut(session) {
-                    Some(messages) => messages.start_turn(id),
+                    Some(messages) => messages.start_turn_escaped(id),
                     None => {
                         let mut messages = MessageIds::before_any_turn(session);
-                        messages.start_turn(id);
+                        messages.start_turn_escaped(id);
                         self.messages.insert(session.to_owned(), messages);
                     }
                 }
@@ -93,8 +93,9 @@ impl LineRewriter for Rewriter {
 enum Shape<'a> {
     /// Already in v2's form: written as it is.
     Final,
-    /// A turn's `user_message` (already in v2's form), of `session`, with message `id`.
-    UserMessage { session: &'a str, id: &'a str },
+    /// A turn's `user_message` (already in v2's form), of `session`, with message `id` (as it is
+    /// written in the line, escapes included).
+    UserMessage { session: &'a str, id: &'a [u8] },
     /// Anything else: parsed, and rewritten if v2's form differs.
     Other,
 }
@@ -167,9 +168,9 @@ fn user_message_shape<'a>(session: &'a [u8], after: &'a [u8]) -> Shape<'a> {
     if session.contains(&b'\\') || id.contains(&b'\\') {
         return Shape::Other;
     }
-    match (std::str::from_utf8(session), std::str::from_utf8(id)) {
-        (Ok(session), Ok(id)) => Shape::UserMessage { session, id },
-        _ => Shape::Other,
+    match std::str::from_utf8(session) {
+        Ok(session) => Shape::UserMessage { session, id },
+        Err(_) => Shape::Other,
     }
 }
 
@@ -463,7 +464,7 @@ mod rewriting {
         let user = line(update(json!({"sessionUpdate": "user_message", "messageId": "s/u\"1", "content": []})));
         assert_eq!(shape(&user), Shape::Other, "an escaped id takes the general path");
         let user = line(update(json!({"sessionUpdate": "user_message", "messageId": "s/u1", "content": []})));
-        assert_eq!(shape(&user), Shape::UserMessage { session: "s", id: "s/u1" });
+        assert_eq!(shape(&user), Shape::UserMessage { session: "s", id: b"s/u1" });
         let request = line(json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {}}));
         let call = line(update(json!({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t"})));
         let chunk =
