@@ -50,13 +50,12 @@ impl LineRewriter for Rewriter {
             }
             Shape::UserMessage { session, id } => {
                 // The start of a turn: the ids of chunks written without one follow it.
-                match self.messages.get_mut(session) {
-                    Some(messages) => messages.start_turn_escaped(id),
-                    None => {
-                        let mut messages = MessageIds::before_any_turn(session);
-                        messages.start_turn_escaped(id);
-                        self.messages.insert(session.to_owned(), messages);
-                    }
+                if let Some(messages) = self.messages.get_mut(session) {
+                    messages.start_turn_escaped(id);
+                } else {
+                    let mut messages = MessageIds::before_any_turn(session);
+                    messages.start_turn_escaped(id);
+                    self.messages.insert(session.to_owned(), messages);
                 }
                 out.push(line);
                 return;
@@ -443,7 +442,7 @@ mod rewriting {
             let direct = text_chunk_line(&head, channel, Some(id), text);
             let mut out = Vec::new();
             rewriter.rewrite(direct.clone(), &mut out);
-            assert_eq!(out, [direct.clone()], "passed on as it is");
+            assert_eq!(out, std::slice::from_ref(&direct), "passed on as it is");
             let v1 = text_chunk_line(&head, channel, None, text);
             let general = rewrite(&mut rewriter, &serde_json::from_slice(&v1).unwrap()).remove(0);
             assert_eq!(serde_json::from_slice::<Value>(&direct).unwrap(), general);
