@@ -121,6 +121,30 @@ fn idle_after_line(head: &UpdateHead, stop: Option<StopReason>) -> Vec<u8> {
     line
 }
 
+/// Writes `blocks` as a JSON array, the bytes `serde_json` writes for them: a plain text block
+/// (the usual prompt) directly, any other through its serialisation.
+fn content_blocks(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
+    const TEXT: &[u8] = br#"{"type":"text","text":"#;
+    out.push(b'[');
+    for (n, block) in blocks.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        // Writing a &str, or a content block (every map key a string), into a Vec cannot fail.
+        match block {
+            ContentBlock::Text(text) if text.annotations.is_none() && text.meta.is_none() => {
+                out.extend_from_slice(TEXT);
+                let _ = serde_json::to_writer(&mut *out, &text.text);
+                out.push(b'}');
+            }
+            _ => {
+                let _ = serde_json::to_writer(&mut *out, block);
+            }
+        }
+    }
+    out.push(b']');
+}
+
 /// The `user_message` line of a turn: its id and the prompt's content, as the client sent it.
 fn user_message_line(head: &UpdateHead, message_id: &str, prompt: &[ContentBlock]) -> Vec<u8> {
     const KIND: &[u8] = br#"user_message","messageId":"#;
@@ -134,7 +158,7 @@ fn user_message_line(head: &UpdateHead, message_id: &str, prompt: &[ContentBlock
     // Writing a &str, or content blocks (every map key a string), into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut line, message_id);
     line.extend_from_slice(CONTENT);
-    let _ = serde_json::to_writer(&mut line, prompt);
+    content_blocks(&mut line, prompt);
     line.extend_from_slice(TAIL);
     line
 }
@@ -203,17 +227,20 @@ mod tests {
     #[test]
     fn the_user_message_line_is_the_bytes_of_its_value() {
         let prompt: Vec<ContentBlock> = serde_json::from_value(json!([
+            { "type": "text", "text": "plain \u{1} \\ é" },
             { "type": "text", "text": "hello \"world\"\n", "annotations": { "priority": 0.5 } },
+            { "type": "text", "text": "with meta", "_meta": { "k": "v" } },
             { "type": "image", "data": "AAAA", "mimeType": "image/png", "_meta": { "k": [1, 2.5, null] } },
             { "type": "resource_link", "uri": "file:///a%20b", "name": "a b", "size": 12 },
             { "type": "resource", "resource": { "uri": "file:///x", "text": "x", "mimeType": "text/plain" } },
         ]))
         .unwrap();
-        for session in SESSIONS {
+        let prompts = [&prompt[..], &prompt[..1], &[]];
+        for (session, prompt) in SESSIONS.into_iter().flat_map(|session| prompts.map(|prompt| (session, prompt))) {
             let id = format!("{session}/user-1");
             let message = json!({ "sessionUpdate": "user_message", "messageId": id, "content": prompt });
             assert_eq!(
-                String::from_utf8(user_message_line(&UpdateHead::new(session), &id, &prompt)).unwrap(),
+                String::from_utf8(user_message_line(&UpdateHead::new(session), &id, prompt)).unwrap(),
                 String::from_utf8(through_a_value(session, &message)).unwrap()
             );
         }
