@@ -62,18 +62,17 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
     Box::pin(async move {
         let (prompt, meta, entry, guard) = accepted?;
         let v2 = agent.dialect.is_v2();
-        let message_id = if v2 {
+        let (message_id, message_ids) = if v2 {
             // ACP v2: acknowledged now, with the user message's id; the turn's end is an idle
-            // `state_update`.
-            Some(super::v2::lifecycle::accepted(&agent, &cx, &entry, &prompt).await)
+            // `state_update`. The drain writes the turn's chunks with the ids of its messages.
+            let (id, ids) = super::v2::lifecycle::accepted(&agent, &cx, &entry, &prompt).await;
+            (Some(id), Some(ids))
         } else {
-            None
+            (None, None)
         };
         let span = tracing::info_span!("turn", session = %entry.id);
         // Calls through the session's client handle meanwhile belong to this prompt.
         let calls = entry.setup.client().link.begin_prompt();
-        // v2: the ids of the turn's messages, kept by the drain that writes its chunks.
-        let message_ids = message_id.as_deref().map(MessageIds::turn);
         let prompt = Prompt::new(prompt).meta(meta).message_id(message_id);
         let outcome = run_prompt(&agent, &entry, &guard, prompt, message_ids, &cx.cancelled).instrument(span).await;
         // A cancelled prompt's terminals are killed and released before it is answered.

@@ -181,7 +181,7 @@ pub(crate) fn completed_fields(output: &[ToolCallContent], is_error: bool) -> To
 /// so it is written once, when the session is registered, and copied into each directly written
 /// line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UpdateHead(Box<[u8]>);
+pub(crate) struct UpdateHead(Box<[u8]>, std::ops::Range<usize>);
 
 impl UpdateHead {
     /// The head of the lines of the session `session_id`.
@@ -190,9 +190,16 @@ impl UpdateHead {
         const TAG: &[u8] = br#","update":{"sessionUpdate":""#;
         let mut head = notification_head(SESSION_UPDATE, SESSION.len() + session_id.len() + 2 + TAG.len());
         head.extend_from_slice(SESSION);
+        let start = head.len() + 1;
         json_string(&mut head, session_id);
+        let session = start..head.len() - 1;
         head.extend_from_slice(TAG);
-        Self(head.into_boxed_slice())
+        Self(head.into_boxed_slice(), session)
+    }
+
+    /// The session id as it is written inside a JSON string (escaped, without its quotes).
+    pub(crate) fn escaped_session_id(&self) -> &[u8] {
+        &self.0[self.1.clone()]
     }
 
     /// A line holding the head, with room for `rest` more bytes (the update's tag and fields,
@@ -313,6 +320,13 @@ mod tests {
             let client = Capabilities::default();
             let generic = update_line(&id, translate(&event(kind.clone()), &client).expect("usage translates"));
             prop_assert_eq!(live_update_line(&id, &UpdateHead::new(&session), &event(kind), &client), Some(generic));
+        }
+
+        #[test]
+        fn the_head_knows_its_escaped_session_id(session in "\\PC{0,40}|[\"\\\\\u{0}-\u{1f}]{0,8}") {
+            let escaped = serde_json::to_vec(&session).unwrap();
+            let head = UpdateHead::new(&session);
+            prop_assert_eq!(head.escaped_session_id(), &escaped[1..escaped.len() - 1]);
         }
 
         #[test]

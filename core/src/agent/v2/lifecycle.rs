@@ -10,7 +10,7 @@ use super::super::method::SESSION_UPDATE;
 use super::super::session_state::SessionEntry;
 use super::super::state::AgentInner;
 use super::super::translate::UpdateHead;
-use super::message_ids::push_decimal;
+use super::message_ids::{MessageIds, push_decimal};
 use crate::acp::{ContentBlock, SessionId, StopReason};
 use crate::error::Error;
 use crate::rpc::message::{notification_line, notification_tail};
@@ -28,46 +28,56 @@ static USER_MESSAGE_INFIX: std::sync::LazyLock<String> = std::sync::LazyLock::ne
 });
 
 /// The prompt was accepted: answers it with its user message's id, then reports the message and
-/// the running state. Returns the id (the host keeps it with the message, for replays).
+/// the running state. Returns the id (the host keeps it with the message, for replays) and the
+/// ids of the turn's messages, under it (for the drain, which writes the turn's chunks).
 ///
 /// These lines, and the turn's end, are written directly (as the translator writes chunks): one
-/// of each is sent every turn.
+/// of each is sent every turn. The id is escaped once: it is the session's id, already escaped
+/// in the session's [`UpdateHead`], then ASCII.
 pub(in super::super) async fn accepted(
     agent: &AgentInner,
     cx: &RequestContext,
     entry: &SessionEntry,
     prompt: &[ContentBlock],
-) -> String {
+) -> (String, MessageIds) {
     let n = USER_MESSAGES.fetch_add(1, Ordering::Relaxed) + 1;
     // Unique in the session across processes: the process's start time and id, and a count.
     let head = &entry.update_head;
-    let message_id = user_message_id(&entry.id.0, n);
-    let acknowledgement = Answer::serialize(&Acknowledgement { message_id: &message_id })
-        .unwrap_or_else(|_| Answer::from(json!({ "messageId": message_id })));
+    let (message_id, escaped) = user_message_id(&entry.id.0, head.escaped_session_id(), n);
     // The client waits for the acknowledgement; the two lines behind it are flushed with it.
-    cx.answer_now(agent.peer(), acknowledgement).await;
-    let _ = agent.peer().send_line(user_message_line(head, &message_id, prompt)).await;
+    cx.answer_now(agent.peer(), acknowledgement(&escaped)).await;
+    let _ = agent.peer().send_line(user_message_line(head, &escaped, prompt)).await;
     let _ = agent.peer().send_awaited_line(state_line(head, RUNNING)).await;
-    message_id
+    (message_id, MessageIds::turn_escaped(escaped.as_bytes()))
 }
 
-/// The id of the `n`-th user message of this process, in `session`:
-/// `<session>/user-<start>-<pid>-<n>` (see [`USER_MESSAGE_INFIX`]).
-fn user_message_id(session: &str, n: u64) -> String {
-    let infix = USER_MESSAGE_INFIX.as_bytes();
-    let mut id = Vec::with_capacity(session.len() + infix.len() + 20);
-    id.extend_from_slice(session.as_bytes());
-    id.extend_from_slice(infix);
-    push_decimal(&mut id, n);
-    // Made of a string and ASCII.
-    String::from_utf8(id).unwrap_or_default()
+/// The id of the `n`-th user message of this process, in `session` (whose id is `escaped` inside
+/// a JSON string): `<session>/user-<start>-<pid>-<n>` (see [`USER_MESSAGE_INFIX`]); and the same
+/// as it is written inside a JSON string.
+fn user_message_id(session: &str, escaped: &[u8], n: u64) -> (String, String) {
+    let infix = USER_MESSAGE_INFIX.as_str();
+    let mut count = Vec::with_capacity(20);
+    push_decimal(&mut count, n);
+    let count = std::str::from_utf8(&count).unwrap_or_default();
+    let id = |session: &str| {
+        let mut id = String::with_capacity(session.len() + infix.len() + count.len());
+        id.push_str(session);
+        id.push_str(infix);
+        id.push_str(count);
+        id
+    };
+    // What serde_json wrote for a string is a string.
+    (id(session), id(std::str::from_utf8(escaped).unwrap_or_default()))
 }
 
-/// The prompt's v2 response: the user message's id.
-#[derive(serde::Serialize)]
-struct Acknowledgement<'a> {
-    #[serde(rename = "messageId")]
-    message_id: &'a str,
+/// The prompt's v2 response, `{"messageId":"<id>"}`, for the id `escaped` as it is written inside
+/// a JSON string: the bytes of serialising it.
+fn acknowledgement(escaped: &str) -> Answer {
+    let mut json = String::with_capacity(escaped.len() + 16);
+    json.push_str(r#"{"messageId":""#);
+    json.push_str(escaped);
+    json.push_str(r#""}"#);
+    Answer::from_json(json)
 }
 
 /// The turn ended: the idle state with its stop reason (`error` for a turn that failed).
@@ -145,18 +155,19 @@ fn content_blocks(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
     out.push(b']');
 }
 
-/// The `user_message` line of a turn: its id and the prompt's content, as the client sent it.
-fn user_message_line(head: &UpdateHead, message_id: &str, prompt: &[ContentBlock]) -> Vec<u8> {
-    const KIND: &[u8] = br#"user_message","messageId":"#;
+/// The `user_message` line of a turn: its id (`escaped`, as it is written inside a JSON string)
+/// and the prompt's content, as the client sent it.
+fn user_message_line(head: &UpdateHead, escaped: &str, prompt: &[ContentBlock]) -> Vec<u8> {
+    const KIND: &[u8] = br#"user_message","messageId":""#;
     const CONTENT: &[u8] = br#","content":"#;
     const TAIL: &[u8] = &notification_tail::<4>(b"}}");
     // Room for a short prompt: a text block's keys and its text, a few escapes.
     let content: usize =
         prompt.iter().map(|block| if let ContentBlock::Text(text) = block { text.text.len() + 40 } else { 256 }).sum();
-    let mut line = head.line(KIND.len() + message_id.len() + 2 + CONTENT.len() + content + 2 + TAIL.len());
+    let mut line = head.line(KIND.len() + escaped.len() + 1 + CONTENT.len() + content + 2 + TAIL.len());
     line.extend_from_slice(KIND);
-    // Writing a &str, or content blocks (every map key a string), into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut line, message_id);
+    line.extend_from_slice(escaped.as_bytes());
+    line.push(b'"');
     line.extend_from_slice(CONTENT);
     content_blocks(&mut line, prompt);
     line.extend_from_slice(TAIL);
@@ -190,6 +201,7 @@ fn update_line(session: &SessionId, update: &Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acp::RequestId;
 
     /// The line as it was built before these lines were written directly: through a value.
     fn through_a_value(session: &str, update: &Value) -> Vec<u8> {
@@ -238,9 +250,11 @@ mod tests {
         let prompts = [&prompt[..], &prompt[..1], &[]];
         for (session, prompt) in SESSIONS.into_iter().flat_map(|session| prompts.map(|prompt| (session, prompt))) {
             let id = format!("{session}/user-1");
+            let escaped = serde_json::to_string(&id).unwrap();
             let message = json!({ "sessionUpdate": "user_message", "messageId": id, "content": prompt });
             assert_eq!(
-                String::from_utf8(user_message_line(&UpdateHead::new(session), &id, prompt)).unwrap(),
+                String::from_utf8(user_message_line(&UpdateHead::new(session), &escaped[1..escaped.len() - 1], prompt))
+                    .unwrap(),
                 String::from_utf8(through_a_value(session, &message)).unwrap()
             );
         }
@@ -249,22 +263,19 @@ mod tests {
     #[test]
     fn a_user_message_id_names_its_session_the_process_and_a_count() {
         let pid = std::process::id();
-        let id = user_message_id("s", 42);
-        let start = id.strip_prefix("s/user-").and_then(|rest| rest.strip_suffix(&format!("-{pid}-42")));
-        assert!(start.is_some_and(|hex| u64::from_str_radix(hex, 16).is_ok()), "{id}");
-    }
-
-    #[test]
-    fn the_acknowledgement_is_the_bytes_of_its_value() {
-        let id = "s/\"user\"-1";
-        let typed = crate::rpc::message::response_line(
-            &crate::acp::RequestId::Number(7),
-            &Ok(Answer::serialize(&Acknowledgement { message_id: id }).unwrap()),
-        );
-        let valued = crate::rpc::message::response_line(
-            &crate::acp::RequestId::Number(7),
-            &Ok(Answer::from(json!({ "messageId": id }))),
-        );
-        assert_eq!(typed, valued);
+        for session in SESSIONS {
+            let head = UpdateHead::new(session);
+            let (id, escaped) = user_message_id(session, head.escaped_session_id(), 42);
+            let start =
+                id.strip_prefix(&format!("{session}/user-")).and_then(|rest| rest.strip_suffix(&format!("-{pid}-42")));
+            assert!(start.is_some_and(|hex| u64::from_str_radix(hex, 16).is_ok()), "{id}");
+            assert_eq!(format!("\"{escaped}\""), serde_json::to_string(&id).unwrap());
+            let ack = crate::rpc::message::response_line(&RequestId::Number(7), &Ok(acknowledgement(&escaped)));
+            let valued = crate::rpc::message::response_line(
+                &RequestId::Number(7),
+                &Ok(Answer::from(json!({ "messageId": id }))),
+            );
+            assert_eq!(String::from_utf8(ack).unwrap(), String::from_utf8(valued).unwrap());
+        }
     }
 }

@@ -80,6 +80,20 @@ impl MessageIds {
         ids
     }
 
+    /// The ids of a turn whose user message's id is `escaped` as it is written inside a JSON
+    /// string.
+    pub(in crate::agent) fn turn_escaped(escaped: &[u8]) -> Self {
+        let room = escaped.len() + 16;
+        let mut ids = Self {
+            base_json: Vec::with_capacity(room),
+            current: None,
+            id_json: Vec::with_capacity(room + 32),
+            started: 0,
+        };
+        ids.start_turn_escaped(escaped);
+        ids
+    }
+
     /// The ids of a session's chunks before any turn of this connection (`<session>/agent/…`).
     pub(in crate::agent) fn before_any_turn(session: &str) -> Self {
         Self::turn(&format!("{session}/agent"))
