@@ -164,7 +164,7 @@ fn user_message_shape<'a>(session: &'a [u8], after: &'a [u8]) -> Shape<'a> {
     let Some(id) = after.strip_prefix(br#"","messageId":""#) else { return Shape::Other };
     let Some(id_end) = memchr::memchr(b'"', id) else { return Shape::Other };
     let id = &id[..id_end];
-    if session.contains(&b'\\') || id.contains(&b'\\') {
+    if memchr::memchr(b'\\', session).is_some() || memchr::memchr(b'\\', id).is_some() {
         return Shape::Other;
     }
     match std::str::from_utf8(session) {
