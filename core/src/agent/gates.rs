@@ -121,7 +121,7 @@ async fn ask(
     let v2 = agent.dialect.is_v2();
     let params = if v2 {
         // v2's prompt copy is the gate's title; the connection's rewriter gives the rest v2's form.
-        super::v2::lifecycle::requires_action(agent, &entry.id).await;
+        super::v2::lifecycle::requires_action(agent, entry).await;
         super::v2::lifecycle::permission_params(&request, &gate.title)
     } else {
         serde_json::to_value(&request).unwrap_or_default()
@@ -145,7 +145,7 @@ async fn ask(
         }
     };
     if v2 && outcome.is_ok() {
-        super::v2::lifecycle::running(agent, &entry.id).await;
+        super::v2::lifecycle::running(agent, entry).await;
     }
     match outcome {
         Ok(response) => {

@@ -39,6 +39,7 @@ use super::control_queue::Draining;
 use super::elicitation::OpenUrls;
 use super::session_state::{PromptGuard, SessionEntry};
 use super::state::AgentInner;
+use super::v2::message_ids::{ChunkKind, MessageIds};
 use super::wire::{Reply, decode_params, encode_error};
 use super::{commands, compact, gates, translate};
 use crate::acp::{CancelNotification, Meta, PromptResponse, SessionUpdate, StopReason, ToolCall};
@@ -61,22 +62,23 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
     Box::pin(async move {
         let (prompt, meta, entry, guard) = accepted?;
         let v2 = agent.dialect.is_v2();
-        let message_id = if v2 {
+        let (message_id, message_ids) = if v2 {
             // ACP v2: acknowledged now, with the user message's id; the turn's end is an idle
-            // `state_update`.
-            Some(super::v2::lifecycle::accepted(&agent, &cx, &entry.id, &prompt).await)
+            // `state_update`. The drain writes the turn's chunks with the ids of its messages.
+            let (id, ids) = super::v2::lifecycle::accepted(&agent, &cx, &entry, &prompt).await;
+            (Some(id), Some(ids))
         } else {
-            None
+            (None, None)
         };
         let span = tracing::info_span!("turn", session = %entry.id);
         // Calls through the session's client handle meanwhile belong to this prompt.
         let calls = entry.setup.client().link.begin_prompt();
         let prompt = Prompt::new(prompt).meta(meta).message_id(message_id);
-        let outcome = run_prompt(&agent, &entry, &guard, prompt, &cx.cancelled).instrument(span).await;
+        let outcome = run_prompt(&agent, &entry, &guard, prompt, message_ids, &cx.cancelled).instrument(span).await;
         // A cancelled prompt's terminals are killed and released before it is answered.
         entry.setup.client().link.end_prompt(&calls).await;
         if v2 {
-            super::v2::lifecycle::ended(&agent, &entry.id, outcome.as_ref().map(|a| a.stop)).await;
+            super::v2::lifecycle::ended(&agent, &entry, outcome.as_ref().map(|a| a.stop)).await;
             cx.keep_until_answered(guard.release());
             // Not sent: the request was answered when it was accepted.
             return outcome.map(|_| Answer::from(serde_json::Value::Null));
@@ -108,6 +110,7 @@ async fn run_prompt(
     entry: &Arc<SessionEntry>,
     guard: &PromptGuard,
     prompt: Prompt,
+    message_ids: Option<MessageIds>,
     request_cancel: &CancellationToken,
 ) -> Result<Answered, Error> {
     let mut cancel = Cancellation::new(&guard.cancel, request_cancel, agent.options.cancel_grace);
@@ -147,6 +150,7 @@ async fn run_prompt(
                 urls: OpenUrls::default(),
                 received: None,
                 response_meta: None,
+                message_ids,
             };
             drain.until_terminal(&command, &mut cancel).await.map(|stop| Answered { stop, meta: drain.response_meta })
         }
@@ -203,6 +207,9 @@ struct Drain<'a> {
     received: Option<u64>,
     /// The response's `_meta`, from the turn's last public `ResponseMeta`.
     response_meta: Option<Meta>,
+    /// On a v2 connection, the ids of the turn's messages: its chunks are written with them here
+    /// (see `v2::message_ids`), and a tool call or a plan sent between chunks ends a message.
+    message_ids: Option<MessageIds>,
 }
 
 impl Drain<'_> {
@@ -358,6 +365,7 @@ impl Drain<'_> {
                 let Some(call) = translate::tool_call(event) else { return Step::Skip };
                 let line = translate::update_line(&self.entry.id, SessionUpdate::ToolCall(call.clone()));
                 self.tool_calls.insert(call_id.clone(), call);
+                self.end_message();
                 Step::Send(line)
             }
             EventKind::ToolCallProgress { call_id, .. } | EventKind::ToolCallCompleted { call_id, .. } if public => {
@@ -368,15 +376,37 @@ impl Drain<'_> {
                 {
                     call.update(update.fields.clone());
                 }
+                self.end_message();
                 Step::Send(translate::update_line(&self.entry.id, update))
             }
-            _ => translate::live_update_line(
-                &self.entry.id,
-                &self.entry.update_head,
-                event,
-                self.entry.setup.client_capabilities(),
-            )
-            .map_or(Step::Skip, Step::Send),
+            EventKind::TokenDelta { text, channel } if public && self.message_ids.is_some() => {
+                // v2: the chunk with its message's id, written as v1's is.
+                let id = self.message_ids.as_mut().map(|ids| ids.chunk_json(ChunkKind::of_channel(*channel)));
+                Step::Send(translate::text_chunk_line(&self.entry.update_head, *channel, id, text))
+            }
+            _ => {
+                let line = translate::live_update_line(
+                    &self.entry.id,
+                    &self.entry.update_head,
+                    event,
+                    self.entry.setup.client_capabilities(),
+                );
+                let plan = matches!(
+                    event.kind,
+                    EventKind::PlanUpdated { .. } | EventKind::PlanChanged { .. } | EventKind::PlanRemoved { .. }
+                );
+                if plan && line.is_some() {
+                    self.end_message();
+                }
+                line.map_or(Step::Skip, Step::Send)
+            }
+        }
+    }
+
+    /// A tool call or a plan is sent: on a v2 connection, the next chunk starts a new message.
+    fn end_message(&mut self) {
+        if let Some(ids) = &mut self.message_ids {
+            ids.interrupt();
         }
     }
 }

@@ -128,7 +128,7 @@ pub(crate) fn live_update_line(
         return None;
     }
     match &event.kind {
-        EventKind::TokenDelta { text, channel } => Some(text_chunk_line(head, *channel, text)),
+        EventKind::TokenDelta { text, channel } => Some(text_chunk_line(head, *channel, None, text)),
         EventKind::ContextMeasured { used, size, cost: None } => Some(usage_line(head, *used, *size)),
         _ => translate_borrowed(event, client).map(|update| update_line(session_id, update)),
     }
@@ -181,7 +181,7 @@ pub(crate) fn completed_fields(output: &[ToolCallContent], is_error: bool) -> To
 /// so it is written once, when the session is registered, and copied into each directly written
 /// line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UpdateHead(Box<[u8]>);
+pub(crate) struct UpdateHead(Box<[u8]>, std::ops::Range<usize>);
 
 impl UpdateHead {
     /// The head of the lines of the session `session_id`.
@@ -190,13 +190,21 @@ impl UpdateHead {
         const TAG: &[u8] = br#","update":{"sessionUpdate":""#;
         let mut head = notification_head(SESSION_UPDATE, SESSION.len() + session_id.len() + 2 + TAG.len());
         head.extend_from_slice(SESSION);
+        let start = head.len() + 1;
         json_string(&mut head, session_id);
+        let session = start..head.len() - 1;
         head.extend_from_slice(TAG);
-        Self(head.into_boxed_slice())
+        Self(head.into_boxed_slice(), session)
     }
 
-    /// A line holding the head, with room for `rest` more bytes.
-    fn line(&self, rest: usize) -> Vec<u8> {
+    /// The session id as it is written inside a JSON string (escaped, without its quotes).
+    pub(crate) fn escaped_session_id(&self) -> &[u8] {
+        &self.0[self.1.clone()]
+    }
+
+    /// A line holding the head, with room for `rest` more bytes (the update's tag and fields,
+    /// then the closing braces and newline of [`notification_tail`]).
+    pub(crate) fn line(&self, rest: usize) -> Vec<u8> {
         let mut line = Vec::with_capacity(self.0.len() + rest);
         line.extend_from_slice(&self.0);
         line
@@ -207,7 +215,17 @@ impl UpdateHead {
 /// hottest path of the agent, and serde's machinery for the tagged ACP enums costs several times
 /// more than the bytes themselves. The output is byte-identical to serialising the equivalent
 /// [`SessionNotification`] (a test holds it to that).
-pub(crate) fn text_chunk_line(head: &UpdateHead, channel: TokenChannel, text: &str) -> Vec<u8> {
+///
+/// `message_id` (ACP v2, which requires one on every chunk) is the id as a JSON string, quotes
+/// included: it is written right after the update's tag (`"sessionUpdate":"…","messageId":…,`),
+/// where v2 connections have always had it.
+pub(crate) fn text_chunk_line(
+    head: &UpdateHead,
+    channel: TokenChannel,
+    message_id: Option<&[u8]>,
+    text: &str,
+) -> Vec<u8> {
+    const MESSAGE_ID: &[u8] = br#"","messageId":"#;
     const CONTENT: &[u8] = br#"","content":{"type":"text","text":"#;
     // The content's, the update's and the params' braces, then the envelope's end.
     const TAIL: &[u8] = &notification_tail::<5>(b"}}}");
@@ -215,10 +233,19 @@ pub(crate) fn text_chunk_line(head: &UpdateHead, channel: TokenChannel, text: &s
         TokenChannel::Message => "agent_message_chunk",
         TokenChannel::Thought => "agent_thought_chunk",
     };
+    let id_len = message_id.map_or(0, |id| MESSAGE_ID.len() + id.len());
     // The text's two quotes and a few escapes included.
-    let mut line = head.line(kind.len() + CONTENT.len() + text.len() + 2 + TAIL.len() + 16);
+    let mut line = head.line(kind.len() + id_len + CONTENT.len() + text.len() + 2 + TAIL.len() + 16);
     line.extend_from_slice(kind.as_bytes());
-    line.extend_from_slice(CONTENT);
+    match message_id {
+        None => line.extend_from_slice(CONTENT),
+        Some(id) => {
+            line.extend_from_slice(MESSAGE_ID);
+            line.extend_from_slice(id);
+            // The content's key, after the id's closing quote.
+            line.extend_from_slice(&CONTENT[1..]);
+        }
+    }
     json_string(&mut line, text);
     line.extend_from_slice(TAIL);
     line
@@ -296,6 +323,13 @@ mod tests {
         }
 
         #[test]
+        fn the_head_knows_its_escaped_session_id(session in "\\PC{0,40}|[\"\\\\\u{0}-\u{1f}]{0,8}") {
+            let escaped = serde_json::to_vec(&session).unwrap();
+            let head = UpdateHead::new(&session);
+            prop_assert_eq!(head.escaped_session_id(), &escaped[1..escaped.len() - 1]);
+        }
+
+        #[test]
         fn the_direct_chunk_line_equals_the_generic_serialisation(
             session in "\\PC{0,40}",
             text in "\\PC{0,60}|[\"\\\\\u{0}-\u{1f}\u{7f}\u{2028}]{0,8}",
@@ -303,9 +337,31 @@ mod tests {
         ) {
             let channel = if thought { TokenChannel::Thought } else { TokenChannel::Message };
             prop_assert_eq!(
-                String::from_utf8(text_chunk_line(&UpdateHead::new(&session), channel, &text)).unwrap(),
+                String::from_utf8(text_chunk_line(&UpdateHead::new(&session), channel, None, &text)).unwrap(),
                 String::from_utf8(generic(&session, channel, &text)).unwrap()
             );
+        }
+
+        #[test]
+        fn the_v2_chunk_line_is_the_v1_line_with_the_id_after_the_tag(
+            session in "\\PC{0,40}",
+            id in "\\PC{0,40}",
+            text in "\\PC{0,60}",
+            thought in any::<bool>(),
+        ) {
+            let channel = if thought { TokenChannel::Thought } else { TokenChannel::Message };
+            let head = UpdateHead::new(&session);
+            let v1 = text_chunk_line(&head, channel, None, &text);
+            let id_json = serde_json::to_vec(&id).unwrap();
+            let v2 = text_chunk_line(&head, channel, Some(&id_json), &text);
+            // Where v2 connections have always had it: right after the update's tag.
+            let tag = head.0.len() + if thought { "agent_thought_chunk" } else { "agent_message_chunk" }.len() + 2;
+            let mut expected = v1[..tag].to_vec();
+            expected.extend_from_slice(br#""messageId":"#);
+            expected.extend_from_slice(&id_json);
+            expected.push(b',');
+            expected.extend_from_slice(&v1[tag..]);
+            prop_assert_eq!(String::from_utf8(v2).unwrap(), String::from_utf8(expected).unwrap());
         }
     }
 }

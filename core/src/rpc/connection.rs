@@ -106,9 +106,13 @@ impl RequestContext {
     /// Answers the request now, before its handler's future completes (ACP v2's `session/prompt`
     /// acknowledges, then the turn goes on). The handler's eventual result is then not sent: it
     /// must report its outcome another way. Every request still gets exactly one response.
+    ///
+    /// The handler queues more lines right behind the response: the writer is not told that the
+    /// peer waits, so it does not flush the response alone; the handler queues the last of those
+    /// lines with [`Peer::send_awaited_line`], which flushes them all.
     pub(crate) async fn answer_now(&self, peer: &Peer, answer: Answer) {
         if !self.answered.swap(true, Ordering::AcqRel) {
-            let _ = peer.send_awaited_line(response_line(&self.id, &Ok(answer))).await;
+            let _ = peer.send_line(response_line(&self.id, &Ok(answer))).await;
         }
     }
 

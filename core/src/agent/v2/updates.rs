@@ -1,25 +1,39 @@
-//! The v2 rewriter: every line the agent writes on a v2 connection, in v2's form (see the module
-//! doc of [`super`] for the rules). It runs on the connection's writer task, in order, so it keeps
-//! each session's message ids without locks.
+//! The v2 rewriter: the lines the agent writes on a v2 connection in v1's form, in v2's (see the
+//! module doc of [`super`] for the rules). It runs on the connection's writer task, in order.
+//!
+//! The frequent lines are not its business: their producers write them in v2's form (the drain a
+//! turn's chunks with their message ids, [`super::lifecycle`] the acknowledgement, the
+//! `user_message` and the `state_update`s), and every line v2 shares with v1 (responses, usage,
+//! session info, …) is already right. It tells those from the lines it rewrites by their first
+//! bytes ([`shape`]) and passes them on unparsed; only the rare rest (tool calls, plans, modes,
+//! commands, config options, permission requests — and a chunk written without an id by anything
+//! but the drain) is parsed and rewritten.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
 use super::Dialect;
+use super::message_ids::{ChunkKind, MessageIds};
 use super::requests::config_options;
 use crate::rpc::LineRewriter;
 
 /// The rewriter of one connection.
 pub(in super::super) struct Rewriter {
     dialect: Dialect,
-    /// Each session's message ids, by session id.
-    messages: HashMap<String, Messages>,
+    /// The message ids of each session's chunks written without one (not the drain's: it writes
+    /// its chunks with their ids), by session id; each follows the session's turns.
+    messages: HashMap<String, MessageIds>,
 }
 
 impl Rewriter {
     pub(in super::super) fn new(dialect: Dialect) -> Self {
         Self { dialect, messages: HashMap::new() }
+    }
+
+    /// The message ids of `session`'s chunks.
+    fn messages(&mut self, session: &str) -> &mut MessageIds {
+        self.messages.entry(session.to_owned()).or_insert_with(|| MessageIds::before_any_turn(session))
     }
 }
 
@@ -29,14 +43,25 @@ impl LineRewriter for Rewriter {
             out.push(line);
             return;
         }
-        // The hot path: a streamed text chunk as the translator writes it needs only its id.
-        let line = match self.text_chunk(line) {
-            Ok(rewritten) => {
-                out.push(rewritten);
+        match shape(&line) {
+            Shape::Final => {
+                out.push(line);
                 return;
             }
-            Err(line) => line,
-        };
+            Shape::UserMessage { session, id } => {
+                // The start of a turn: the ids of chunks written without one follow it.
+                if let Some(messages) = self.messages.get_mut(session) {
+                    messages.start_turn_escaped(id);
+                } else {
+                    let mut messages = MessageIds::before_any_turn(session);
+                    messages.start_turn_escaped(id);
+                    self.messages.insert(session.to_owned(), messages);
+                }
+                out.push(line);
+                return;
+            }
+            Shape::Other => {}
+        }
         let Ok(mut message) = serde_json::from_slice::<Value>(&line) else {
             out.push(line);
             return;
@@ -62,65 +87,132 @@ impl LineRewriter for Rewriter {
     }
 }
 
-/// The start of every `session/update` line the translator writes directly.
+/// What a line is to the rewriter, told from its first bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum Shape<'a> {
+    /// Already in v2's form: written as it is.
+    Final,
+    /// A turn's `user_message` (already in v2's form), of `session`, with message `id` (as it is
+    /// written in the line, escapes included).
+    UserMessage { session: &'a str, id: &'a [u8] },
+    /// Anything else: parsed, and rewritten if v2's form differs.
+    Other,
+}
+
+/// The start of every `session/update` line (see `translate::UpdateHead`).
 const UPDATE_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":""#;
-/// Between the session id and the update's kind in such a line.
+/// Between the session id and the update's tag in such a line.
 const UPDATE_TAG: &[u8] = br#"","update":{"sessionUpdate":""#;
+/// The start of every notification line.
+const NOTIFICATION_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
+/// The start of every request and response line.
+const WITH_ID_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+
+/// How [`Rewriter::rewrite`] treats `line` (see [`Shape`]); anything it cannot tell for sure is
+/// [`Shape::Other`], which the general path handles as before.
+fn shape(line: &[u8]) -> Shape<'_> {
+    if let Some(rest) = line.strip_prefix(UPDATE_HEAD) {
+        return update_shape(rest);
+    }
+    if let Some(rest) = line.strip_prefix(NOTIFICATION_HEAD) {
+        // No notification but `session/update` is rewritten; an unusual one of those is parsed.
+        return if rest.starts_with(br#""session/update""#) { Shape::Other } else { Shape::Final };
+    }
+    if let Some(rest) = line.strip_prefix(WITH_ID_HEAD) {
+        // A response (the agent's own requests are the ones rewritten: permission requests).
+        let after_id = json_id_len(rest).map(|n| &rest[n..]);
+        if after_id.is_some_and(|r| r.starts_with(br#","result":"#) || r.starts_with(br#","error":"#)) {
+            return Shape::Final;
+        }
+    }
+    Shape::Other
+}
+
+/// [`shape`] of a `session/update` line: `rest` follows [`UPDATE_HEAD`].
+fn update_shape(rest: &[u8]) -> Shape<'_> {
+    // The session id ends at its closing quote: the first quote not escaped (a backslash before
+    // it may be an escape of its own, so that case is left to the general path).
+    let Some(end) = memchr::memchr(b'"', rest) else { return Shape::Other };
+    if (end > 0 && rest[end - 1] == b'\\') || !rest[end..].starts_with(UPDATE_TAG) {
+        return Shape::Other;
+    }
+    let update = &rest[end + UPDATE_TAG.len()..];
+    let Some(tag_end) = memchr::memchr(b'"', update) else { return Shape::Other };
+    let (tag, after) = update.split_at(tag_end);
+    match tag {
+        // A chunk with its id (the drain's) is v2's; one without needs an id.
+        b"agent_message_chunk" | b"agent_thought_chunk" | b"user_message_chunk" => {
+            if after.starts_with(br#"","messageId":""#) { Shape::Final } else { Shape::Other }
+        }
+        b"user_message" => user_message_shape(&rest[..end], after),
+        b"tool_call"
+        | b"tool_call_update"
+        | b"plan"
+        | b"plan_update"
+        | b"plan_removed"
+        | b"current_mode_update"
+        | b"available_commands_update"
+        | b"config_option_update" => Shape::Other,
+        _ => Shape::Final,
+    }
+}
+
+/// [`update_shape`] of a `user_message` of `session` (as written, escapes included): `after`
+/// follows its tag. Its session id and message id are taken as they are when neither has an
+/// escape (the general path reads the others).
+fn user_message_shape<'a>(session: &'a [u8], after: &'a [u8]) -> Shape<'a> {
+    let Some(id) = after.strip_prefix(br#"","messageId":""#) else { return Shape::Other };
+    let Some(id_end) = memchr::memchr(b'"', id) else { return Shape::Other };
+    let id = &id[..id_end];
+    if memchr::memchr(b'\\', session).is_some() || memchr::memchr(b'\\', id).is_some() {
+        return Shape::Other;
+    }
+    match std::str::from_utf8(session) {
+        Ok(session) => Shape::UserMessage { session, id },
+        Err(_) => Shape::Other,
+    }
+}
+
+/// The length of the JSON request id at the start of `rest` (a number, a string or `null`).
+fn json_id_len(rest: &[u8]) -> Option<usize> {
+    match rest.first()? {
+        b'"' => {
+            let mut escaped = false;
+            for (i, &b) in rest.iter().enumerate().skip(1) {
+                match b {
+                    _ if escaped => escaped = false,
+                    b'\\' => escaped = true,
+                    b'"' => return Some(i + 1),
+                    _ => {}
+                }
+            }
+            None
+        }
+        b'n' => rest.starts_with(b"null").then_some(4),
+        _ => Some(rest.iter().take_while(|b| b.is_ascii_digit() || **b == b'-').count()).filter(|n| *n > 0),
+    }
+}
 
 impl Rewriter {
-    /// A text chunk line as the translator writes it directly (`agent_message_chunk` or
-    /// `agent_thought_chunk`, without a `messageId`), with its message id put in without parsing
-    /// the line: `Ok` with the new line, or `Err` with the line untouched when it is anything else.
-    fn text_chunk(&mut self, line: Vec<u8>) -> Result<Vec<u8>, Vec<u8>> {
-        let Some(rest) = line.strip_prefix(UPDATE_HEAD) else { return Err(line) };
-        let Some(end) = memchr::memmem::find(rest, UPDATE_TAG) else { return Err(line) };
-        let session = &rest[..end];
-        let after = &rest[end + UPDATE_TAG.len()..];
-        let kind = if after.starts_with(br#"agent_message_chunk","content":"#) {
-            "agent_message_chunk"
-        } else if after.starts_with(br#"agent_thought_chunk","content":"#) {
-            "agent_thought_chunk"
-        } else {
-            return Err(line);
-        };
-        // An escaped session id, or a chunk that has an id, takes the general path.
-        if session.contains(&b'\\') || memchr::memmem::find(after, br#""messageId""#).is_some() {
-            return Err(line);
-        }
-        let Ok(session) = std::str::from_utf8(session) else { return Err(line) };
-        if !self.messages.contains_key(session) {
-            self.messages.insert(session.to_owned(), Messages::new(session));
-        }
-        let Some(messages) = self.messages.get_mut(session) else { return Err(line) };
-        let id = messages.chunk(kind);
-        // `"sessionUpdate":"<kind>",` then the id, then the rest of the line as it was.
-        let at = UPDATE_HEAD.len() + end + UPDATE_TAG.len() + kind.len() + 2;
-        let mut rewritten = Vec::with_capacity(line.len() + id.len() + 16);
-        rewritten.extend_from_slice(&line[..at]);
-        rewritten.extend_from_slice(br#""messageId":"#);
-        let _ = serde_json::to_writer(&mut rewritten, &id);
-        rewritten.push(b',');
-        rewritten.extend_from_slice(&line[at..]);
-        Ok(rewritten)
-    }
-
     /// Rewrites a `session/update` in place; `false` when v2 has no such update.
     fn update(&mut self, message: &mut Value) -> bool {
         let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else { return true };
         let session = params.get("sessionId").and_then(Value::as_str).unwrap_or_default().to_owned();
         let Some(update) = params.get_mut("update").and_then(Value::as_object_mut) else { return true };
         let kind = update.get("sessionUpdate").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let messages = self.messages.entry(session.clone()).or_insert_with(|| Messages::new(&session));
+        let messages = self.messages(&session);
         match kind.as_str() {
             "user_message" => {
                 if let Some(id) = update.get("messageId").and_then(Value::as_str) {
-                    messages.turn(id);
+                    messages.start_turn(id);
                 }
             }
             "user_message_chunk" | "agent_message_chunk" | "agent_thought_chunk"
                 if update.get("messageId").is_none_or(Value::is_null) =>
             {
-                update.insert("messageId".to_owned(), json!(messages.chunk(&kind)));
+                if let Some(chunk) = ChunkKind::of_tag(&kind) {
+                    update.insert("messageId".to_owned(), json!(messages.chunk(chunk)));
+                }
             }
             "tool_call" | "tool_call_update" => {
                 messages.interrupt();
@@ -163,52 +255,6 @@ impl Rewriter {
 
 /// The id of the plan a whole v1 `plan` update stands for: a session has one such plan.
 const WHOLE_PLAN_ID: &str = "plan";
-
-/// A session's message ids: v2 requires one on every chunk, and a new one starts a new message.
-/// The chunks of one kind in a row are one message; a tool call or a plan between them ends it.
-struct Messages {
-    /// The current turn's user message id (the base of its messages' ids).
-    base: String,
-    /// The kind and id of the message being streamed.
-    current: Option<(String, String)>,
-    next: u64,
-}
-
-impl Messages {
-    fn new(session: &str) -> Self {
-        Self { base: format!("{session}/agent"), current: None, next: 0 }
-    }
-
-    /// A new turn, whose user message is `id`.
-    fn turn(&mut self, id: &str) {
-        id.clone_into(&mut self.base);
-        self.current = None;
-        self.next = 0;
-    }
-
-    /// The message a chunk of `kind` belongs to.
-    fn chunk(&mut self, kind: &str) -> String {
-        if let Some((current, id)) = &self.current
-            && current == kind
-        {
-            return id.clone();
-        }
-        self.next += 1;
-        let tag = match kind {
-            "agent_thought_chunk" => "thought",
-            "user_message_chunk" => "user",
-            _ => "reply",
-        };
-        let id = format!("{}/{tag}-{}", self.base, self.next);
-        self.current = Some((kind.to_owned(), id.clone()));
-        id
-    }
-
-    /// Something else came between: the next chunk starts a new message.
-    fn interrupt(&mut self) {
-        self.current = None;
-    }
-}
 
 /// A tool call's content in v2's form, in place: diffs as changes with a git patch; terminal
 /// references dropped (v1's terminals are the client's, which v2 does not have).
@@ -304,19 +350,6 @@ mod tests {
             "diff --git /w/b /w/b\nnew file mode 100644\n--- /dev/null\n+++ /w/b\n@@ -0,0 +1,2 @@\n+x\n+y\n"
         );
     }
-
-    #[test]
-    fn chunks_of_one_kind_in_a_row_are_one_message_and_a_tool_call_ends_it() {
-        let mut messages = Messages::new("s");
-        messages.turn("s/u1");
-        let a = messages.chunk("agent_message_chunk");
-        assert_eq!(messages.chunk("agent_message_chunk"), a);
-        let thought = messages.chunk("agent_thought_chunk");
-        assert_ne!(thought, a);
-        messages.interrupt();
-        let b = messages.chunk("agent_message_chunk");
-        assert!(b != a && b.starts_with("s/u1/"), "{b}");
-    }
 }
 
 #[cfg(test)]
@@ -396,24 +429,64 @@ mod rewriting {
     }
 
     #[test]
-    fn a_directly_written_chunk_gets_the_id_the_general_path_would_give() {
+    fn the_drains_chunks_pass_and_equal_what_the_general_path_makes_of_v1_chunks() {
         use crate::agent::translate::{UpdateHead, text_chunk_line};
         use crate::harness::TokenChannel;
-        let (mut fast, mut general) = (v2(), v2());
-        for rewriter in [&mut fast, &mut general] {
-            rewrite(rewriter, &update(json!({"sessionUpdate": "user_message", "messageId": "u1", "content": []})));
-        }
+        let (mut rewriter, mut ids) = (v2(), MessageIds::turn("u1"));
+        rewrite(&mut rewriter, &update(json!({"sessionUpdate": "user_message", "messageId": "u1", "content": []})));
         for (channel, text) in
             [(TokenChannel::Message, "a \"b\""), (TokenChannel::Message, "c"), (TokenChannel::Thought, "t")]
         {
-            let line = text_chunk_line(&UpdateHead::new("s"), channel, text);
+            let head = UpdateHead::new("s");
+            let id = ids.chunk_json(ChunkKind::of_channel(channel));
+            let direct = text_chunk_line(&head, channel, Some(id), text);
             let mut out = Vec::new();
-            fast.rewrite(line.clone(), &mut out);
-            let fast: Value = serde_json::from_slice(&out[0]).unwrap();
-            let slow = rewrite(&mut general, &serde_json::from_slice(&line).unwrap()).remove(0);
-            assert_eq!(fast, slow);
-            assert!(fast["params"]["update"]["messageId"].as_str().unwrap().starts_with("u1/"));
+            rewriter.rewrite(direct.clone(), &mut out);
+            assert_eq!(out, std::slice::from_ref(&direct), "passed on as it is");
+            let v1 = text_chunk_line(&head, channel, None, text);
+            let general = rewrite(&mut rewriter, &serde_json::from_slice(&v1).unwrap()).remove(0);
+            assert_eq!(serde_json::from_slice::<Value>(&direct).unwrap(), general);
         }
+    }
+
+    #[test]
+    fn lines_v2_shares_with_v1_are_told_apart_without_parsing() {
+        let line = |value: Value| serde_json::to_vec(&value).unwrap();
+        let response = line(json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}));
+        let error = line(json!({"jsonrpc": "2.0", "id": "a\"b", "error": {"code": 1, "message": "m"}}));
+        let state = line(update(json!({"sessionUpdate": "state_update", "state": "running"})));
+        let usage = line(update(json!({"sessionUpdate": "usage_update", "used": 1, "size": 2})));
+        let other = line(json!({"jsonrpc": "2.0", "method": "elicitation/complete", "params": {}}));
+        for final_line in [response, error, state, usage, other] {
+            assert_eq!(shape(&final_line), Shape::Final, "{}", String::from_utf8_lossy(&final_line));
+        }
+        let user = line(update(json!({"sessionUpdate": "user_message", "messageId": "s/u\"1", "content": []})));
+        assert_eq!(shape(&user), Shape::Other, "an escaped id takes the general path");
+        let user = line(update(json!({"sessionUpdate": "user_message", "messageId": "s/u1", "content": []})));
+        assert_eq!(shape(&user), Shape::UserMessage { session: "s", id: b"s/u1" });
+        let request = line(json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {}}));
+        let call = line(update(json!({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t"})));
+        let chunk =
+            line(update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}})));
+        let escaped = line(json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": "a\"b", "update": {"sessionUpdate": "usage_update", "used": 1, "size": 2}}}));
+        for rewritten in [request, call, chunk, escaped] {
+            assert_eq!(shape(&rewritten), Shape::Other, "{}", String::from_utf8_lossy(&rewritten));
+        }
+    }
+
+    #[test]
+    fn a_chunk_written_without_an_id_follows_the_turn_a_direct_user_message_started() {
+        let mut rewriter = v2();
+        let user = serde_json::to_vec(&update(
+            json!({"sessionUpdate": "user_message", "messageId": "u9", "content": [{"type": "text", "text": "x"}]}),
+        ))
+        .unwrap();
+        let mut out = Vec::new();
+        rewriter.rewrite(user.clone(), &mut out);
+        assert_eq!(out, [user]);
+        let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}});
+        assert_eq!(rewrite(&mut rewriter, &update(chunk))[0]["params"]["update"]["messageId"], "u9/reply-1");
     }
 
     #[test]
