@@ -37,6 +37,7 @@ mod postgres;
 mod prompt_content;
 mod protocol_v2;
 mod reattach;
+mod remote;
 mod replay_order;
 mod resume;
 mod runner;
