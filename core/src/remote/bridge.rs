@@ -17,6 +17,20 @@ use tokio_util::task::TaskTracker;
 
 use crate::{Agent, Options};
 
+/// The header naming an ACP connection (on an HTTP request, and on a WebSocket's `101`).
+pub(crate) const CONNECTION_ID: &str = "acp-connection-id";
+
+/// A fresh connection id: 128 random bits, hex.
+pub(crate) fn new_connection_id() -> String {
+    let mut bytes = [0u8; 16];
+    rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut bytes).expect("the operating system's random source");
+    bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}
+
 /// How many client requests the agents have not answered yet.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct InFlight(Arc<AtomicUsize>);

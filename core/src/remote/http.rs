@@ -30,7 +30,6 @@ use std::time::Duration;
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -38,11 +37,9 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Shared;
-use super::bridge::{self, Outgoing, Pipe};
+use super::bridge::{self, CONNECTION_ID, Outgoing, Pipe, new_connection_id};
 use super::guard::{Principal, refuse};
 
-/// The header naming an HTTP ACP connection.
-pub(crate) const CONNECTION_ID: &str = "acp-connection-id";
 /// The header naming the session a request or stream is about.
 const SESSION_ID: &str = "acp-session-id";
 
@@ -344,21 +341,9 @@ async fn route_outgoing(shared: Arc<Shared>, connection: Arc<HttpConnection>, mu
     shared.connections.remove(&connection.id);
 }
 
-/// `GET`: a WebSocket upgrade, or an SSE stream of a connection (or of one of its sessions).
-pub(crate) async fn get(
-    State(shared): State<Arc<Shared>>,
-    Extension(principal): Extension<Principal>,
-    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
-    headers: HeaderMap,
-) -> Response {
-    let wants_websocket =
-        headers.get(header::UPGRADE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-    if wants_websocket {
-        return match upgrade {
-            Ok(upgrade) => super::websocket::upgrade(shared, principal, upgrade),
-            Err(rejection) => rejection.into_response(),
-        };
-    }
+/// `GET` that is not a WebSocket upgrade: the SSE stream of a connection (or of one of its
+/// sessions).
+pub(crate) fn events(shared: &Shared, principal: &Principal, headers: &HeaderMap) -> Response {
     let accepts_events = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -367,7 +352,7 @@ pub(crate) async fn get(
         return refuse(StatusCode::NOT_ACCEPTABLE, "Not Acceptable");
     }
     let connection_id = headers.get(CONNECTION_ID).and_then(|v| v.to_str().ok());
-    let connection = match connection_of(&shared, connection_id, &principal) {
+    let connection = match connection_of(shared, connection_id, principal) {
         Ok(connection) => connection,
         Err(refused) => return refused,
     };
@@ -432,17 +417,6 @@ fn session_of(message: &Value) -> Option<String> {
 /// A JSON-RPC id as a map key (`1` and `"1"` differ).
 fn id_key(id: &Value) -> String {
     id.to_string()
-}
-
-/// A fresh connection id: 128 random bits, hex.
-pub(crate) fn new_connection_id() -> String {
-    let mut bytes = [0u8; 16];
-    rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut bytes).expect("the operating system's random source");
-    bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
-        use std::fmt::Write as _;
-        let _ = write!(hex, "{b:02x}");
-        hex
-    })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -13,7 +13,8 @@
 //! - `bridge`: one ACP connection — an agent on an in-memory pipe, messages in and out as JSON;
 //! - `http`: Streamable HTTP (connection ids, session streams, status codes);
 //! - `websocket`: one ACP connection per WebSocket, one message per text frame;
-//! - this file: binding, the router, [`RemoteServer`] and its graceful shutdown.
+//! - this file: binding, the router (and `GET`'s choice between a WebSocket and an SSE stream),
+//!   [`RemoteServer`] and its graceful shutdown.
 //!
 //! Invariants: no request reaches an agent before the guard accepted it (a refused request is
 //! answered 401/403 and nothing is read); an agent that listens on a non-loopback address always
@@ -113,10 +114,31 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
 fn router(shared: &Arc<Shared>) -> axum::Router {
     use axum::routing::get;
     axum::Router::new()
-        .route(&shared.config.path, get(http::get).post(http::post).delete(http::delete))
+        .route(&shared.config.path, get(get_endpoint).post(http::post).delete(http::delete))
         .layer(axum::extract::DefaultBodyLimit::max(shared.config.body_limit(&shared.options)))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard::check))
         .with_state(shared.clone())
+}
+
+/// `GET`: a WebSocket upgrade (`Upgrade: websocket`), else an SSE stream of Streamable HTTP.
+async fn get_endpoint(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+    axum::Extension(principal): axum::Extension<guard::Principal>,
+    upgrade: Result<axum::extract::WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let wants_websocket = headers
+        .get(axum::http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !wants_websocket {
+        return http::events(&shared, &principal, &headers);
+    }
+    match upgrade {
+        Ok(upgrade) => websocket::upgrade(shared, principal, upgrade),
+        Err(rejection) => rejection.into_response(),
+    }
 }
 
 impl RemoteServer {

@@ -15,9 +15,8 @@ use futures::{SinkExt as _, StreamExt as _};
 use serde_json::Value;
 
 use super::Shared;
-use super::bridge::{self, Pipe};
+use super::bridge::{self, CONNECTION_ID, Pipe, new_connection_id};
 use super::guard::Principal;
-use super::http::{CONNECTION_ID, new_connection_id};
 
 /// Accepts the upgrade; the socket is served once the handshake is done.
 pub(crate) fn upgrade(shared: Arc<Shared>, principal: Principal, upgrade: WebSocketUpgrade) -> Response {
