@@ -2,8 +2,8 @@
 //! holding UTF-8 is taken as text), both ways. The `101` answer carries `Acp-Connection-Id`, as
 //! the official TypeScript SDK's server's does.
 //!
-//! Invariants: the socket closing (or failing, or a message over the size limit) is the client
-//! hanging up; the server shutting down hangs up too, and the socket is closed (code 1001) only
+//! Invariants: the socket closing (or failing, or a message over the size limit: closed with
+//! code 1009) is the client hanging up; the server shutting down hangs up too, and the socket is closed (code 1001) only
 //! after the agent's last message was sent.
 
 use std::sync::Arc;
@@ -51,7 +51,13 @@ async fn serve(socket: WebSocket, shared: Arc<Shared>, principal: Principal) {
                     Err(_) => deliver(pipe.as_ref(), "\u{fffd}").await,
                 },
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => pipe = None,
+                Some(Err(e)) => {
+                    // A message over the size limit is the one error the socket survives to be
+                    // told about (axum does not expose the WebSocket library's error kinds).
+                    code = if e.to_string().contains("Message too long") { close_code::SIZE } else { close_code::PROTOCOL };
+                    pipe = None;
+                }
+                Some(Ok(Message::Close(_))) | None => pipe = None,
             },
             () = shared.hang_up.cancelled(), if pipe.is_some() => {
                 code = close_code::AWAY;

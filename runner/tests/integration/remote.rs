@@ -351,6 +351,13 @@ async fn a_body_over_the_limit_is_answered_413() {
     big["params"]["padding"] = json!("x".repeat(2048));
     assert_eq!(post(&server, &[], &big).await.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(post(&server, &[], &initialize_request()).await.status(), StatusCode::OK);
+    // Over a WebSocket: the socket is closed with 1009 (message too big).
+    let mut socket = websocket(&server, None).await.unwrap();
+    ws_send(&mut socket, &big).await;
+    match tokio::time::timeout(Duration::from_secs(10), socket.next()).await.unwrap() {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(u16::from(frame.code), 1009),
+        other => panic!("expected the server's close: {other:?}"),
+    }
     server.shutdown().await.unwrap();
 }
 
