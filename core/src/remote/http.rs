@@ -17,6 +17,17 @@
 //! notification with `params.sessionId` on that session's stream; anything else on the
 //! connection's. Unknown connection: `404`; a connection of another principal: `403`.
 //!
+//! Where the RFD ("Streamable HTTP & WebSocket transport") and the official TypeScript SDK 2.4
+//! differ, this follows the SDK, whose clients are what editors use today:
+//! - the RFD answers a `GET` naming a session the connection does not know with `404`; the SDK
+//!   opens that session's stream (its client opens it before the `session/load` or
+//!   `session/resume` that makes the session known), and so does this;
+//! - the RFD requires HTTP/2; the SDK's clients (Node's `fetch`) speak HTTP/1.1, which this serves
+//!   (one TCP connection per open stream);
+//! - the RFD names only the session methods as needing `Acp-Session-Id`; the SDK also requires it
+//!   of any message whose `params.sessionId` is set, and refuses a header that names another
+//!   session than the params (`400`), as this does.
+//!
 //! Invariants: a connection is listed only after its `initialize` was answered, and is removed
 //! once its agent ended; hanging a connection up ends its agent, and the agent's end ends every
 //! stream of the connection after its last message.
