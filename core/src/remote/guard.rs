@@ -1,6 +1,6 @@
 //! The rules every request passes before any ACP is read, in this order:
-//! 1. DNS rebinding: an agent bound to a loopback address answers only requests whose `Host` is
-//!    a loopback name (`localhost`, `127.0.0.1`, `[::1]`, with or without a port) — else `403`;
+//! 1. DNS rebinding: an agent bound to a loopback address answers only requests whose `Host` (on
+//!    HTTP/2 the `:authority`) is a loopback name (`localhost`, `127.0.0.1`, `[::1]`, with or without a port) — else `403`;
 //! 2. `Origin`: a request that carries one must carry an allowed one — else `403`;
 //! 3. the bearer token, when a verifier is configured: `Authorization: Bearer TOKEN` mapped to a
 //!    principal — else `401` with `WWW-Authenticate: Bearer`.
@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -25,7 +25,12 @@ pub(crate) struct Principal(pub(crate) Option<String>);
 /// The guard, as axum middleware.
 pub(crate) async fn check(State(shared): State<Arc<Shared>>, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
-    if shared.local_addr.ip().is_loopback() && !host_is_loopback(headers) {
+    // HTTP/1.1 names the host in `Host`, HTTP/2 in the `:authority` pseudo-header (the URI's).
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().authority().map(axum::http::uri::Authority::as_str));
+    if shared.local_addr.ip().is_loopback() && !host.is_some_and(host_is_loopback) {
         return refuse(StatusCode::FORBIDDEN, "Host is not a loopback name");
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -60,11 +65,8 @@ pub(crate) async fn check(State(shared): State<Arc<Shared>>, mut request: Reques
     next.run(request).await
 }
 
-/// Whether the `Host` header names this machine's loopback interface.
-fn host_is_loopback(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-        return false;
-    };
+/// Whether a `Host` (or `:authority`) names this machine's loopback interface.
+fn host_is_loopback(host: &str) -> bool {
     let name = if let Some(rest) = host.strip_prefix('[') {
         // `[::1]` or `[::1]:port`.
         match rest.split_once(']') {
@@ -94,22 +96,15 @@ pub(crate) fn refuse(status: StatusCode, reason: &'static str) -> Response {
 mod tests {
     use super::*;
 
-    fn host(value: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::HOST, value.parse().unwrap());
-        headers
-    }
-
     #[test]
     fn loopback_hosts_are_recognised_with_and_without_ports() {
         for ok in ["localhost", "LOCALHOST:80", "127.0.0.1", "127.0.0.1:4000", "[::1]", "[::1]:4000"] {
-            assert!(host_is_loopback(&host(ok)), "{ok}");
+            assert!(host_is_loopback(ok), "{ok}");
         }
         for bad in
             ["evil.example", "evil.example:80", "127.0.0.1.evil", "localhost:x", "[::2]:1", "[::1]x", "127.0.0.2"]
         {
-            assert!(!host_is_loopback(&host(bad)), "{bad}");
+            assert!(!host_is_loopback(bad), "{bad}");
         }
-        assert!(!host_is_loopback(&HeaderMap::new()));
     }
 }

@@ -22,8 +22,9 @@
 //! - the RFD answers a `GET` naming a session the connection does not know with `404`; the SDK
 //!   opens that session's stream (its client opens it before the `session/load` or
 //!   `session/resume` that makes the session known), and so does this;
-//! - the RFD requires HTTP/2; the SDK's clients (Node's `fetch`) speak HTTP/1.1, which this serves
-//!   (one TCP connection per open stream);
+//! - the RFD requires HTTP/2; the SDK's clients (Node's `fetch`) speak HTTP/1.1 (one TCP
+//!   connection per open stream): both are served, HTTP/2 as h2c with prior knowledge (there is no
+//!   TLS, so no ALPN), as a proxy in front speaks it;
 //! - the RFD names only the session methods as needing `Acp-Session-Id`; the SDK also requires it
 //!   of any message whose `params.sessionId` is set, and refuses a header that names another
 //!   session than the params (`400`), as this does.

@@ -437,3 +437,50 @@ async fn shutdown_lets_the_turn_in_flight_be_answered_then_closes_the_socket() {
     }
     tokio::time::timeout(Duration::from_secs(10), shutdown).await.unwrap().unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn streamable_http_is_served_over_http2_too() {
+    // The RFD asks for HTTP/2 (one TCP connection for every stream and POST); h2c with prior
+    // knowledge, as a proxy in front speaks it.
+    let server = serve(loopback()).await;
+    let stream = tokio::net::TcpStream::connect(server.local_addr()).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("an HTTP/2 handshake");
+    tokio::spawn(connection);
+    let uri = format!("http://{}/acp", server.local_addr());
+    let initialize = Request::post(&uri)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(initialize_request().to_string())))
+        .unwrap();
+    let response = sender.send_request(initialize).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.version(), hyper::Version::HTTP_2);
+    let connection_id = response.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let events = Request::get(&uri)
+        .header("accept", "text/event-stream")
+        .header("acp-connection-id", &connection_id)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let mut events = Events { body: sender.send_request(events).await.unwrap().into_body(), buffer: String::new() };
+    let list = Request::post(&uri)
+        .header("content-type", "application/json")
+        .header("acp-connection-id", &connection_id)
+        .body(Full::new(Bytes::from(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}).to_string(),
+        )))
+        .unwrap();
+    assert_eq!(sender.send_request(list).await.unwrap().status(), StatusCode::ACCEPTED);
+    let answer = events.until_answer(1).await.pop().unwrap();
+    assert!(answer["result"]["sessions"].is_array(), "{answer}");
+    // The `:authority` is held to the loopback rule as `Host` is.
+    let rebound = Request::post(format!("http://evil.example:{}/acp", server.local_addr().port()))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(initialize_request().to_string())))
+        .unwrap();
+    assert_eq!(sender.send_request(rebound).await.unwrap().status(), StatusCode::FORBIDDEN);
+    server.shutdown().await.unwrap();
+}
