@@ -24,6 +24,7 @@ pub struct RemoteConfig {
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) max_body_size: Option<usize>,
     pub(crate) shutdown_grace: Duration,
+    pub(crate) idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for RemoteConfig {
@@ -35,6 +36,7 @@ impl std::fmt::Debug for RemoteConfig {
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_size", &self.max_body_size)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -43,7 +45,7 @@ impl RemoteConfig {
     /// Serve at `addr` (port 0: the system picks one; see
     /// [`RemoteServer::local_addr`](super::RemoteServer::local_addr)), path `/acp`, no token
     /// verifier (allowed only on a loopback address), no allowed `Origin`, bodies up to the
-    /// agent's [`Options::max_message_size`], a 10 s shutdown grace.
+    /// agent's [`Options::max_message_size`], a 10 s shutdown grace, a 5 min idle timeout.
     pub fn new(addr: SocketAddr) -> Self {
         Self {
             addr,
@@ -52,6 +54,7 @@ impl RemoteConfig {
             allowed_origins: Vec::new(),
             max_body_size: None,
             shutdown_grace: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
         }
     }
 
@@ -93,6 +96,15 @@ impl RemoteConfig {
     #[must_use]
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// How long a Streamable HTTP connection may have no SSE stream open and make no request
+    /// before it is hung up (default 5 min): its client vanished without a `DELETE`, and its
+    /// agent would otherwise keep its sessions live for ever. A WebSocket ends with its socket.
+    #[must_use]
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
         self
     }
 

@@ -10,7 +10,9 @@
 //! - `GET` with `Accept: text/event-stream` and `Acp-Connection-Id`: the connection's stream; with
 //!   `Acp-Session-Id` too, that session's stream. One receiver per stream (`409` for a second);
 //!   messages wait in the stream until a receiver comes.
-//! - `DELETE` with `Acp-Connection-Id`: the client hangs up (`202`).
+//! - `DELETE` with `Acp-Connection-Id`: the client hangs up (`202`). A connection with no stream
+//!   open and no request for [`RemoteConfig::idle_timeout`](super::RemoteConfig::idle_timeout)
+//!   is hung up as if it had been deleted.
 //!
 //! Routing of what the agent writes (as the SDK 2.4 server does): an answer goes where its
 //! request's route was (a `session/load` answer on the connection's stream); a request or
@@ -122,6 +124,10 @@ struct HttpConnection {
     streams: Mutex<HashMap<Route, Mailbox>>,
     /// Whether the agent has ended (no stream may be opened any more).
     ended: std::sync::atomic::AtomicBool,
+    /// How many SSE responses of this connection are open.
+    receivers: AtomicUsize,
+    /// When the client last made a request, or last had a stream open.
+    last_seen: Mutex<tokio::time::Instant>,
 }
 
 #[derive(Default)]
@@ -141,6 +147,15 @@ impl HttpConnection {
 
     fn hang_up(&self) {
         lock(&self.pipe).take();
+    }
+
+    fn touch(&self) {
+        *lock(&self.last_seen) = tokio::time::Instant::now();
+    }
+
+    /// Whether the client has had no stream open and made no request for `idle`.
+    fn is_idle(&self, idle: Duration) -> bool {
+        self.receivers.load(Ordering::SeqCst) == 0 && lock(&self.last_seen).elapsed() >= idle
     }
 
     /// Delivers one message of the agent to its stream.
@@ -209,6 +224,23 @@ struct Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         *lock(&self.slot) = self.receiver.take();
+    }
+}
+
+/// One open SSE response of a connection: the connection is not idle while it is open.
+struct Receiving(Arc<HttpConnection>);
+
+impl Receiving {
+    fn new(connection: Arc<HttpConnection>) -> Self {
+        connection.receivers.fetch_add(1, Ordering::SeqCst);
+        Self(connection)
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.receivers.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -316,6 +348,8 @@ async fn initialize(shared: &Arc<Shared>, principal: Principal, message: &Value)
         routes: Mutex::new(Routes::default()),
         streams: Mutex::new(HashMap::new()),
         ended: std::sync::atomic::AtomicBool::new(false),
+        receivers: AtomicUsize::new(0),
+        last_seen: Mutex::new(tokio::time::Instant::now()),
     });
     let mut unkept = Unkept(Some(connection.clone()));
     let (answered, answer) = oneshot::channel();
@@ -345,9 +379,27 @@ async fn initialize(shared: &Arc<Shared>, principal: Principal, message: &Value)
 }
 
 /// Routes everything the agent says, until it ends; then the connection is gone.
+///
+/// A connection whose client has had no stream open and made no request for the idle timeout
+/// ([`RemoteConfig::idle_timeout`](super::RemoteConfig::idle_timeout)) is hung up: its client
+/// vanished without a `DELETE`, and its agent would otherwise keep its sessions live for ever.
 async fn route_outgoing(shared: Arc<Shared>, connection: Arc<HttpConnection>, mut outgoing: mpsc::Receiver<Outgoing>) {
-    while let Some(message) = outgoing.recv().await {
-        connection.route(message);
+    let idle = shared.config.idle_timeout;
+    let mut tick = tokio::time::interval((idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(5)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            message = outgoing.recv() => match message {
+                Some(message) => connection.route(message),
+                None => break,
+            },
+            _ = tick.tick() => {
+                if connection.is_idle(idle) && lock(&connection.pipe).is_some() {
+                    tracing::info!(connection = connection.id, "an idle HTTP connection hung up");
+                    connection.hang_up();
+                }
+            }
+        }
     }
     connection.end();
     shared.connections.remove(&connection.id);
@@ -379,9 +431,10 @@ pub(crate) fn events(shared: &Shared, principal: &Principal, headers: &HeaderMap
     let Some(lease) = lease else {
         return refuse(StatusCode::CONFLICT, "Outbound stream already has an active receiver");
     };
-    let events = futures::stream::unfold(lease, |mut lease| async move {
+    let receiving = Receiving::new(connection);
+    let events = futures::stream::unfold((lease, receiving), |(mut lease, receiving)| async move {
         let text = lease.receiver.as_mut()?.recv().await?;
-        Some((Ok::<_, Infallible>(Event::default().data(text)), lease))
+        Some((Ok::<_, Infallible>(Event::default().data(text)), (lease, receiving)))
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
 }
@@ -413,6 +466,7 @@ fn connection_of(shared: &Shared, id: Option<&str>, principal: &Principal) -> Re
     if connection.principal != *principal {
         return Err(refuse(StatusCode::FORBIDDEN, "the connection belongs to another principal"));
     }
+    connection.touch();
     Ok(connection)
 }
 

@@ -484,3 +484,19 @@ async fn streamable_http_is_served_over_http2_too() {
     assert_eq!(sender.send_request(rebound).await.unwrap().status(), StatusCode::FORBIDDEN);
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_http_connection_left_idle_without_a_stream_is_hung_up() {
+    let server = serve(loopback().idle_timeout(Duration::from_millis(200))).await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}});
+    let open = |response: Response<Incoming>| response.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let vanished = open(post(&server, &[], &initialize_request()).await);
+    let listening = open(post(&server, &[], &initialize_request()).await);
+    let mut events = Events::open(&server, &listening, None).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(post(&server, &[("acp-connection-id", &vanished)], &list).await.status(), StatusCode::NOT_FOUND);
+    // A connection whose client holds its stream open is not idle.
+    assert_eq!(post(&server, &[("acp-connection-id", &listening)], &list).await.status(), StatusCode::ACCEPTED);
+    assert!(events.until_answer(1).await.pop().unwrap()["result"]["sessions"].is_array());
+    server.shutdown().await.unwrap();
+}
