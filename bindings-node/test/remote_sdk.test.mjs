@@ -100,6 +100,21 @@ describe('the official SDK 2.4 remote clients drive the Rust demo', () => {
     assert.ok(await workflow(stream, work))
   })
 
+  test('Streamable HTTP: a new connection loads the session the first one made (replay on the session stream, the answer on the connection stream)', async () => {
+    const headers = { Authorization: 'Bearer s3cret' }
+    const sessionId = await workflow(createHttpStream(demo.url, { headers }), work)
+    const updates = []
+    const { methods } = acp
+    const app = acp.client({ name: 'acp-facade remote reload' }).onNotification(methods.client.session.update, ({ params }) => updates.push(params))
+    await app.connectWith(createHttpStream(demo.url, { headers }), async (ctx) => {
+      const init = await ctx.request(methods.agent.initialize, { protocolVersion: 1 })
+      assert.equal(init.agentCapabilities.loadSession, true)
+      await ctx.request(methods.agent.session.load, { sessionId, cwd: work, mcpServers: [] })
+    })
+    assert.ok(updates.length > 0 && updates.every((u) => u.sessionId === sessionId))
+    assert.match(said(updates), /t1 t2 t3 /)
+  })
+
   test('WebSocket (createWebSocketStream): initialize, session/new, a streamed prompt, a client call', async () => {
     const stream = createWebSocketStream(demo.url.replace(/^http/, 'ws'), { WebSocket, headers: { Authorization: 'Bearer s3cret' } })
     assert.ok(await workflow(stream, work))
