@@ -208,6 +208,11 @@ impl Mailbox {
         let _ = self.sender.send(text);
     }
 
+    /// Whether no receiver holds it and nothing waits in it.
+    fn is_drained(&self) -> bool {
+        lock(&self.receiver).as_ref().is_some_and(mpsc::UnboundedReceiver::is_empty)
+    }
+
     /// The receiving end, unless a receiver holds it.
     fn lease(&self) -> Option<Lease> {
         let receiver = lock(&self.receiver).take()?;
@@ -227,13 +232,15 @@ impl Drop for Lease {
     }
 }
 
-/// One open SSE response of a connection: the connection is not idle while it is open.
-struct Receiving(Arc<HttpConnection>);
+/// One open SSE response of a connection, on `route`: the connection is not idle while it is
+/// open. When it ends, its stream is forgotten if nothing waits in it (as the SDK's server does),
+/// so streams a client opened and left do not pile up; a later message makes it anew.
+struct Receiving(Arc<HttpConnection>, Route);
 
 impl Receiving {
-    fn new(connection: Arc<HttpConnection>) -> Self {
+    fn new(connection: Arc<HttpConnection>, route: Route) -> Self {
         connection.receivers.fetch_add(1, Ordering::SeqCst);
-        Self(connection)
+        Self(connection, route)
     }
 }
 
@@ -241,6 +248,10 @@ impl Drop for Receiving {
     fn drop(&mut self) {
         self.0.touch();
         self.0.receivers.fetch_sub(1, Ordering::SeqCst);
+        let mut streams = lock(&self.0.streams);
+        if streams.get(&self.1).is_some_and(Mailbox::is_drained) {
+            streams.remove(&self.1);
+        }
     }
 }
 
@@ -426,12 +437,14 @@ pub(crate) fn events(shared: &Shared, principal: &Principal, headers: &HeaderMap
         if connection.ended.load(Ordering::SeqCst) {
             return refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id");
         }
-        streams.entry(route).or_insert_with(Mailbox::new).lease()
+        streams.entry(route.clone()).or_insert_with(Mailbox::new).lease()
     };
     let Some(lease) = lease else {
         return refuse(StatusCode::CONFLICT, "Outbound stream already has an active receiver");
     };
-    let receiving = Receiving::new(connection);
+    let receiving = Receiving::new(connection, route);
+    // The lease is dropped first (the tuple's order), so the stream is whole again when
+    // `Receiving` looks at it.
     let events = futures::stream::unfold((lease, receiving), |(mut lease, receiving)| async move {
         let text = lease.receiver.as_mut()?.recv().await?;
         Some((Ok::<_, Infallible>(Event::default().data(text)), (lease, receiving)))
@@ -487,4 +500,46 @@ fn id_key(id: &Value) -> String {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection() -> Arc<HttpConnection> {
+        Arc::new(HttpConnection {
+            id: "c".to_owned(),
+            principal: Principal(None),
+            pipe: Mutex::new(None),
+            routes: Mutex::new(Routes::default()),
+            streams: Mutex::new(HashMap::new()),
+            ended: std::sync::atomic::AtomicBool::new(false),
+            receivers: AtomicUsize::new(0),
+            last_seen: Mutex::new(tokio::time::Instant::now()),
+        })
+    }
+
+    /// Opens `route`'s stream as an SSE response does; the returned pair is that response.
+    fn open(connection: &Arc<HttpConnection>, route: &Route) -> (Lease, Receiving) {
+        let lease = lock(&connection.streams).entry(route.clone()).or_insert_with(Mailbox::new).lease().unwrap();
+        (lease, Receiving::new(connection.clone(), route.clone()))
+    }
+
+    #[tokio::test]
+    async fn a_stream_left_empty_is_forgotten_and_one_with_messages_waiting_is_kept() {
+        let connection = connection();
+        let session = Some("s".to_owned());
+        let response = open(&connection, &session);
+        assert_eq!(connection.receivers.load(Ordering::SeqCst), 1);
+        drop(response);
+        assert_eq!(connection.receivers.load(Ordering::SeqCst), 0);
+        assert!(lock(&connection.streams).is_empty(), "an empty stream nobody reads is forgotten");
+
+        let response = open(&connection, &session);
+        lock(&connection.streams)[&session].push("{}".to_owned());
+        drop(response);
+        assert!(lock(&connection.streams).contains_key(&session), "a message waits in it");
+        let mut again = open(&connection, &session);
+        assert_eq!(again.0.receiver.as_mut().unwrap().recv().await.as_deref(), Some("{}"));
+    }
 }
