@@ -64,6 +64,9 @@ pub(crate) struct Shared {
 }
 
 /// A running remote agent server; see [`serve_http`].
+///
+/// Dropping it without [`RemoteServer::shutdown`] stops accepting and hangs every connection up
+/// at once (no grace period), without waiting for them to end.
 pub struct RemoteServer {
     shared: Arc<Shared>,
     stop_accepting: CancellationToken,
@@ -120,6 +123,15 @@ fn router(shared: &Arc<Shared>) -> axum::Router {
         .with_state(shared.clone())
 }
 
+impl Drop for RemoteServer {
+    fn drop(&mut self) {
+        // After `shutdown` these are done already; otherwise nothing outlives the handle.
+        self.stop_accepting.cancel();
+        self.shared.hang_up.cancel();
+        self.shared.connections.hang_up_all();
+    }
+}
+
 /// `GET`: a WebSocket upgrade (`Upgrade: websocket`), else an SSE stream of Streamable HTTP.
 async fn get_endpoint(
     axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
@@ -162,7 +174,7 @@ impl RemoteServer {
     /// ([`RemoteConfig::shutdown_grace`]) has passed, then hangs every connection up — each
     /// agent closes its sessions, its last messages are delivered and its streams end — and
     /// returns once all of them have finished.
-    pub async fn shutdown(self) -> io::Result<()> {
+    pub async fn shutdown(mut self) -> io::Result<()> {
         self.stop_accepting.cancel();
         let grace = self.shared.config.shutdown_grace;
         let deadline = tokio::time::Instant::now() + grace;
@@ -175,7 +187,7 @@ impl RemoteServer {
         self.shared.tasks.wait().await;
         // The server's own future ends once the last HTTP connection (an SSE stream, ended just
         // now) is done.
-        match tokio::time::timeout(grace.max(Duration::from_secs(1)), self.served).await {
+        match tokio::time::timeout(grace.max(Duration::from_secs(1)), &mut self.served).await {
             Ok(Ok(served)) => served,
             Ok(Err(join)) => Err(io::Error::other(join)),
             Err(_) => Ok(()),

@@ -500,3 +500,16 @@ async fn an_http_connection_left_idle_without_a_stream_is_hung_up() {
     assert!(events.until_answer(1).await.pop().unwrap()["result"]["sessions"].is_array());
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn dropping_the_server_hangs_its_connections_up() {
+    let server = serve(loopback()).await;
+    let mut socket = websocket(&server, None).await.unwrap();
+    ws_send(&mut socket, &initialize_request()).await;
+    ws_until_answer(&mut socket, 0).await;
+    drop(server);
+    match tokio::time::timeout(Duration::from_secs(10), socket.next()).await.unwrap() {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(u16::from(frame.code), 1001),
+        other => panic!("expected the server's close: {other:?}"),
+    }
+}
