@@ -40,6 +40,8 @@ async function listen(args) {
   return { url, child, exited, stderr: () => stderr }
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
 /** The text of the `agent_message_chunk`s among `updates`. */
 const said = (updates) =>
   updates
@@ -110,6 +112,9 @@ describe('the official SDK 2.4 remote clients drive the Rust demo', () => {
       const init = await ctx.request(methods.agent.initialize, { protocolVersion: 1 })
       assert.equal(init.agentCapabilities.loadSession, true)
       await ctx.request(methods.agent.session.load, { sessionId, cwd: work, mcpServers: [] })
+      // The answer comes on the connection's stream and the replay on the session's (the RFD's and
+      // the SDK's routing): two streams, so the answer may overtake the replay's last updates.
+      for (let waited = 0; !said(updates).includes('t1 t2 t3 ') && waited < 5000; waited += 20) await sleep(20)
     })
     assert.ok(updates.length > 0 && updates.every((u) => u.sessionId === sessionId))
     assert.match(said(updates), /t1 t2 t3 /)

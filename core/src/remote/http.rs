@@ -298,6 +298,9 @@ pub(crate) async fn post(
         if connection_id.is_some() {
             return refuse(StatusCode::BAD_REQUEST, "Initialize not allowed on existing connection");
         }
+        if shared.draining.is_cancelled() {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");
+        }
         return initialize(&shared, principal, &message).await;
     }
     let connection = match connection_of(&shared, connection_id, &principal) {

@@ -20,8 +20,9 @@
 //! answered 401/403 and nothing is read); an agent that listens on a non-loopback address always
 //! has a token verifier; a connection's principal (the name its token was verified as) is fixed
 //! when it is made, and a request of another principal on it is refused with 403; shutting down
-//! stops accepting first, lets the requests in flight be answered (up to the grace period), then
-//! hangs every connection up, so each agent closes its sessions as at the end of stdio.
+//! refuses new connections first, serves the open ones while their requests in flight are answered
+//! (up to the grace period), then hangs every connection up, so each agent closes its sessions as
+//! at the end of stdio.
 //!
 //! Wire behaviour follows the official TypeScript SDK 2.4 (`@agentclientprotocol/sdk`
 //! `experimental/server`) where the RFD "Streamable HTTP & WebSocket transport" is less precise:
@@ -59,6 +60,9 @@ pub(crate) struct Shared {
     pub(crate) in_flight: bridge::InFlight,
     /// Cancelled when the server hangs every connection up.
     pub(crate) hang_up: CancellationToken,
+    /// Cancelled when the shutdown begins: no new ACP connection is made (`503`), the open ones
+    /// are still served through the grace period.
+    pub(crate) draining: CancellationToken,
     /// Every connection's tasks, awaited by the shutdown.
     pub(crate) tasks: TaskTracker,
 }
@@ -100,6 +104,7 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
         connections: http::Connections::default(),
         in_flight: bridge::InFlight::default(),
         hang_up: CancellationToken::new(),
+        draining: CancellationToken::new(),
         tasks: TaskTracker::new(),
     });
     let router = router(&shared);
@@ -147,6 +152,9 @@ async fn get_endpoint(
     if !wants_websocket {
         return http::events(&shared, &principal, &headers);
     }
+    if shared.draining.is_cancelled() {
+        return guard::refuse(axum::http::StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");
+    }
     match upgrade {
         Ok(upgrade) => websocket::upgrade(shared, principal, upgrade),
         Err(rejection) => rejection.into_response(),
@@ -169,18 +177,21 @@ impl RemoteServer {
         self.shared.connections.len() + self.shared.connections.websockets()
     }
 
-    /// Shuts down gracefully: stops accepting connections, waits until every request in flight
-    /// (a running turn's `session/prompt` included) is answered or the grace period
-    /// ([`RemoteConfig::shutdown_grace`]) has passed, then hangs every connection up — each
-    /// agent closes its sessions, its last messages are delivered and its streams end — and
-    /// returns once all of them have finished.
+    /// Shuts down gracefully: refuses new ACP connections (`503`: an `initialize` POST, a
+    /// WebSocket upgrade) while the open ones are still served — an HTTP client can still answer
+    /// a permission request or cancel its turn — until every request in flight (a running turn's
+    /// `session/prompt` included) is answered or the grace period
+    /// ([`RemoteConfig::shutdown_grace`]) has passed; then stops accepting, hangs every
+    /// connection up — each agent closes its sessions, its last messages are delivered and its
+    /// streams end — and returns once all of them have finished.
     pub async fn shutdown(mut self) -> io::Result<()> {
-        self.stop_accepting.cancel();
+        self.shared.draining.cancel();
         let grace = self.shared.config.shutdown_grace;
         let deadline = tokio::time::Instant::now() + grace;
         while self.shared.in_flight.get() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        self.stop_accepting.cancel();
         self.shared.hang_up.cancel();
         self.shared.connections.hang_up_all();
         self.shared.tasks.close();

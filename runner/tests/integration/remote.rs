@@ -513,3 +513,45 @@ async fn dropping_the_server_hangs_its_connections_up() {
         other => panic!("expected the server's close: {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn during_the_grace_period_http_clients_are_served_and_new_connections_refused() {
+    let server = serve(loopback().shutdown_grace(Duration::from_secs(20))).await;
+    let response = post(&server, &[], &initialize_request()).await;
+    let connection = response.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let id = connection.as_str();
+    let mut events = Events::open(&server, id, None).await;
+    let new = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}});
+    post(&server, &[("acp-connection-id", id)], &new).await;
+    let session = events.until_answer(1).await.pop().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned();
+    let mut session_events = Events::open(&server, id, Some(&session)).await;
+    let prompt = json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}});
+    post(&server, &[("acp-connection-id", id), ("acp-session-id", &session)], &prompt).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let addr = server.local_addr();
+    let host = addr.to_string();
+    let shutdown = tokio::spawn(server.shutdown());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let json_post = |headers: &[(&str, &str)], message: &Value| {
+        let mut builder = Request::post("/acp").header("host", &host).header("content-type", "application/json");
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(Full::new(Bytes::from(message.to_string()))).unwrap()
+    };
+    let refused = send(addr, json_post(&[], &initialize_request())).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE, "no new connection while shutting down");
+    let cancel = json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}});
+    let accepted = send(addr, json_post(&[("acp-connection-id", id), ("acp-session-id", &session)], &cancel)).await;
+    assert_eq!(accepted.status(), StatusCode::ACCEPTED, "an open connection is still served");
+    let answer = session_events.until_answer(2).await.pop().unwrap();
+    assert_eq!(answer["result"]["stopReason"], "cancelled");
+    tokio::time::timeout(Duration::from_secs(5), shutdown)
+        .await
+        .expect("well before the grace period")
+        .unwrap()
+        .unwrap();
+    assert_eq!(session_events.next().await, None, "the streams end with the connection");
+}
