@@ -24,10 +24,24 @@ function project(snippet) {
 }
 
 /** The fenced blocks of the README in `language`. */
-function blocks(language) {
+function allBlocks(language) {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
   return [...readme.matchAll(/^```([\w-]+)[^\n]*\n([\s\S]*?)^```$/gm)].filter((m) => m[1] === language).map((m) => m[2])
 }
+
+/** Whether a snippet is a client of a remote agent (run by remote_sdk.test.mjs, not here). */
+const isRemoteClient = (text) => text.includes("from '@agentclientprotocol/sdk")
+
+/** The fenced blocks of the README in `language` that use this package. */
+function blocks(language) {
+  return allBlocks(language).filter((text) => !isRemoteClient(text))
+}
+
+test('every js snippet of the README is checked: this file or the remote clients test', () => {
+  const remote = allBlocks('js').filter(isRemoteClient)
+  assert.equal(remote.length, 1, 'one remote client snippet (bindings-node/test/remote_sdk.test.mjs runs it)')
+  assert.equal(blocks('js').length, 2)
+})
 
 /** `tsc --noEmit` (strict) over `files` (name -> text) in a project of its own; tsc's status and output. */
 function typecheck(files) {

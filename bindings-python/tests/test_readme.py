@@ -62,7 +62,10 @@ def test_every_snippet_is_checked_somewhere() -> None:
             # PostgreSQL server: the fleet scenarios of tests/scenarios/fleet.py).
             # The quick start's commands that make a new Rust project are checked against the
             # Install section below (test_rust_quick_start_project_uses_the_vendored_crates).
-            assert section in ("Install", "Try it", "Contributing", "A fleet on PostgreSQL", "Quick start"), (section, text)
+            assert section in ("Install", "Try it", "Contributing", "A remote agent", "A fleet on PostgreSQL", "Quick start"), (
+                section,
+                text,
+            )
             if section == "Contributing":
                 assert text.strip() == "scripts/test", text
             continue

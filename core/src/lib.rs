@@ -44,6 +44,8 @@ pub mod host;
 pub mod hub;
 pub mod logging;
 pub mod panic;
+#[cfg(feature = "remote")]
+pub mod remote;
 mod rpc;
 
 /// The inner pieces that the project's fuzz targets and property tests drive directly: the

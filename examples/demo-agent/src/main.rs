@@ -11,10 +11,14 @@
 //! http MCP servers. Options: `--store PATH` (default: a file under the user's data directory;
 //! `:memory:` keeps nothing; a `postgres://` URL keeps them in `PostgreSQL`, shared by every
 //! process started with it), `--page-size N` (largest `session/list` page), `--auth` (every
-//! session method needs `authenticate` with `demo-login` first), `--help`.
+//! session method needs `authenticate` with `demo-login` first), `--listen HOST:PORT` (serve ACP
+//! remotely, over Streamable HTTP and WebSocket at `/acp`, instead of stdio), `--token NAME:SECRET`
+//! (a bearer token a remote client must present; repeatable), `--allow-origin ORIGIN`
+//! (repeatable), `--help`.
 
 mod auth;
 mod client;
+mod remote;
 mod script;
 
 use std::io::Write as _;
@@ -29,19 +33,32 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...]
 
-An Agent Client Protocol agent over stdio (the acp-facade demo; docs/DEMO.md).
+An Agent Client Protocol agent over stdio, or remotely with --listen (the acp-facade demo; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
                    process using the same database
   --page-size N    the largest session/list page (default 50)
   --auth           require `authenticate` with method demo-login before any session method
+  --listen HOST:PORT
+                   serve ACP over Streamable HTTP and WebSocket at http://HOST:PORT/acp instead of
+                   stdio (port 0: a free port); prints `listening on http://HOST:PORT/acp` on
+                   stderr when ready; SIGTERM shuts down gracefully
+  --token NAME:SECRET
+                   with --listen: clients must send `Authorization: Bearer SECRET` (they act as
+                   NAME); repeatable; required for a HOST that is not loopback
+  --allow-origin ORIGIN
+                   with --listen: allow browser requests from ORIGIN (e.g. https://app.example);
+                   repeatable
   -h, --help       this text";
 
 struct Args {
     store: String,
     page_size: usize,
     auth: bool,
+    /// `--listen`, `--token`, `--allow-origin`: serve remotely rather than over stdio.
+    remote: Option<remote::Listen>,
 }
 
 /// `_demo/echo`: answers its params object as its result.
@@ -78,6 +95,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
     let mut store = None;
     let mut page_size = 50usize;
     let mut auth = false;
+    let mut listen = None;
+    let mut tokens = Vec::new();
+    let mut origins = Vec::new();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--store" => store = Some(args.next().ok_or("--store needs a path")?),
@@ -90,6 +110,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
                     .ok_or_else(|| format!("--page-size must be a positive number, got {value:?}"))?;
             }
             "--auth" => auth = true,
+            "--listen" => listen = Some(args.next().ok_or("--listen needs HOST:PORT")?),
+            "--token" => tokens.push(remote::parse_token(&args.next().ok_or("--token needs NAME:SECRET")?)?),
+            "--allow-origin" => origins.push(args.next().ok_or("--allow-origin needs an origin")?),
             "--help" | "-h" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -98,7 +121,14 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
         Some(store) => store,
         None => default_store()?.to_string_lossy().into_owned(),
     };
-    Ok(Command::Serve(Args { store, page_size, auth }))
+    let remote = match listen {
+        Some(listen) => Some(remote::Listen::new(&listen, tokens, origins)?),
+        None if !tokens.is_empty() || !origins.is_empty() => {
+            return Err("--token and --allow-origin need --listen".to_owned());
+        }
+        None => None,
+    };
+    Ok(Command::Serve(Args { store, page_size, auth, remote }))
 }
 
 /// `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`.
@@ -190,8 +220,10 @@ fn main() -> std::process::ExitCode {
     if args.auth {
         options = options.authenticator(Arc::new(auth::DemoLogin));
     }
-    let agent = runner.agent(options);
-    let served = runtime.block_on(agent.serve_stdio());
+    let served = match args.remote {
+        Some(listen) => runtime.block_on(remote::serve(options, listen)),
+        None => runtime.block_on(runner.agent(options).serve_stdio()),
+    };
     if let Some(postgres) = postgres
         && let Err(e) = runtime.block_on(postgres.close())
     {

@@ -38,6 +38,7 @@ mod principals;
 mod prompt_content;
 mod protocol_v2;
 mod reattach;
+mod remote;
 mod replay_order;
 mod resume;
 mod runner;

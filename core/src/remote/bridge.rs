@@ -1,0 +1,162 @@
+//! One ACP connection of a remote transport: an [`Agent`] serving an in-memory pipe, fed whole
+//! JSON messages and yielding whole JSON messages.
+//!
+//! Invariants: every message reaches the agent as exactly one line (a client's pretty-printed JSON
+//! is re-serialised compactly; text that is not JSON has its line breaks replaced, so the agent
+//! answers it with a parse error, as on stdio); dropping the [`Pipe`] is the client hanging up
+//! (the agent closes its sessions and answers its requests, and the outgoing channel ends after
+//! the agent's last message); requests in flight are counted in [`InFlight`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
+
+use crate::host::Principal;
+use crate::{Agent, Options};
+
+/// The header naming an ACP connection (on an HTTP request, and on a WebSocket's `101`).
+pub(crate) const CONNECTION_ID: &str = "acp-connection-id";
+
+/// A fresh connection id: 128 random bits, hex.
+pub(crate) fn new_connection_id() -> String {
+    let mut bytes = [0u8; 16];
+    rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut bytes).expect("the operating system's random source");
+    bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}
+
+/// How many client requests the agents have not answered yet.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    fn sent(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn answered(&self) {
+        let _ = self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+}
+
+/// The client's side of one agent: messages go in through [`Pipe::send`], come out of
+/// [`Pipe::outgoing`].
+#[derive(Clone)]
+pub(crate) struct Pipe {
+    to_agent: mpsc::Sender<String>,
+    in_flight: InFlight,
+}
+
+/// A message the agent wrote: its text (one line, no line break) and its parsed form.
+pub(crate) struct Outgoing {
+    pub(crate) text: String,
+    pub(crate) value: Value,
+}
+
+/// Starts an agent for one connection of `principal`.
+///
+/// The principal (the name the token verifier gave this connection's client, if any) is set on
+/// the connection's own [`Options`]: the sessions it creates belong to it, and it sees no other
+/// principal's sessions (see [`Options::principal`]).
+pub(crate) fn start(
+    options: Options,
+    principal: Option<&str>,
+    in_flight: &InFlight,
+    tasks: &TaskTracker,
+) -> (Pipe, mpsc::Receiver<Outgoing>) {
+    let max = options.max_message_size;
+    tracing::debug!(principal, "remote ACP connection");
+    let options = match principal {
+        Some(name) => options.principal(Principal::new(name)),
+        None => options,
+    };
+    let agent = Agent::new(options);
+    let (client_side, agent_side) = tokio::io::duplex(64 * 1024);
+    let (agent_read, agent_write) = tokio::io::split(agent_side);
+    let (client_read, mut client_write) = tokio::io::split(client_side);
+    tasks.spawn(async move {
+        if let Err(e) = agent.serve(agent_read, agent_write).await {
+            tracing::warn!(error = %e, "a remote ACP connection failed");
+        }
+    });
+    let (to_agent, mut lines_in) = mpsc::channel::<String>(64);
+    tasks.spawn(async move {
+        while let Some(line) = lines_in.recv().await {
+            if client_write.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+        // Every sender is gone: the client hung up.
+        let _ = client_write.shutdown().await;
+    });
+    let (lines_out, outgoing) = mpsc::channel::<Outgoing>(64);
+    let answered = in_flight.clone();
+    tasks.spawn(async move {
+        let mut reader = BufReader::new(client_read);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if line.len() > max.saturating_mul(2) {
+                tracing::warn!(bytes = line.len(), "an agent message larger than any a client takes; dropped");
+                continue;
+            }
+            let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+            let Ok(value) = serde_json::from_str::<Value>(&text) else { continue };
+            if is_response(&value) {
+                answered.answered();
+            }
+            // A client that went away still lets the agent finish: keep reading to the end.
+            let _ = lines_out.send(Outgoing { text, value }).await;
+        }
+    });
+    (Pipe { to_agent, in_flight: in_flight.clone() }, outgoing)
+}
+
+impl Pipe {
+    /// Hands the agent one message; `false` once the agent is gone.
+    pub(crate) async fn send(&self, message: &Value) -> bool {
+        let mut line = serde_json::to_string(message).unwrap_or_default();
+        line.push('\n');
+        let request = is_request(message);
+        if request {
+            self.in_flight.sent();
+        }
+        let sent = self.to_agent.send(line).await.is_ok();
+        if request && !sent {
+            self.in_flight.answered();
+        }
+        sent
+    }
+
+    /// Hands the agent text that is not JSON, as one line: it answers with a parse error.
+    pub(crate) async fn send_text(&self, text: &str) -> bool {
+        let mut line = text.replace(['\r', '\n'], " ");
+        line.push('\n');
+        self.to_agent.send(line).await.is_ok()
+    }
+}
+
+/// A JSON-RPC request: a method and an id.
+pub(crate) fn is_request(message: &Value) -> bool {
+    message.get("method").is_some() && message.get("id").is_some()
+}
+
+/// A JSON-RPC response: an id and no method.
+pub(crate) fn is_response(message: &Value) -> bool {
+    message.get("method").is_none() && message.get("id").is_some()
+}

@@ -1,0 +1,115 @@
+//! [`RemoteConfig`]: where a remote agent listens and the rules its requests pass.
+//!
+//! Invariant: a configuration names exact values (an address, a path, whole origins); nothing is
+//! matched by pattern, so what is allowed is what is written.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::Options;
+
+/// Maps a bearer token (the text after `Authorization: Bearer `) to the name of the principal it
+/// belongs to, or `None` when the token is not valid.
+pub type TokenVerifier = Arc<dyn Fn(&str) -> BoxFuture<'static, Option<String>> + Send + Sync>;
+
+/// How [`serve_http`](super::serve_http) serves: the address, the path, and the rules.
+#[derive(Clone)]
+pub struct RemoteConfig {
+    pub(crate) addr: SocketAddr,
+    pub(crate) path: String,
+    pub(crate) token_verifier: Option<TokenVerifier>,
+    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) max_body_size: Option<usize>,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("addr", &self.addr)
+            .field("path", &self.path)
+            .field("token_verifier", &self.token_verifier.is_some())
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_body_size", &self.max_body_size)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+impl RemoteConfig {
+    /// Serve at `addr` (port 0: the system picks one; see
+    /// [`RemoteServer::local_addr`](super::RemoteServer::local_addr)), path `/acp`, no token
+    /// verifier (allowed only on a loopback address), no allowed `Origin`, bodies up to the
+    /// agent's [`Options::max_message_size`], a 10 s shutdown grace, a 5 min idle timeout.
+    pub fn new(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            path: "/acp".to_owned(),
+            token_verifier: None,
+            allowed_origins: Vec::new(),
+            max_body_size: None,
+            shutdown_grace: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+
+    /// The endpoint's path (default `/acp`); it must start with `/`.
+    #[must_use]
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Every request must carry `Authorization: Bearer TOKEN` that `verifier` maps to a
+    /// principal name, else it is answered `401` before any ACP is read.
+    #[must_use]
+    pub fn token_verifier(mut self, verifier: TokenVerifier) -> Self {
+        self.token_verifier = Some(verifier);
+        self
+    }
+
+    /// Allows requests whose `Origin` header is exactly `origin` (e.g. `https://editor.example`).
+    /// A request with an `Origin` not allowed is answered `403` (a browser page of another site);
+    /// a request without one (a native client) is not refused for it.
+    #[must_use]
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// The largest request body (a POST, a WebSocket message) in bytes; larger is answered `413`
+    /// (a WebSocket is closed with code 1009). Default: the agent's
+    /// [`Options::max_message_size`].
+    #[must_use]
+    pub fn max_body_size(mut self, bytes: usize) -> Self {
+        self.max_body_size = Some(bytes);
+        self
+    }
+
+    /// How long [`RemoteServer::shutdown`](super::RemoteServer::shutdown) lets running turns
+    /// finish before it hangs up (default 10 s).
+    #[must_use]
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// How long a Streamable HTTP connection may have no SSE stream open and make no request
+    /// before it is hung up (default 5 min): its client vanished without a `DELETE`, and its
+    /// agent would otherwise keep its sessions live for ever. A WebSocket ends with its socket.
+    #[must_use]
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
+    }
+
+    /// The body limit in effect for an agent with `options`.
+    pub(crate) fn body_limit(&self, options: &Options) -> usize {
+        self.max_body_size.unwrap_or(options.max_message_size)
+    }
+}

@@ -1,0 +1,548 @@
+//! Streamable HTTP: one ACP connection per `initialize` POST, named by the `Acp-Connection-Id`
+//! its answer carries.
+//!
+//! - `POST` of `initialize` without a connection id: a new connection; the answer is the body
+//!   (`200`, JSON) with the `Acp-Connection-Id` header.
+//! - `POST` of any other message with `Acp-Connection-Id`: handed to that connection's agent and
+//!   answered `202`; what the agent says comes on an SSE stream. A message about a session
+//!   (`params.sessionId`, or a session method) must carry `Acp-Session-Id` naming it (`400`
+//!   otherwise, as the official TypeScript SDK's server does).
+//! - `GET` with `Accept: text/event-stream` and `Acp-Connection-Id`: the connection's stream; with
+//!   `Acp-Session-Id` too, that session's stream. One receiver per stream (`409` for a second);
+//!   messages wait in the stream until a receiver comes.
+//! - `DELETE` with `Acp-Connection-Id`: the client hangs up (`202`). A connection with no stream
+//!   open and no request for [`RemoteConfig::idle_timeout`](super::RemoteConfig::idle_timeout)
+//!   is hung up as if it had been deleted.
+//!
+//! Routing of what the agent writes (as the SDK 2.4 server does): an answer goes where its
+//! request's route was (a `session/load` answer on the connection's stream); a request or
+//! notification with `params.sessionId` on that session's stream; anything else on the
+//! connection's. Unknown connection: `404`; a connection of another principal: `403`.
+//!
+//! Where the RFD ("Streamable HTTP & WebSocket transport") and the official TypeScript SDK 2.4
+//! differ, this follows the SDK, whose clients are what editors use today:
+//! - the RFD answers a `GET` naming a session the connection does not know with `404`; the SDK
+//!   opens that session's stream (its client opens it before the `session/load` or
+//!   `session/resume` that makes the session known), and so does this;
+//! - the RFD requires HTTP/2; the SDK's clients (Node's `fetch`) speak HTTP/1.1 (one TCP
+//!   connection per open stream): both are served, HTTP/2 as h2c with prior knowledge (there is no
+//!   TLS, so no ALPN), as a proxy in front speaks it;
+//! - the RFD names only the session methods as needing `Acp-Session-Id`; the SDK also requires it
+//!   of any message whose `params.sessionId` is set, and refuses a header that names another
+//!   session than the params (`400`), as this does.
+//!
+//! Invariants: a connection is listed only after its `initialize` was answered, and is removed
+//! once its agent ended; hanging a connection up ends its agent, and the agent's end ends every
+//! stream of the connection after its last message.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::Shared;
+use super::bridge::{self, CONNECTION_ID, Outgoing, Pipe, new_connection_id};
+use super::guard::{Principal, refuse};
+
+/// The header naming the session a request or stream is about.
+const SESSION_ID: &str = "acp-session-id";
+
+/// The methods that are about one session, and need `Acp-Session-Id` (the SDK 2.4 server's list).
+const SESSION_METHODS: &[&str] = &[
+    "session/cancel",
+    "session/close",
+    "session/delete",
+    "session/fork",
+    "session/load",
+    "session/prompt",
+    "session/resume",
+    "session/set_config_option",
+    "session/set_mode",
+    "session/set_model",
+];
+
+/// Where a message goes: `None` is the connection's stream, `Some(id)` that session's.
+type Route = Option<String>;
+
+/// The live HTTP connections of a server, and how many `WebSockets` are open.
+#[derive(Default)]
+pub(crate) struct Connections {
+    http: Mutex<HashMap<String, Arc<HttpConnection>>>,
+    websockets: AtomicUsize,
+}
+
+impl Connections {
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.http).len()
+    }
+
+    pub(crate) fn websockets(&self) -> usize {
+        self.websockets.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn websocket_opened(&self) {
+        self.websockets.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn websocket_closed(&self) {
+        self.websockets.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Hangs every HTTP connection up (the server shuts down).
+    pub(crate) fn hang_up_all(&self) {
+        for connection in lock(&self.http).values() {
+            connection.hang_up();
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<Arc<HttpConnection>> {
+        lock(&self.http).get(id).cloned()
+    }
+
+    fn remove(&self, id: &str) -> Option<Arc<HttpConnection>> {
+        lock(&self.http).remove(id)
+    }
+}
+
+/// One HTTP ACP connection.
+struct HttpConnection {
+    id: String,
+    principal: Principal,
+    /// The agent's input; `None` once the client hung up.
+    pipe: Mutex<Option<Pipe>>,
+    routes: Mutex<Routes>,
+    streams: Mutex<HashMap<Route, Mailbox>>,
+    /// Whether the agent has ended (no stream may be opened any more).
+    ended: std::sync::atomic::AtomicBool,
+    /// How many SSE responses of this connection are open.
+    receivers: AtomicUsize,
+    /// When the client last made a request, or last had a stream open.
+    last_seen: Mutex<tokio::time::Instant>,
+}
+
+#[derive(Default)]
+struct Routes {
+    /// The client's requests in flight: id key → where their answer goes.
+    pending: HashMap<String, Route>,
+    /// The agent's requests in flight: id key → the route the client's answer must name.
+    client: HashMap<String, Route>,
+    /// The `initialize` being answered: its id key and who waits for the answer's text.
+    initial: Option<(String, oneshot::Sender<String>)>,
+}
+
+impl HttpConnection {
+    fn pipe(&self) -> Option<Pipe> {
+        lock(&self.pipe).clone()
+    }
+
+    fn hang_up(&self) {
+        lock(&self.pipe).take();
+    }
+
+    fn touch(&self) {
+        *lock(&self.last_seen) = tokio::time::Instant::now();
+    }
+
+    /// Whether the client has had no stream open and made no request for `idle`.
+    fn is_idle(&self, idle: Duration) -> bool {
+        self.receivers.load(Ordering::SeqCst) == 0 && lock(&self.last_seen).elapsed() >= idle
+    }
+
+    /// Delivers one message of the agent to its stream.
+    fn route(&self, message: Outgoing) {
+        let key = message.value.get("id").map(id_key);
+        let route = {
+            let mut routes = lock(&self.routes);
+            if bridge::is_response(&message.value) {
+                let key = key.unwrap_or_default();
+                if routes.initial.as_ref().is_some_and(|(initial, _)| *initial == key) {
+                    if let Some((_, waiter)) = routes.initial.take() {
+                        let _ = waiter.send(message.text);
+                    }
+                    return;
+                }
+                routes.pending.remove(&key).flatten()
+            } else {
+                let route = session_of(&message.value);
+                if let Some(key) = key {
+                    routes.client.insert(key, route.clone());
+                }
+                route
+            }
+        };
+        let mut streams = lock(&self.streams);
+        streams.entry(route).or_insert_with(Mailbox::new).push(message.text);
+    }
+
+    /// The agent ended: every stream ends after what it holds.
+    fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        lock(&self.streams).clear();
+        lock(&self.routes).initial.take();
+    }
+}
+
+/// A stream's messages, kept until its one receiver takes them.
+struct Mailbox {
+    sender: mpsc::UnboundedSender<String>,
+    receiver: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+}
+
+impl Mailbox {
+    fn new() -> Self {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        Self { sender, receiver: Arc::new(Mutex::new(Some(receiver))) }
+    }
+
+    fn push(&self, text: String) {
+        let _ = self.sender.send(text);
+    }
+
+    /// Whether no receiver holds it and nothing waits in it.
+    fn is_drained(&self) -> bool {
+        lock(&self.receiver).as_ref().is_some_and(mpsc::UnboundedReceiver::is_empty)
+    }
+
+    /// The receiving end, unless a receiver holds it.
+    fn lease(&self) -> Option<Lease> {
+        let receiver = lock(&self.receiver).take()?;
+        Some(Lease { receiver: Some(receiver), slot: self.receiver.clone() })
+    }
+}
+
+/// A stream's receiving end, held by one SSE response; given back when that response ends.
+struct Lease {
+    receiver: Option<mpsc::UnboundedReceiver<String>>,
+    slot: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        *lock(&self.slot) = self.receiver.take();
+    }
+}
+
+/// One open SSE response of a connection, on `route`: the connection is not idle while it is
+/// open. When it ends, its stream is forgotten if nothing waits in it (as the SDK's server does),
+/// so streams a client opened and left do not pile up; a later message makes it anew.
+struct Receiving(Arc<HttpConnection>, Route);
+
+impl Receiving {
+    fn new(connection: Arc<HttpConnection>, route: Route) -> Self {
+        connection.receivers.fetch_add(1, Ordering::SeqCst);
+        Self(connection, route)
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.receivers.fetch_sub(1, Ordering::SeqCst);
+        let mut streams = lock(&self.0.streams);
+        if streams.get(&self.1).is_some_and(Mailbox::is_drained) {
+            streams.remove(&self.1);
+        }
+    }
+}
+
+/// Hangs a new connection up unless it was kept (its `initialize` POST answered).
+struct Unkept(Option<Arc<HttpConnection>>);
+
+impl Drop for Unkept {
+    fn drop(&mut self) {
+        if let Some(connection) = self.0.take() {
+            connection.hang_up();
+        }
+    }
+}
+
+/// `POST`: `initialize` makes a connection; anything else goes to one.
+pub(crate) async fn post(
+    State(shared): State<Arc<Shared>>,
+    Extension(principal): Extension<Principal>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let json_body = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json_body {
+        return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+        return refuse(StatusCode::BAD_REQUEST, "Invalid JSON");
+    };
+    if message.is_array() {
+        let error = json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": -32600, "message": "JSON-RPC batches are not supported"}});
+        return json_response(StatusCode::BAD_REQUEST, &error);
+    }
+    if !message.is_object() {
+        return refuse(StatusCode::BAD_REQUEST, "Invalid JSON-RPC message");
+    }
+    let connection_id = headers.get(CONNECTION_ID).and_then(|v| v.to_str().ok());
+    let is_initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+    if is_initialize && message.get("id").is_some() {
+        if connection_id.is_some() {
+            return refuse(StatusCode::BAD_REQUEST, "Initialize not allowed on existing connection");
+        }
+        if shared.draining.is_cancelled() {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");
+        }
+        return initialize(&shared, principal, &message).await;
+    }
+    let connection = match connection_of(&shared, connection_id, &principal) {
+        Ok(connection) => connection,
+        Err(refused) => return refused,
+    };
+    let session_header = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if bridge::is_response(&message) {
+        // The client's answer to the agent's request: it must name the session the request did.
+        let key = message.get("id").map(id_key).unwrap_or_default();
+        if let Some(Some(session)) = lock(&connection.routes).client.get(&key) {
+            match &session_header {
+                None => return refuse(StatusCode::BAD_REQUEST, "Missing Acp-Session-Id"),
+                Some(header) if header != session => {
+                    return refuse(StatusCode::BAD_REQUEST, "Mismatched Acp-Session-Id");
+                }
+                Some(_) => {}
+            }
+        }
+        lock(&connection.routes).client.remove(&key);
+    } else {
+        let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
+        let in_params = session_of(&message);
+        if (SESSION_METHODS.contains(&method) || in_params.is_some()) && session_header.is_none() {
+            return refuse(StatusCode::BAD_REQUEST, "Missing Acp-Session-Id");
+        }
+        if let (Some(header), Some(param)) = (&session_header, &in_params)
+            && header != param
+        {
+            return refuse(StatusCode::BAD_REQUEST, "Mismatched Acp-Session-Id");
+        }
+        if bridge::is_request(&message) {
+            let route = if method == "session/load" { None } else { session_header.or(in_params) };
+            let key = message.get("id").map(id_key).unwrap_or_default();
+            lock(&connection.routes).pending.insert(key, route);
+        }
+    }
+    let Some(pipe) = connection.pipe() else {
+        return refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id");
+    };
+    if !pipe.send(&message).await {
+        return refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id");
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// A new connection: its agent answers `initialize`, and the answer is this POST's body.
+async fn initialize(shared: &Arc<Shared>, principal: Principal, message: &Value) -> Response {
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    if id.is_null() {
+        return refuse(StatusCode::BAD_REQUEST, "Initialize request must include an ID");
+    }
+    let (pipe, outgoing) =
+        bridge::start(shared.options.clone(), principal.0.as_deref(), &shared.in_flight, &shared.tasks);
+    let connection = Arc::new(HttpConnection {
+        id: new_connection_id(),
+        principal,
+        pipe: Mutex::new(Some(pipe.clone())),
+        routes: Mutex::new(Routes::default()),
+        streams: Mutex::new(HashMap::new()),
+        ended: std::sync::atomic::AtomicBool::new(false),
+        receivers: AtomicUsize::new(0),
+        last_seen: Mutex::new(tokio::time::Instant::now()),
+    });
+    let mut unkept = Unkept(Some(connection.clone()));
+    let (answered, answer) = oneshot::channel();
+    lock(&connection.routes).initial = Some((id_key(&id), answered));
+    shared.tasks.spawn(route_outgoing(shared.clone(), connection.clone(), outgoing));
+    let sent = pipe.send(message).await;
+    drop(pipe);
+    let answer = if sent { answer.await.ok() } else { None };
+    let Some(answer) = answer else {
+        let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Initialize failed"}});
+        return json_response(StatusCode::INTERNAL_SERVER_ERROR, &error);
+    };
+    if connection.ended.load(Ordering::SeqCst) {
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");
+    }
+    unkept.0 = None;
+    lock(&shared.connections.http).insert(connection.id.clone(), connection.clone());
+    if shared.hang_up.is_cancelled() {
+        // Shut down while this was answered: the connection is hung up with the others.
+        connection.hang_up();
+    }
+    let mut response = (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], answer).into_response();
+    if let Ok(value) = HeaderValue::from_str(&connection.id) {
+        response.headers_mut().insert(CONNECTION_ID, value);
+    }
+    response
+}
+
+/// Routes everything the agent says, until it ends; then the connection is gone.
+///
+/// A connection whose client has had no stream open and made no request for the idle timeout
+/// ([`RemoteConfig::idle_timeout`](super::RemoteConfig::idle_timeout)) is hung up: its client
+/// vanished without a `DELETE`, and its agent would otherwise keep its sessions live for ever.
+async fn route_outgoing(shared: Arc<Shared>, connection: Arc<HttpConnection>, mut outgoing: mpsc::Receiver<Outgoing>) {
+    let idle = shared.config.idle_timeout;
+    let mut tick = tokio::time::interval((idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(5)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            message = outgoing.recv() => match message {
+                Some(message) => connection.route(message),
+                None => break,
+            },
+            _ = tick.tick() => {
+                if connection.is_idle(idle) && lock(&connection.pipe).is_some() {
+                    tracing::info!(connection = connection.id, "an idle HTTP connection hung up");
+                    connection.hang_up();
+                }
+            }
+        }
+    }
+    connection.end();
+    shared.connections.remove(&connection.id);
+}
+
+/// `GET` that is not a WebSocket upgrade: the SSE stream of a connection (or of one of its
+/// sessions).
+pub(crate) fn events(shared: &Shared, principal: &Principal, headers: &HeaderMap) -> Response {
+    let accepts_events = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+    if !accepts_events {
+        return refuse(StatusCode::NOT_ACCEPTABLE, "Not Acceptable");
+    }
+    let connection_id = headers.get(CONNECTION_ID).and_then(|v| v.to_str().ok());
+    let connection = match connection_of(shared, connection_id, principal) {
+        Ok(connection) => connection,
+        Err(refused) => return refused,
+    };
+    let route: Route = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let lease = {
+        let mut streams = lock(&connection.streams);
+        if connection.ended.load(Ordering::SeqCst) {
+            return refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id");
+        }
+        streams.entry(route.clone()).or_insert_with(Mailbox::new).lease()
+    };
+    let Some(lease) = lease else {
+        return refuse(StatusCode::CONFLICT, "Outbound stream already has an active receiver");
+    };
+    let receiving = Receiving::new(connection, route);
+    // The lease is dropped first (the tuple's order), so the stream is whole again when
+    // `Receiving` looks at it.
+    let events = futures::stream::unfold((lease, receiving), |(mut lease, receiving)| async move {
+        let text = lease.receiver.as_mut()?.recv().await?;
+        Some((Ok::<_, Infallible>(Event::default().data(text)), (lease, receiving)))
+    });
+    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
+}
+
+/// `DELETE`: the client hangs a connection up.
+pub(crate) async fn delete(
+    State(shared): State<Arc<Shared>>,
+    Extension(principal): Extension<Principal>,
+    headers: HeaderMap,
+) -> Response {
+    let connection_id = headers.get(CONNECTION_ID).and_then(|v| v.to_str().ok());
+    let connection = match connection_of(&shared, connection_id, &principal) {
+        Ok(connection) => connection,
+        Err(refused) => return refused,
+    };
+    shared.connections.remove(&connection.id);
+    connection.hang_up();
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// The connection a request names, if it exists and belongs to the request's principal.
+fn connection_of(shared: &Shared, id: Option<&str>, principal: &Principal) -> Result<Arc<HttpConnection>, Response> {
+    let Some(id) = id else {
+        return Err(refuse(StatusCode::BAD_REQUEST, "Missing Acp-Connection-Id"));
+    };
+    let Some(connection) = shared.connections.get(id) else {
+        return Err(refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id"));
+    };
+    if connection.principal != *principal {
+        return Err(refuse(StatusCode::FORBIDDEN, "the connection belongs to another principal"));
+    }
+    connection.touch();
+    Ok(connection)
+}
+
+/// A JSON body.
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// The session a message's params name.
+fn session_of(message: &Value) -> Option<String> {
+    message.get("params")?.get("sessionId")?.as_str().map(str::to_owned)
+}
+
+/// A JSON-RPC id as a map key (`1` and `"1"` differ).
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection() -> Arc<HttpConnection> {
+        Arc::new(HttpConnection {
+            id: "c".to_owned(),
+            principal: Principal(None),
+            pipe: Mutex::new(None),
+            routes: Mutex::new(Routes::default()),
+            streams: Mutex::new(HashMap::new()),
+            ended: std::sync::atomic::AtomicBool::new(false),
+            receivers: AtomicUsize::new(0),
+            last_seen: Mutex::new(tokio::time::Instant::now()),
+        })
+    }
+
+    /// Opens `route`'s stream as an SSE response does; the returned pair is that response.
+    fn open(connection: &Arc<HttpConnection>, route: &Route) -> (Lease, Receiving) {
+        let lease = lock(&connection.streams).entry(route.clone()).or_insert_with(Mailbox::new).lease().unwrap();
+        (lease, Receiving::new(connection.clone(), route.clone()))
+    }
+
+    #[tokio::test]
+    async fn a_stream_left_empty_is_forgotten_and_one_with_messages_waiting_is_kept() {
+        let connection = connection();
+        let session = Some("s".to_owned());
+        let response = open(&connection, &session);
+        assert_eq!(connection.receivers.load(Ordering::SeqCst), 1);
+        drop(response);
+        assert_eq!(connection.receivers.load(Ordering::SeqCst), 0);
+        assert!(lock(&connection.streams).is_empty(), "an empty stream nobody reads is forgotten");
+
+        let response = open(&connection, &session);
+        lock(&connection.streams)[&session].push("{}".to_owned());
+        drop(response);
+        assert!(lock(&connection.streams).contains_key(&session), "a message waits in it");
+        let mut again = open(&connection, &session);
+        assert_eq!(again.0.receiver.as_mut().unwrap().recv().await.as_deref(), Some("{}"));
+    }
+}

@@ -1,0 +1,207 @@
+//! Serving an agent remotely: ACP over Streamable HTTP (POST + Server-Sent Events) and over
+//! WebSocket, on one endpoint (default `/acp`), as the official SDKs' remote clients speak it.
+//!
+//! Only with the `remote` feature. The entry point is [`serve_http`]: it binds, and every HTTP
+//! connection (an `initialize` POST and what follows under its `Acp-Connection-Id`) or WebSocket
+//! is its own ACP connection, with its own [`Agent`](crate::Agent) made from a clone of the
+//! [`Options`] given — so all of them share the host (its store, its session registry).
+//!
+//! One concern per file:
+//! - `config`: [`RemoteConfig`], what is served where and under which rules;
+//! - `guard`: the rules every request passes before any ACP is read (`Host`, `Origin`, bearer
+//!   token);
+//! - `bridge`: one ACP connection — an agent on an in-memory pipe, messages in and out as JSON;
+//! - `http`: Streamable HTTP (connection ids, session streams, status codes);
+//! - `websocket`: one ACP connection per WebSocket, one message per text frame;
+//! - this file: binding, the router (and `GET`'s choice between a WebSocket and an SSE stream),
+//!   [`RemoteServer`] and its graceful shutdown.
+//!
+//! Invariants: no request reaches an agent before the guard accepted it (a refused request is
+//! answered 401/403 and nothing is read); an agent that listens on a non-loopback address always
+//! has a token verifier; a connection's principal (the name its token was verified as) is fixed
+//! when it is made, and a request of another principal on it is refused with 403; shutting down
+//! refuses new connections first, serves the open ones while their requests in flight are answered
+//! (up to the grace period), then hangs every connection up, so each agent closes its sessions as
+//! at the end of stdio.
+//!
+//! Wire behaviour follows the official TypeScript SDK 2.4 (`@agentclientprotocol/sdk`
+//! `experimental/server`) where the RFD "Streamable HTTP & WebSocket transport" is less precise:
+//! `initialize` is the one POST answered in its own body (with the `Acp-Connection-Id` header),
+//! every other POST is answered `202 Accepted` and its answer comes on a `GET` SSE stream — the
+//! connection's, or the session's one (`Acp-Session-Id`) for messages about a session; a
+//! `session/load` answer goes on the connection's stream.
+
+mod bridge;
+mod config;
+mod guard;
+mod http;
+mod websocket;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use config::{RemoteConfig, TokenVerifier};
+
+use crate::Options;
+
+/// What every handler of one server shares.
+pub(crate) struct Shared {
+    pub(crate) options: Options,
+    pub(crate) config: RemoteConfig,
+    /// The address actually bound (port 0 resolved), for the `Host` rule.
+    pub(crate) local_addr: SocketAddr,
+    pub(crate) connections: http::Connections,
+    /// Requests sent to any agent and not answered yet (the graceful shutdown waits for none).
+    pub(crate) in_flight: bridge::InFlight,
+    /// Cancelled when the server hangs every connection up.
+    pub(crate) hang_up: CancellationToken,
+    /// Cancelled when the shutdown begins: no new ACP connection is made (`503`), the open ones
+    /// are still served through the grace period.
+    pub(crate) draining: CancellationToken,
+    /// Every connection's tasks, awaited by the shutdown.
+    pub(crate) tasks: TaskTracker,
+}
+
+/// A running remote agent server; see [`serve_http`].
+///
+/// Dropping it without [`RemoteServer::shutdown`] stops accepting and hangs every connection up
+/// at once (no grace period), without waiting for them to end.
+pub struct RemoteServer {
+    shared: Arc<Shared>,
+    stop_accepting: CancellationToken,
+    served: tokio::task::JoinHandle<io::Result<()>>,
+}
+
+impl std::fmt::Debug for RemoteServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteServer").field("local_addr", &self.shared.local_addr).finish_non_exhaustive()
+    }
+}
+
+/// Binds `config`'s address and serves ACP at its path over Streamable HTTP and WebSocket, each
+/// connection an [`Agent`](crate::Agent) made from a clone of `options` (the host is shared).
+///
+/// Errors: binding failed, or the address is not a loopback one and `config` has no token
+/// verifier (`InvalidInput`: an agent open to the network must know who calls it).
+pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<RemoteServer> {
+    if !config.addr.ip().is_loopback() && config.token_verifier.is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to listen on the non-loopback address {} without a token verifier", config.addr),
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(config.addr).await?;
+    let local_addr = listener.local_addr()?;
+    let shared = Arc::new(Shared {
+        options,
+        config,
+        local_addr,
+        connections: http::Connections::default(),
+        in_flight: bridge::InFlight::default(),
+        hang_up: CancellationToken::new(),
+        draining: CancellationToken::new(),
+        tasks: TaskTracker::new(),
+    });
+    let router = router(&shared);
+    let stop_accepting = CancellationToken::new();
+    let stop = stop_accepting.clone();
+    let served = tokio::spawn(async move {
+        axum::serve(listener, router).with_graceful_shutdown(async move { stop.cancelled().await }).await
+    });
+    tracing::info!(address = %local_addr, path = shared.config.path, "serving ACP remotely");
+    Ok(RemoteServer { shared, stop_accepting, served })
+}
+
+/// The one endpoint: POST, GET (SSE or a WebSocket upgrade) and DELETE, behind the guard and the
+/// body limit.
+fn router(shared: &Arc<Shared>) -> axum::Router {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(&shared.config.path, get(get_endpoint).post(http::post).delete(http::delete))
+        .layer(axum::extract::DefaultBodyLimit::max(shared.config.body_limit(&shared.options)))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), guard::check))
+        .with_state(shared.clone())
+}
+
+impl Drop for RemoteServer {
+    fn drop(&mut self) {
+        // After `shutdown` these are done already; otherwise nothing outlives the handle.
+        self.stop_accepting.cancel();
+        self.shared.hang_up.cancel();
+        self.shared.connections.hang_up_all();
+    }
+}
+
+/// `GET`: a WebSocket upgrade (`Upgrade: websocket`), else an SSE stream of Streamable HTTP.
+async fn get_endpoint(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+    axum::Extension(principal): axum::Extension<guard::Principal>,
+    upgrade: Result<axum::extract::WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let wants_websocket = headers
+        .get(axum::http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !wants_websocket {
+        return http::events(&shared, &principal, &headers);
+    }
+    if shared.draining.is_cancelled() {
+        return guard::refuse(axum::http::StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");
+    }
+    match upgrade {
+        Ok(upgrade) => websocket::upgrade(shared, principal, upgrade),
+        Err(rejection) => rejection.into_response(),
+    }
+}
+
+impl RemoteServer {
+    /// The address the server listens on (with the port the system picked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local_addr
+    }
+
+    /// The URL of the endpoint, e.g. `http://127.0.0.1:8080/acp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.shared.local_addr, self.shared.config.path)
+    }
+
+    /// How many ACP connections are open (HTTP and WebSocket).
+    pub fn connections(&self) -> usize {
+        self.shared.connections.len() + self.shared.connections.websockets()
+    }
+
+    /// Shuts down gracefully: refuses new ACP connections (`503`: an `initialize` POST, a
+    /// WebSocket upgrade) while the open ones are still served — an HTTP client can still answer
+    /// a permission request or cancel its turn — until every request in flight (a running turn's
+    /// `session/prompt` included) is answered or the grace period
+    /// ([`RemoteConfig::shutdown_grace`]) has passed; then stops accepting, hangs every
+    /// connection up — each agent closes its sessions, its last messages are delivered and its
+    /// streams end — and returns once all of them have finished.
+    pub async fn shutdown(mut self) -> io::Result<()> {
+        self.shared.draining.cancel();
+        let grace = self.shared.config.shutdown_grace;
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.shared.in_flight.get() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.stop_accepting.cancel();
+        self.shared.hang_up.cancel();
+        self.shared.connections.hang_up_all();
+        self.shared.tasks.close();
+        self.shared.tasks.wait().await;
+        // The server's own future ends once the last HTTP connection (an SSE stream, ended just
+        // now) is done.
+        match tokio::time::timeout(grace.max(Duration::from_secs(1)), &mut self.served).await {
+            Ok(Ok(served)) => served,
+            Ok(Err(join)) => Err(io::Error::other(join)),
+            Err(_) => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! `--listen`: the demo served remotely (Streamable HTTP and WebSocket at `/acp`), with its
+//! `--token` and `--allow-origin` rules, until SIGTERM (or Ctrl-C) shuts it down gracefully.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::net::{SocketAddr, ToSocketAddrs as _};
+use std::sync::Arc;
+
+use acp_facade::Options;
+use acp_facade::remote::{RemoteConfig, TokenVerifier, serve_http};
+
+/// Where and under which rules to serve.
+pub(crate) struct Listen {
+    addr: SocketAddr,
+    /// Secret → principal name.
+    tokens: HashMap<String, String>,
+    origins: Vec<String>,
+}
+
+/// `NAME:SECRET`, both non-empty.
+pub(crate) fn parse_token(value: &str) -> Result<(String, String), String> {
+    match value.split_once(':') {
+        Some((name, secret)) if !name.is_empty() && !secret.is_empty() => Ok((name.to_owned(), secret.to_owned())),
+        _ => Err(format!("--token must be NAME:SECRET, got {value:?}")),
+    }
+}
+
+impl Listen {
+    /// `HOST:PORT` resolved (its first address), refused when it is not loopback and no token is
+    /// given: an agent open to the network must know who calls it.
+    pub(crate) fn new(listen: &str, tokens: Vec<(String, String)>, origins: Vec<String>) -> Result<Self, String> {
+        let addr = listen
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .ok_or_else(|| format!("--listen must be HOST:PORT, got {listen:?}"))?;
+        if !addr.ip().is_loopback() && tokens.is_empty() {
+            return Err(format!("--listen {listen} is not a loopback address: give at least one --token"));
+        }
+        let tokens = tokens.into_iter().map(|(name, secret)| (secret, name)).collect();
+        Ok(Self { addr, tokens, origins })
+    }
+}
+
+/// Serves until SIGTERM or Ctrl-C, then shuts down gracefully.
+pub(crate) async fn serve(options: Options, listen: Listen) -> std::io::Result<()> {
+    let mut config = RemoteConfig::new(listen.addr);
+    if !listen.tokens.is_empty() {
+        let tokens = Arc::new(listen.tokens);
+        let verifier: TokenVerifier = Arc::new(move |token: &str| {
+            let name = tokens.get(token).cloned();
+            Box::pin(async move { name })
+        });
+        config = config.token_verifier(verifier);
+    }
+    for origin in listen.origins {
+        config = config.allow_origin(origin);
+    }
+    let server = serve_http(options, config).await?;
+    let _ = writeln!(std::io::stderr().lock(), "listening on {}", server.url());
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    tracing::info!("shutting down");
+    server.shutdown().await
+}
