@@ -147,6 +147,7 @@ exports.Connection = native.Connection
 exports.EventHub = native.EventHub
 exports.MemoryStore = native.MemoryStore
 exports.PostgresStore = native.PostgresStore
+exports.RemoteServer = native.RemoteServer
 exports.Runner = native.Runner
 exports.SessionControl = native.SessionControl
 exports.SqliteStore = native.SqliteStore

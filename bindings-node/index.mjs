@@ -25,6 +25,7 @@ export const {
   EventHub,
   MemoryStore,
   PostgresStore,
+  RemoteServer,
   Runner,
   SessionControl,
   SqliteStore,

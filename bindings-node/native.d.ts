@@ -716,6 +716,14 @@ export type ExtensionMethod = (params: unknown) => MaybePromise<unknown>
 /** An extension notification handler. */
 export type ExtensionNotification = (params: unknown) => MaybePromise<void>
 
+/**
+ * Verifies a remote request's bearer token (`Authorization: Bearer TOKEN`, see
+ * `Agent.serveHttp`): the name of the principal it acts as, or `null`/`undefined` to refuse it
+ * (`401`). A throw, a rejection, or any other value (an empty string included) refuses it too, and
+ * is logged; the server goes on serving. Called once per HTTP request (once per WebSocket).
+ */
+export type TokenVerifier = (token: string) => MaybePromise<string | null | undefined>
+
 // ---- The harness model (acp_facade::harness) ----
 
 /**
@@ -1013,7 +1021,19 @@ export declare class Agent {
    * order (return a Promise to slow the agent down). Prefer `agent.serve(input, output)`.
    */
   serveConnection(connection: Connection, write: (chunk: Buffer) => void | Promise<void>): Promise<void>
-  /** How many sessions are live. */
+  /**
+   * Serves remotely instead of on stdio: ACP over Streamable HTTP and WebSocket at
+   * `http://ADDRESS/acp`, each connection an agent of its own made from this agent's options
+   * (all sharing its host). Resolves with the running server once it listens. Throws
+   * `ERR_ACP_INVALID_ARG` for a bad option; rejects with `ERR_ACP_INVALID_ARG` for an address
+   * that does not resolve or is not loopback without a `tokenVerifier`, `ERR_ACP_IO` when the
+   * address cannot be bound.
+   */
+  serveHttp(options: ServeHttpOptions): Promise<RemoteServer>
+  /**
+   * How many sessions are live (over stdio or streams; not those of remote connections, each
+   * an agent of its own).
+   */
   get liveSessions(): number
 }
 
@@ -1130,6 +1150,37 @@ export declare class PostgresStore {
    * `ERR_ACP_STORE` when it cannot.
    */
   close(): Promise<void>
+}
+
+/**
+ * A running remote agent server (`agent.serveHttp`): every HTTP connection (an `initialize` POST
+ * and what follows under its `Acp-Connection-Id`) and every WebSocket at its URL is an ACP
+ * connection of its own, all sharing the agent's host. It runs until `shutdown()`, keeping the
+ * process alive meanwhile.
+ */
+export declare class RemoteServer {
+  /**
+   * The endpoint's URL, e.g. `http://127.0.0.1:40213/acp` (the port the system picked for
+   * port 0).
+   */
+  get url(): string
+  /** The address listened on, `HOST:PORT` (e.g. `127.0.0.1:40213`; an IPv6 host in brackets). */
+  get address(): string
+  /** The port listened on. */
+  get port(): number
+  /** How many ACP connections are open now (HTTP and WebSocket); 0 once shut down. */
+  get connections(): number
+  /** Resolves once the server has shut down (after `shutdown()`). */
+  get closed(): Promise<void>
+  /**
+   * Shuts down gracefully: new connections are refused (`503`) while the open ones are still
+   * served — a client can still answer a permission request or cancel its turn — until every
+   * request in flight (a running turn's `session/prompt` included) is answered or
+   * `shutdownGraceMs` has passed; then every connection is hung up (each closes its sessions,
+   * as at the end of stdio). Resolves when all of them have ended; every call resolves alike.
+   * Rejects with `ERR_ACP_IO` if the server failed while stopping.
+   */
+  shutdown(): Promise<void>
 }
 
 /**
@@ -1569,4 +1620,43 @@ export interface PromptCapabilities {
   audio?: boolean
   /** Embedded resources (`resource` blocks). @default false */
   embeddedContext?: boolean
+}
+
+/** How `agent.serveHttp` serves: where, and under which rules. Only `address` is required. */
+export interface ServeHttpOptions {
+  /**
+   * `HOST:PORT` to listen on, e.g. `'127.0.0.1:0'` (port 0: the system picks a free one, see
+   * `RemoteServer.port`); a host name is resolved and its first address used. An address that
+   * is not loopback needs a `tokenVerifier`.
+   */
+  address: string
+  /** The endpoint's path; it must start with `/`. @default '/acp' */
+  path?: string
+  /**
+   * Maps the bearer token of each request (`Authorization: Bearer TOKEN`) to the principal it
+   * acts as, or refuses it (`401`, before any ACP is read). A session belongs to the principal
+   * that created it; to any other it does not exist. @default none (allowed on loopback only)
+   */
+  tokenVerifier?: TokenVerifier
+  /**
+   * The `Origin`s (e.g. `'https://editor.example'`) whose requests are served; a request with
+   * any other `Origin` (a web page of another site) is answered `403`. Requests without one
+   * (native clients) are not affected. @default none
+   */
+  allowedOrigins?: Array<string>
+  /**
+   * The largest request body (a POST, a WebSocket message) in bytes; larger is answered `413`
+   * (a WebSocket is closed). @default the agent's `maxMessageSize`
+   */
+  maxBodySize?: number
+  /**
+   * How long `shutdown()` lets requests in flight (running turns) finish before it hangs every
+   * connection up, in ms. @default 10000
+   */
+  shutdownGraceMs?: number
+  /**
+   * How long a Streamable HTTP connection may have no stream open and make no request before it
+   * is hung up (its client vanished without a `DELETE`), in ms. @default 300000
+   */
+  idleTimeoutMs?: number
 }

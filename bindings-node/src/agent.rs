@@ -1,5 +1,6 @@
 //! `Agent`: an ACP agent for one connection, built from a JS host object (the host interfaces)
-//! or by a `Runner`, served over stdio or over caller-supplied streams. Its options say what it
+//! or by a `Runner`, served over stdio or over caller-supplied streams — or remotely, one agent
+//! per connection made from its options ([`crate::remote`]). Its options say what it
 //! accepts beyond text prompts and stdio MCP servers, and which extension methods it serves
 //! ([`extensions`]).
 
@@ -7,7 +8,7 @@ mod extensions;
 
 use std::collections::HashMap;
 
-use extensions::JsFunction;
+pub use extensions::JsFunction;
 use std::time::Duration;
 
 use acp_facade::Options;
@@ -170,6 +171,8 @@ pub fn apply_options(mut options: Options, js: Option<AgentOptions<'_>>) -> Resu
 #[napi]
 pub struct Agent {
     agent: acp_facade::Agent,
+    /// The options it was made from: `serveHttp` makes one agent per remote connection of them.
+    options: Options,
 }
 
 #[napi]
@@ -196,7 +199,8 @@ impl Agent {
         if let Some(authenticator) = parts.authenticator {
             core = core.authenticator(authenticator);
         }
-        Ok(Self::from_core(acp_facade::Agent::new(apply_options(core, options)?)))
+        let options = apply_options(core, options)?;
+        Ok(Self::from_core(acp_facade::Agent::new(options.clone()), options))
     }
 
     /// Serves over the process's stdin and stdout until the client hangs up; then closes every
@@ -267,7 +271,23 @@ impl Agent {
         .map_err(recode)
     }
 
-    /// How many sessions are live.
+    /// Serves remotely instead of on stdio: ACP over Streamable HTTP and WebSocket at
+    /// `http://ADDRESS/acp`, each connection an agent of its own made from this agent's options
+    /// (all sharing its host). Resolves with the running server once it listens. Throws
+    /// `ERR_ACP_INVALID_ARG` for a bad option; rejects with `ERR_ACP_INVALID_ARG` for an address
+    /// that does not resolve or is not loopback without a `tokenVerifier`, `ERR_ACP_IO` when the
+    /// address cannot be bound.
+    #[napi(ts_return_type = "Promise<RemoteServer>")]
+    pub fn serve_http<'env>(
+        &self,
+        env: &'env Env,
+        options: crate::remote::ServeHttpOptions<'_>,
+    ) -> Result<PromiseRaw<'env, crate::remote::RemoteServer>> {
+        crate::remote::serve_http(env, self.options.clone(), options)
+    }
+
+    /// How many sessions are live (over stdio or streams; not those of remote connections, each
+    /// an agent of its own).
     #[napi(getter)]
     pub fn live_sessions(&self) -> u32 {
         u32::try_from(self.agent.live_sessions()).unwrap_or(u32::MAX)
@@ -275,8 +295,8 @@ impl Agent {
 }
 
 impl Agent {
-    /// Wraps a core agent.
-    pub fn from_core(agent: acp_facade::Agent) -> Self {
-        Self { agent }
+    /// Wraps a core agent made from `options`.
+    pub fn from_core(agent: acp_facade::Agent, options: Options) -> Self {
+        Self { agent, options }
     }
 }

@@ -173,6 +173,14 @@ export type ExtensionMethod = (params: unknown) => MaybePromise<unknown>
 /** An extension notification handler. */
 export type ExtensionNotification = (params: unknown) => MaybePromise<void>
 
+/**
+ * Verifies a remote request's bearer token (`Authorization: Bearer TOKEN`, see
+ * `Agent.serveHttp`): the name of the principal it acts as, or `null`/`undefined` to refuse it
+ * (`401`). A throw, a rejection, or any other value (an empty string included) refuses it too, and
+ * is logged; the server goes on serving. Called once per HTTP request (once per WebSocket).
+ */
+export type TokenVerifier = (token: string) => MaybePromise<string | null | undefined>
+
 // ---- The harness model (acp_facade::harness) ----
 
 /**

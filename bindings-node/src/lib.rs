@@ -14,6 +14,7 @@
 //! - [`pace`]: the core's back-pressure as JS sees it (`null` or a Promise; `ERR_ACP_QUEUE_FULL`).
 //! - [`harness`]: conversion of harness events and gate answers.
 //! - [`agent`]: the `Agent` class, its options, and serving over stdio or caller-supplied streams.
+//! - [`remote`]: `agent.serveHttp`, the agent served over Streamable HTTP and WebSocket.
 //! - [`runner`]: the batteries-included runner: stores, the JS turn runner and the `Turn` handle.
 //! - [`settle`]: Promises settled from the core's threads through one threadsafe function.
 //!
@@ -44,6 +45,7 @@ pub mod hub;
 pub mod number;
 pub mod pace;
 pub mod relay;
+pub mod remote;
 pub mod rpc;
 pub mod runner;
 pub mod settle;

@@ -1,7 +1,9 @@
-// The README's Node snippets — the quick start, and "read a file and run a command through the
-// editor" — each typechecked as TypeScript (`tsc --noEmit --strict` against the package's types),
-// and each run as an agent under the official ACP TypeScript client, from a project of its
-// own whose node_modules/acp-facade is this checkout (as `npm install` of it would link it). The other README snippets are checked in their own languages: bindings-python/tests/
+// The README's Node snippets — the quick start, "read a file and run a command through the
+// editor", and the remote agent (`agent.serveHttp`) — each typechecked as TypeScript (`tsc
+// --noEmit --strict` against the package's types), and each run as an agent under the official
+// ACP TypeScript client, from a project of its own whose node_modules/acp-facade is this checkout
+// (as `npm install` of it would link it): the first two here, the remote one by
+// serve_http.test.mjs. The other README snippets are checked in their own languages: bindings-python/tests/
 // test_readme.py says where.
 
 import assert from 'node:assert/strict'
@@ -37,10 +39,14 @@ function blocks(language) {
   return allBlocks(language).filter((text) => !isRemoteClient(text))
 }
 
-test('every js snippet of the README is checked: this file or the remote clients test', () => {
+/** Whether a snippet serves an agent remotely (run by serve_http.test.mjs; typechecked here). */
+const isRemoteServer = (text) => text.includes('.serveHttp(')
+
+test('every js snippet of the README is checked: this file, the remote clients test or the serveHttp test', () => {
   const remote = allBlocks('js').filter(isRemoteClient)
   assert.equal(remote.length, 1, 'one remote client snippet (bindings-node/test/remote_sdk.test.mjs runs it)')
-  assert.equal(blocks('js').length, 2)
+  assert.equal(blocks('js').length, 3)
+  assert.equal(blocks('js').filter(isRemoteServer).length, 1, 'one remote server snippet (serve_http.test.mjs runs it)')
 })
 
 /** `tsc --noEmit` (strict) over `files` (name -> text) in a project of its own; tsc's status and output. */
@@ -73,7 +79,7 @@ function typecheck(files) {
 
 test('the Node snippets typecheck as TypeScript against the package types', () => {
   const snippets = blocks('js')
-  assert.equal(snippets.length, 2)
+  assert.equal(snippets.length, 3)
   // As .mts files: TypeScript, with the snippets' JavaScript as it stands (a runner's `turn` typed
   // by `new Runner`'s parameter).
   const files = Object.fromEntries(snippets.map((text, i) => [`snippet${i}.mts`, text]))
@@ -88,12 +94,24 @@ test('the Node snippets typecheck as TypeScript against the package types', () =
     const line = text.slice(0, text.indexOf('turn.text(')).split('\n').length
     assert.match(misspelt.output, new RegExp(`${name}\\(${line},\\d+\\): error TS2551: Property 'txt' does not exist on type 'Turn'`))
   }
+  // And the remote server's options and handle are typed: a misspelt option, a misspelt getter.
+  const [[serverName, serverText]] = Object.entries(files).filter(([, text]) => isRemoteServer(text))
+  for (const [from, to, error] of [
+    ['allowedOrigins:', 'allowedOrigin:', /error TS2561: Object literal may only specify known properties, but 'allowedOrigin' does not exist in type 'ServeHttpOptions'/],
+    ['server.url', 'server.uri', /error TS2339: Property 'uri' does not exist on type 'RemoteServer'/],
+    ['(token) => tokens.get(token)', '(token) => tokens.size', /error TS2322/],
+  ]) {
+    assert.ok(serverText.includes(from), from)
+    const wrong = typecheck({ ...files, [serverName]: serverText.replace(from, to) })
+    assert.notEqual(wrong.status, 0, `${to} went unnoticed`)
+    assert.match(wrong.output, error)
+  }
 })
 
 test('the Node quick start serves the official client', async () => {
   const [snippet, editorSnippet, ...more] = blocks('js')
-  assert.ok(snippet && editorSnippet, 'the README has two js blocks')
-  assert.equal(more.length, 0, 'two js blocks: the quick start and the editor calls')
+  assert.ok(snippet && editorSnippet, 'the README has two js blocks before the remote agent')
+  assert.ok(more.length === 1 && isRemoteServer(more[0]), 'then the remote agent, run by serve_http.test.mjs')
   const project = mkdtempSync(join(tmpdir(), 'acp-facade-readme-'))
   try {
     mkdirSync(join(project, 'node_modules'))

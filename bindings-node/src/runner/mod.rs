@@ -222,7 +222,7 @@ impl Runner {
                 .ok_or_else(|| js_error(Code::InvalidArg, "an authenticator needs an `authenticate` method"))?;
             core = core.authenticator(auth);
         }
-        Ok(Agent::from_core(self.runner.agent(core)))
+        Ok(Agent::from_core(self.runner.agent(core.clone()), core))
     }
 
     /// Whether this runner has `sessionId` live (open on some connection).
