@@ -1,8 +1,9 @@
 // The official TypeScript SDK 2.4's remote clients (@agentclientprotocol/sdk, installed as
 // `acp-sdk-2`: `experimental/http-client`'s Streamable HTTP and `experimental/ws-client`'s
-// WebSocket) drive the Rust demo served with `--listen 127.0.0.1:0`: initialize, session/new, a
-// streamed prompt, a call from the agent to the client (`read PATH`: fs/read_text_file, answered on
-// the session's route), and the bearer-token rule; SIGTERM then ends the demo with status 0.
+// WebSocket) drive the Rust demo and the Node demo, each served with `--listen 127.0.0.1:0`:
+// initialize, session/new, a streamed prompt, a call from the agent to the client (`read PATH`:
+// fs/read_text_file, answered on the session's route), and the bearer-token rule; SIGTERM then ends
+// the demo with status 0. A non-loopback `--listen` without `--token` exits 2 with one line.
 
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -17,17 +18,19 @@ import { createHttpStream } from 'acp-sdk-2/experimental/http-client'
 import { createWebSocketStream } from 'acp-sdk-2/experimental/ws-client'
 import { WebSocket } from 'ws'
 
-import { rustDemo } from './support/client.mjs'
+import { DEMO_HOST, rustDemo } from './support/client.mjs'
 
-let RUST_DEMO
-before(() => {
+/** The demos, each as the command and leading arguments that start it. */
+const DEMOS = {
   // rustDemo() builds it when ACP_FACADE_RUST_DEMO is unset.
-  RUST_DEMO = rustDemo()
-})
+  Rust: () => [rustDemo()],
+  Node: () => [process.execPath, DEMO_HOST],
+}
 
-/** Starts the demo with `args`; resolves with its URL once it printed `listening on URL`. */
-async function listen(args) {
-  const child = spawn(RUST_DEMO, ['--store', ':memory:', '--listen', '127.0.0.1:0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+/** Starts `demo` with `args`; resolves with its URL once it printed `listening on URL`. */
+async function listen(demo, args) {
+  const [command, ...lead] = demo
+  const child = spawn(command, [...lead, '--store', ':memory:', '--listen', '127.0.0.1:0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
   const url = await new Promise((resolve, reject) => {
@@ -85,13 +88,15 @@ async function workflow(stream, work) {
   })
 }
 
-describe('the official SDK 2.4 remote clients drive the Rust demo', () => {
+for (const [language, command] of Object.entries(DEMOS)) describe(`the official SDK 2.4 remote clients drive the ${language} demo`, () => {
   let demo
   let work
+  let agent
   before(async () => {
+    agent = command()
     work = mkdtempSync(join(tmpdir(), 'acp-remote-'))
     writeFileSync(join(work, 'notes.txt'), 'remote file text')
-    demo = await listen(['--token', 'alice:s3cret'])
+    demo = await listen(agent, ['--token', 'alice:s3cret', '--token', 'bob:b0b', '--allow-origin', 'https://app.example'])
   })
   after(() => {
     demo?.child.kill('SIGKILL')
@@ -156,20 +161,73 @@ describe('the official SDK 2.4 remote clients drive the Rust demo', () => {
     )
   })
 
+  test('--token and --allow-origin: each token acts as its name; a foreign Origin is answered 403 before the token is looked at', async () => {
+    const post = (headers) =>
+      fetch(demo.url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } }),
+      })
+    assert.equal((await post({ Authorization: 'Bearer b0b' })).status, 200)
+    assert.equal((await post({ Authorization: 'Bearer b0b', Origin: 'https://app.example' })).status, 200)
+    assert.equal((await post({ Authorization: 'Bearer b0b', Origin: 'https://evil.example' })).status, 403)
+    assert.equal((await post({ Authorization: 'Bearer nope', Origin: 'https://app.example' })).status, 401)
+  })
+
   test('SIGTERM shuts the demo down gracefully: exit status 0', async () => {
     demo.child.kill('SIGTERM')
     const { code, signal } = await demo.exited
     assert.equal(signal, null, demo.stderr())
     assert.equal(code, 0, demo.stderr())
   })
+
+  test('a non-loopback --listen without --token: exit status 2, one line on stderr, nothing on stdout', async () => {
+    const [program, ...lead] = agent
+    const child = spawn(program, [...lead, '--store', ':memory:', '--listen', '0.0.0.0:0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stderr = ''
+    let stdout = ''
+    child.stderr.on('data', (data) => (stderr += data))
+    child.stdout.on('data', (data) => (stdout += data))
+    const code = await new Promise((resolve) => child.on('exit', resolve))
+    assert.equal(code, 2)
+    assert.equal(stderr.trim().split('\n').length, 1, stderr)
+    assert.match(stderr, /--listen 0\.0\.0\.0:0 is not a loopback address: give at least one --token/)
+    assert.equal(stdout, '')
+  })
 })
 
-test('a non-loopback --listen without --token: exit status 2, one line on stderr', async () => {
-  const child = spawn(RUST_DEMO, ['--store', ':memory:', '--listen', '0.0.0.0:0'], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let stderr = ''
-  child.stderr.on('data', (data) => (stderr += data))
-  const code = await new Promise((resolve) => child.on('exit', resolve))
-  assert.equal(code, 2)
-  assert.equal(stderr.trim().split('\n').length, 1, stderr)
-  assert.match(stderr, /--token/)
+test('the Rust and Node demos refuse the same bad remote command lines, with the same message', async () => {
+  /** Runs `demo` with `args`; its status, its one stderr line's message (less the program's prefix and the --help hint), its stdout. */
+  const run = async ([program, ...lead], args) => {
+    const child = spawn(program, [...lead, '--store', ':memory:', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stderr = ''
+    let stdout = ''
+    child.stderr.on('data', (data) => (stderr += data))
+    child.stdout.on('data', (data) => (stdout += data))
+    const code = await new Promise((resolve) => child.on('exit', resolve))
+    const lines = stderr.trimEnd().split('\n')
+    assert.equal(lines.length, 1, stderr)
+    const message = /^[^:]+: (.*) \(see .*--help\)$/.exec(lines[0])?.[1]
+    assert.ok(message, lines[0])
+    return { code, message, stdout }
+  }
+  const rust = DEMOS.Rust()
+  const node = DEMOS.Node()
+  for (const args of [
+    ['--listen'],
+    ['--token'],
+    ['--allow-origin'],
+    ['--listen', '127.0.0.1:0', '--token', 'alice'],
+    ['--listen', '127.0.0.1:0', '--token', ':s3cret'],
+    ['--listen', '127.0.0.1:0', '--token', 'alice:'],
+    ['--token', 'alice:s3cret'],
+    ['--allow-origin', 'https://app.example'],
+    ['--listen', 'nowhere'],
+    ['--listen', '127.0.0.1:http'],
+    ['--listen', '0.0.0.0:0'],
+  ]) {
+    const [r, n] = [await run(rust, args), await run(node, args)]
+    assert.equal(r.code, 2, args.join(' '))
+    assert.deepEqual(n, r, args.join(' '))
+  }
 })

@@ -13,11 +13,17 @@
 // Options: --store PATH (default $XDG_DATA_HOME/acp-facade/demo.sqlite; `:memory:` keeps nothing;
 //          a postgres:// URL keeps them in PostgreSQL, shared by every process using it),
 //          --page-size N (the largest session/list page, default 50),
-//          --auth (every session method needs `authenticate` with demo-login first), --help.
+//          --auth (every session method needs `authenticate` with demo-login first),
+//          --listen HOST:PORT (serve ACP remotely, over Streamable HTTP and WebSocket at /acp,
+//          instead of stdio; SIGTERM shuts it down gracefully), --token NAME:SECRET (a bearer
+//          token a remote client must present; repeatable), --allow-origin ORIGIN (a browser
+//          origin allowed to call it; repeatable), --help.
 // The npm package ships this file as its command `acp-facade-demo` (node_modules/.bin/).
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
 
+import { lookup } from 'node:dns/promises'
 import { createRequire } from 'node:module'
+import { isIPv6 } from 'node:net'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -25,14 +31,25 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { ClientError, PostgresStore, Runner, SqliteStore, UnsupportedError } from 'acp-facade'
 
 const USAGE = `usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...]
    or: node demo_host.mjs [...]
 
-An Agent Client Protocol agent over stdio (the acp-facade demo on Node; docs/DEMO.md).
+An Agent Client Protocol agent over stdio, or remotely with --listen (the acp-facade demo on Node; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
                    process using the same database
   --page-size N    the largest session/list page (default 50)
   --auth           require \`authenticate\` with method demo-login before any session method
+  --listen HOST:PORT
+                   serve ACP over Streamable HTTP and WebSocket at http://HOST:PORT/acp instead of
+                   stdio (port 0: a free port); prints \`listening on http://HOST:PORT/acp\` on
+                   stderr when ready; SIGTERM shuts down gracefully
+  --token NAME:SECRET
+                   with --listen: clients must send \`Authorization: Bearer SECRET\` (they act as
+                   NAME); repeatable; required for a HOST that is not loopback
+  --allow-origin ORIGIN
+                   with --listen: allow browser requests from ORIGIN (e.g. https://app.example);
+                   repeatable
   -h, --help       this text`
 
 /** `--help` was asked for: the usage goes to stdout, exit 0. */
@@ -64,6 +81,9 @@ function parseArgs(argv) {
   let store
   let pageSize = 50
   let auth = false
+  let listen
+  const tokens = []
+  const origins = []
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     if (arg === '--store') {
@@ -77,13 +97,75 @@ function parseArgs(argv) {
       pageSize = n
     } else if (arg === '--auth') {
       auth = true
+    } else if (arg === '--listen') {
+      if (i + 1 >= argv.length) throw new Error('--listen needs HOST:PORT')
+      listen = argv[++i]
+    } else if (arg === '--token') {
+      if (i + 1 >= argv.length) throw new Error('--token needs NAME:SECRET')
+      tokens.push(parseToken(argv[++i]))
+    } else if (arg === '--allow-origin') {
+      if (i + 1 >= argv.length) throw new Error('--allow-origin needs an origin')
+      origins.push(argv[++i])
     } else if (arg === '--help' || arg === '-h') {
       throw new Help()
     } else {
       throw new Error(`unknown argument ${JSON.stringify(arg)}`)
     }
   }
-  return { store: store ?? defaultStore(), pageSize, auth }
+  if (listen === undefined && (tokens.length > 0 || origins.length > 0)) throw new Error('--token and --allow-origin need --listen')
+  const remote = listen === undefined ? undefined : { listen, tokens, origins }
+  return { store: store ?? defaultStore(), pageSize, auth, remote }
+}
+
+/** `NAME:SECRET`, both non-empty. */
+function parseToken(value) {
+  const colon = value.indexOf(':')
+  const [name, secret] = colon < 0 ? ['', ''] : [value.slice(0, colon), value.slice(colon + 1)]
+  if (name === '' || secret === '') throw new Error(`--token must be NAME:SECRET, got ${JSON.stringify(value)}`)
+  return { name, secret }
+}
+
+/**
+ * `--listen HOST:PORT` resolved (its first address, as `HOST:PORT` with an IPv6 host in brackets),
+ * refused when it is not loopback and no token is given: an agent open to the network must know
+ * who calls it.
+ */
+async function resolveListen({ listen, tokens }) {
+  const invalid = () => new Error(`--listen must be HOST:PORT, got ${JSON.stringify(listen)}`)
+  const colon = listen.lastIndexOf(':')
+  const port = listen.slice(colon + 1)
+  let host = listen.slice(0, colon)
+  if (colon < 0 || !/^\d{1,5}$/.test(port) || Number(port) > 65535 || host === '') throw invalid()
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1)
+  let address
+  try {
+    ;({ address } = await lookup(host))
+  } catch {
+    throw invalid()
+  }
+  const loopback = isIPv6(address) ? address === '::1' : address.startsWith('127.')
+  if (!loopback && tokens.length === 0) throw new Error(`--listen ${listen} is not a loopback address: give at least one --token`)
+  return isIPv6(address) ? `[${address}]:${Number(port)}` : `${address}:${Number(port)}`
+}
+
+/** Serves `agent` remotely until SIGTERM (or Ctrl-C), then shuts down gracefully. */
+async function serveRemote(agent, { tokens, origins }, address) {
+  const secrets = new Map(tokens.map(({ name, secret }) => [secret, name]))
+  const server = await agent.serveHttp({
+    address,
+    tokenVerifier: secrets.size > 0 ? (token) => secrets.get(token) : undefined,
+    allowedOrigins: origins,
+  })
+  process.stderr.write(`listening on ${server.url}\n`)
+  let stop
+  await new Promise((resolve) => {
+    stop = resolve
+    process.on('SIGTERM', stop)
+    process.on('SIGINT', stop)
+  })
+  process.off('SIGTERM', stop)
+  process.off('SIGINT', stop)
+  await server.shutdown()
 }
 
 /** `$XDG_DATA_HOME/acp-facade/demo.sqlite`, else `~/.local/share/acp-facade/demo.sqlite`. */
@@ -556,6 +638,14 @@ async function main() {
     }
     return fail(`demo_host.mjs: ${e.message} (see --help)`, 2)
   }
+  let address
+  if (args.remote) {
+    try {
+      address = await resolveListen(args.remote)
+    } catch (e) {
+      return fail(`demo_host.mjs: ${e.message} (see --help)`, 2)
+    }
+  }
   const postgres = /^postgres(ql)?:\/\//.test(args.store)
   let store
   try {
@@ -580,7 +670,7 @@ async function main() {
     args.auth ? demoLogin : undefined,
   )
   try {
-    await agent.serveStdio()
+    await (args.remote ? serveRemote(agent, args.remote, address) : agent.serveStdio())
   } catch (e) {
     fail(`serving failed: ${e.message}`, 1)
   }
