@@ -8,7 +8,7 @@ mod extensions;
 
 use std::collections::HashMap;
 
-pub use extensions::JsFunction;
+use extensions::JsFunction;
 use std::time::Duration;
 
 use acp_facade::Options;

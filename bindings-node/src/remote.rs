@@ -18,16 +18,18 @@ use std::time::Duration;
 use acp_facade::Options;
 use acp_facade::error::{Error as AcpError, ErrorExt};
 use acp_facade::remote::{RemoteConfig, TokenVerifier};
-use napi::bindgen_prelude::{Object, ObjectFinalize, ObjectRef, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{Function, Object, ObjectFinalize, ObjectRef, PromiseRaw, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::JsFunction;
 use crate::callback::{Convert, JsMethod, serde_args};
 use crate::error::{Code, Result, js_error, recode};
 use crate::settle::{self, Deferred, js};
+
+/// A JS function, as an option holds it.
+type JsFunction<'a> = Function<'a, Unknown<'static>, Unknown<'static>>;
 
 /// How `agent.serveHttp` serves: where, and under which rules. Only `address` is required.
 #[napi(object, object_to_js = false)]
@@ -160,7 +162,7 @@ pub fn serve_http<'env>(
     settings: ServeHttpOptions<'_>,
 ) -> Result<PromiseRaw<'env, RemoteServer>> {
     let (address, configure) = configure(settings)?;
-    let (served, promise) = settle::deferred(env).map_err(recode)?;
+    let (listening, promise) = settle::deferred(env).map_err(recode)?;
     // Made now, on the JS thread: pending while the server runs (keeping the event loop alive).
     let (closed, closed_promise) = settle::deferred::<()>(env).map_err(recode)?;
     // A Promise just made on this thread: an object of this environment.
@@ -171,11 +173,11 @@ pub fn serve_http<'env>(
             Ok(server) => {
                 let shared = Arc::new(Shared::new(server));
                 let handle = shared.clone();
-                served.settle(move |env| js(env, RemoteServer { shared: handle, closed: Some(closed_ref) }));
+                listening.settle(move |env| js(env, RemoteServer { shared: handle, closed: Some(closed_ref) }));
                 keep(shared, closed).await;
             }
             Err((code, message)) => {
-                served.settle(move |env| {
+                listening.settle(move |env| {
                     let _ = closed_ref.unref(env);
                     Err(rejection(env, code, message))
                 });
