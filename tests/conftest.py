@@ -81,8 +81,11 @@ def pytest_report_header(config: pytest.Config) -> List[str]:
             f"conformance transport {transport.name}: "
             + (how if transport.available else f"NOT AVAILABLE ({transport.missing})")
         )
-    stdio_only = sum(1 for s in SCENARIOS.values() if s.stdio_only)
-    lines.append(f"conformance scenarios: {len(SCENARIOS)} ({stdio_only} over stdio only)")
+    lines.append(f"conformance scenarios: {len(SCENARIOS)}")
+    for transport in TRANSPORTS:
+        left_out = sorted(n for n, s in SCENARIOS.items() if not s.runs_over(transport.name))
+        if left_out:
+            lines.append(f"  not over {transport.name} ({len(left_out)}, each says why): {', '.join(left_out)}")
     return lines
 
 

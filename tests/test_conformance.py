@@ -4,7 +4,8 @@
 ARCHITECTURE.md), every agent message valid against the generated v1 schema, and the
 transcript-wide rules. Transports: ``stdio``, and ``http`` / ``ws`` (the agent started with
 ``--listen``, driven through the official TypeScript client's remote streams, see
-``conformance.remote``); a scenario about stdio itself runs over stdio only (``stdio_only``).
+``conformance.remote``); a scenario about stdio itself runs over stdio only, one exercising what
+a transport refuses before the agent sees it does not run over that transport (``not_over``).
 
 ``test_same_wire[<scenario>]``: over stdio, the normalised transcripts of every available agent
 equal the first agent's (Rust), message for message; a difference fails with a unified diff.
@@ -32,7 +33,7 @@ def _runs() -> List[Any]:
     for name, s in SCENARIOS.items():
         for agent in AGENTS:
             for transport in TRANSPORTS:
-                if transport.remote and s.stdio_only:
+                if not s.runs_over(transport.name):
                     continue
                 runs.append(pytest.param(name, agent, transport, id=f"{name}-{agent.name}-{transport.name}"))
     return runs
@@ -80,10 +81,10 @@ def _remote_runs() -> List[Any]:
     return [
         pytest.param(name, agent, transport, id=f"{name}-{agent.name}-{transport.name}")
         for name, s in SCENARIOS.items()
-        if s.compare != NONE and not s.stdio_only
+        if s.compare != NONE
         for agent in AGENTS
         for transport in TRANSPORTS
-        if transport.remote
+        if transport.remote and s.runs_over(transport.name)
     ]
 
 

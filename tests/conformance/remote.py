@@ -32,6 +32,14 @@ from .agents import ROOT
 STDIO, HTTP, WS = "stdio", "http", "ws"
 TRANSPORTS: Tuple[str, ...] = (STDIO, HTTP, WS)
 """Every transport, the reference (whose transcript the others are compared with) first."""
+REMOTE: Tuple[str, ...] = (HTTP, WS)
+
+HTTP_CONNECTION = (
+    "Streamable HTTP makes a connection with its initialize POST: the SDK's HTTP client sends "
+    "nothing before it, and the transport refuses a second initialize on a connection (400) before "
+    "the agent sees it"
+)
+"""Why a scenario sending ``initialize`` late, twice or not at all does not run over http."""
 
 RELAY_DIR = ROOT / "tests" / "remote-relay"
 RELAY = RELAY_DIR / "relay.mjs"

@@ -6,7 +6,9 @@ transcript-wide rules (``invariants``) and kept, normalised, for the cross-agent
 
 Every scenario runs over every transport (``remote``: stdio, and Streamable HTTP and WebSocket
 through the official TypeScript client), unless it is about stdio itself — bytes or framing the
-official client cannot send, stdin's end, stdout — and says so with ``stdio_only="why"``.
+official client cannot send, stdin's end, stdout — and says so with ``stdio_only="why"``, or
+exercises what one transport refuses before the agent sees it (a second ``initialize`` on a
+Streamable HTTP connection, …) and says so with ``not_over={"http": "why"}``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Awaitable, Callable, Dict, List, Optional
 from . import invariants
 from .agents import ROOT, Agent
 from .normalize import joined, normalise
-from .remote import STDIO, Transport
+from .remote import REMOTE, STDIO, Transport
 from .wire import Run
 
 OUT = ROOT / "target" / "conformance"
@@ -39,28 +41,40 @@ class Scenario:
     why: str
     doc: str
     erase_ids: bool = False
-    stdio_only: str = ""
-    """Why the scenario runs over stdio only ("" when it runs over every transport)."""
+    not_over: Dict[str, str] = field(default_factory=dict)
+    """The transports the scenario does not run over, each with the reason."""
+
+    def runs_over(self, transport: str) -> bool:
+        return transport not in self.not_over
 
 
 SCENARIOS: Dict[str, Scenario] = {}
 
 
 def scenario(
-    compare: str = EXACT, why: str = "", erase_ids: bool = False, stdio_only: str = ""
+    compare: str = EXACT,
+    why: str = "",
+    erase_ids: bool = False,
+    stdio_only: str = "",
+    not_over: Optional[Dict[str, str]] = None,
 ) -> Callable[[Callable[[Run], Awaitable[None]]], Callable[[Run], Awaitable[None]]]:
     """Registers a scenario. ``compare`` is how the agents' transcripts are compared: ``exact``
     (same messages, same order), ``multiset`` (same messages, order free: the scenario is racy by
     nature, ``why`` says how) or ``none`` (not compared, ``why`` says why). ``erase_ids``: every
     session id and cursor normalises to one placeholder (see ``normalize``). ``stdio_only``: why
-    the scenario cannot run over the remote transports (it is about stdio itself)."""
+    the scenario cannot run over the remote transports (it is about stdio itself); ``not_over``:
+    the remote transports it cannot run over, each with the reason."""
     assert compare in (EXACT, MULTISET, NONE)
     assert compare == EXACT or why, "a scenario not compared exactly must say why"
+    excluded = {t: stdio_only for t in REMOTE} if stdio_only else dict(not_over or {})
+    assert STDIO not in excluded and set(excluded) <= set(REMOTE), excluded
+    assert all(excluded.values()), "a transport a scenario does not run over needs a reason"
 
     def register(body: Callable[[Run], Awaitable[None]]) -> Callable[[Run], Awaitable[None]]:
         name = body.__name__
         assert name not in SCENARIOS, f"scenario {name} registered twice"
-        SCENARIOS[name] = Scenario(name, body, compare, why, (body.__doc__ or "").strip(), erase_ids, stdio_only)
+        doc = (body.__doc__ or "").strip()
+        SCENARIOS[name] = Scenario(name, body, compare, why, doc, erase_ids, excluded)
         return body
 
     return register

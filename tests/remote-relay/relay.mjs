@@ -14,6 +14,16 @@
 //   after every earlier message was written, then the relay exits 0;
 // - an SDK error (a refused POST, a broken stream, a line that is not JSON) is one line on stderr
 //   and exit status 1: the remote connection is gone, as a dead agent's pipe would be.
+//
+// The one place where the relay restores order (Streamable HTTP only): the agent writes a
+// `session/load`'s replay before its answer, as over stdio, but the transport carries the replay
+// on the session's SSE stream and the answer on the connection's (the RFD's routing and the SDK's),
+// so the answer may overtake the replay's last updates. A client that must know the replay is
+// complete when the answer comes — the conformance suite compares transcripts message for message
+// — holds the answer and sends a barrier on the session's stream: a request of an unknown
+// extension method, `_conformance/barrier` with the session's id, which the agent answers (an
+// error) on that stream after everything it wrote before. When that answer arrives, the replay
+// has; the held answer is written, and the barrier's answer is not.
 
 import { createInterface } from 'node:readline'
 
@@ -47,6 +57,29 @@ function emit(message) {
   return new Promise((resolve) => process.stdout.once('drain', resolve))
 }
 
+const writer = stream.writable.getWriter()
+
+/** `session/load` requests in flight (id key → session id), HTTP only. */
+const loads = new Map()
+/** Barrier id → the held `session/load` answer it releases. */
+const held = new Map()
+let barriers = 0
+const idKey = (id) => JSON.stringify(id)
+const isAnswer = (m) => m !== null && typeof m === 'object' && !('method' in m) && 'id' in m
+
+/** A `session/load` answer (HTTP): held behind a barrier on the session's stream. */
+function holdLoadAnswer(message) {
+  const sessionId = loads.get(idKey(message.id))
+  loads.delete(idKey(message.id))
+  if (sessionId === undefined || !('result' in message)) return false
+  const id = `conformance-barrier-${++barriers}`
+  held.set(idKey(id), message)
+  writer
+    .write({ jsonrpc: '2.0', id, method: '_conformance/barrier', params: { sessionId } })
+    .catch((error) => fail('sending the session/load barrier failed', error))
+  return true
+}
+
 // Agent to client.
 const pumped = (async () => {
   const reader = stream.readable.getReader()
@@ -54,6 +87,15 @@ const pumped = (async () => {
     for (;;) {
       const { value, done } = await reader.read()
       if (done) return
+      if (transport === 'http' && isAnswer(value)) {
+        const release = held.get(idKey(value.id))
+        if (release !== undefined) {
+          held.delete(idKey(value.id))
+          await emit(release)
+          continue
+        }
+        if (holdLoadAnswer(value)) continue
+      }
       await emit(value)
     }
   } catch (error) {
@@ -64,7 +106,6 @@ const pumped = (async () => {
 })()
 
 // Client to agent.
-const writer = stream.writable.getWriter()
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })
 for await (const line of lines) {
   if (failed) break
@@ -75,6 +116,9 @@ for await (const line of lines) {
   } catch (error) {
     fail('a line from the client is not JSON (the remote transports carry JSON messages only)', error)
     break
+  }
+  if (message?.method === 'session/load' && 'id' in message && typeof message.params?.sessionId === 'string') {
+    loads.set(idKey(message.id), message.params.sessionId)
   }
   try {
     await writer.write(message)
