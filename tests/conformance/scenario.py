@@ -24,7 +24,7 @@ from typing import Awaitable, Callable, Dict, List, Optional
 from . import invariants
 from .agents import ROOT, Agent
 from .normalize import joined, normalise
-from .remote import REMOTE, STDIO, Transport
+from .remote import REMOTE, STDIO, NotListening, Transport
 from .wire import Run
 
 OUT = ROOT / "target" / "conformance"
@@ -125,6 +125,9 @@ def execute(s: Scenario, agent: Agent, transport: Transport = Transport(STDIO)) 
         try:
             await s.body(run)
             await run.finish()
+        except NotListening as e:  # the agent cannot serve remotely: its own words suffice
+            failure = str(e)
+            await run.abort()
         except Exception:  # recorded, the processes killed, reported by the test
             failure = traceback.format_exc()
             await run.abort()
