@@ -406,18 +406,13 @@ class Peer:
         was writing may be cut short: that is not held against it)."""
         assert self.process is not None
         if self.remote is not None:
-            # The agent dies; the relay sees its connection break and ends (or is ended).
+            # The agent dies, and the relay with it: what the relay has not written yet is lost
+            # with the connection, as what a dying agent has not written is. (Left alone, the relay
+            # would first write out everything the SDK's stream had buffered, which it reads
+            # without flow control: a long stream's worth.)
             self.remote.kill()
             await self.remote.reaped()
-            assert self.process.stdin is not None
-            self._stdin_closed = True
-            self.process.stdin.close()
-            try:
-                await asyncio.wait_for(self.process.wait(), STEP_TIMEOUT)
-            except asyncio.TimeoutError:
-                self._kill()
-        else:
-            self._kill()
+        self._kill()
         await self.process.wait()
         if self._pump_task is not None:
             await self._pump_task
