@@ -62,10 +62,12 @@ class Transport:
 
     @property
     def available(self) -> bool:
+        """Whether its prerequisites are here (always, for stdio)."""
         return self.missing is None
 
     @property
     def remote(self) -> bool:
+        """Whether the agent listens and the client talks to the relay."""
         return self.name != STDIO
 
 
