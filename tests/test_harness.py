@@ -132,3 +132,82 @@ def test_multiset_ignores_order_only() -> None:
     assert difference("rust", a, "python", b, multiset=True) == ""
     assert difference("rust", a, "python", b, multiset=False) != ""
     assert difference("rust", a, "python", ["x", "y"], multiset=True) != ""
+
+
+# ---- the remote transports (conformance/remote.py, remote-relay/relay.mjs) ---------------------
+
+
+def _listen(tmp_path, script: str):
+    import asyncio
+    import sys
+
+    from conformance.remote import listen
+
+    return asyncio.run(
+        listen("fake", [sys.executable, "-c", script], {}, tmp_path, tmp_path / "err.txt", tmp_path / "out.txt", 10.0)
+    )
+
+
+def test_an_agent_without_listen_fails_saying_so(tmp_path) -> None:
+    import pytest
+
+    from conformance.remote import NotListening
+
+    rejecting = "import sys; sys.stderr.write('unknown option: --listen\\n'); sys.exit(2)"
+    with pytest.raises(NotListening, match=r"the fake demo does not support --listen: .*unknown option: --listen"):
+        _listen(tmp_path, rejecting)
+    # Its stderr is kept with the run's files all the same.
+    assert (tmp_path / "err.txt").read_text() == "unknown option: --listen\n"
+    crashing = "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"
+    with pytest.raises(NotListening, match=r"exited with status 3 before printing .*boom"):
+        _listen(tmp_path, crashing)
+
+
+def test_the_listening_line_gives_the_url(tmp_path) -> None:
+    import asyncio
+
+    script = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+        "print('a stray line'); sys.stdout.flush()\n"
+        "sys.stderr.write('starting\\nlistening on http://127.0.0.1:4321/acp\\n'); sys.stderr.flush()\n"
+        "time.sleep(60)\n"
+    )
+    problems: list = []
+
+    async def run() -> int:
+        import sys
+
+        from conformance.remote import listen
+
+        agent = await listen("fake", [sys.executable, "-c", script], {}, tmp_path, tmp_path / "e", tmp_path / "o", 10.0)
+        assert agent.url == "http://127.0.0.1:4321/acp"
+        return await agent.stop(problems, 1)
+
+    # SIGTERM's exit status is returned; a byte on stdout while listening is a problem.
+    assert asyncio.run(run()) == 0
+    assert problems == ["p1: the listening agent wrote to stdout: b'a stray line\\n'"], problems
+
+
+def test_the_relay_reports_a_refused_connection(tmp_path) -> None:
+    import socket
+    import subprocess
+
+    import pytest
+
+    from conformance.remote import HTTP, WS, locate
+
+    relay = next(t for t in locate() if t.name == HTTP).relay
+    if relay is None:
+        pytest.skip("the relay cannot run here (node, or npm ci in tests/remote-relay)")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    line = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}) + "\n"
+    for transport in (HTTP, WS):
+        done = subprocess.run(
+            [*relay, transport, f"http://127.0.0.1:{port}/acp"], input=line, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 1, (transport, done)
+        assert done.stdout == "", (transport, done.stdout)
+        assert done.stderr.startswith(f"relay ({transport}): "), (transport, done.stderr)

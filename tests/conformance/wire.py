@@ -46,6 +46,7 @@ from acp.schema import (
 
 from .agents import Agent
 from .editor import Editor
+from .remote import STDIO, RemoteAgent, Transport, listen
 from .schema import check_agent_message, check_agent_message_v2, id_key
 
 STEP_TIMEOUT = 20.0
@@ -223,6 +224,9 @@ class Peer:
         self.argv = list(argv)
         self.env = env
         self.process: Optional[asyncio.subprocess.Process] = None
+        """The process the client talks to: the agent over stdio, the relay to it otherwise."""
+        self.remote: Optional[RemoteAgent] = None
+        """The agent itself when it is served remotely (``run.transport`` is http or ws)."""
         self.client = Client()
         self.conn: Optional[ClientSideConnection] = None
         self.asked: Dict[str, List[str]] = {}
@@ -241,10 +245,29 @@ class Peer:
     # ---- process ---------------------------------------------------------------------------
 
     async def _spawn(self) -> None:
-        stderr = open(self.run.dir / f"stderr-{self.index}.txt", "wb")  # noqa: SIM115 (closed in hang_up)
+        transport = self.run.transport
+        if transport.remote:
+            # The agent listens; the client talks to the relay, which reaches it through the
+            # official TypeScript SDK's remote client stream (see `remote`).
+            self.remote = await listen(
+                self.run.agent.name,
+                self.argv,
+                self.env,
+                self.run.dir,
+                self.run.dir / f"stderr-{self.index}.txt",
+                self.run.dir / f"stdout-{self.index}.txt",
+                STEP_TIMEOUT,
+            )
+            assert transport.relay is not None
+            argv: List[str] = [*transport.relay, transport.name, self.remote.url]
+            log = f"relay-{self.index}.txt"
+        else:
+            argv = self.argv
+            log = f"stderr-{self.index}.txt"
+        stderr = open(self.run.dir / log, "wb")  # noqa: SIM115 (closed in hang_up)
         self._stderr = stderr
         self.process = await asyncio.create_subprocess_exec(
-            *self.argv,
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
@@ -356,10 +379,18 @@ class Peer:
         except asyncio.TimeoutError:
             self._kill()
             await self.process.wait()
-            self.run.violations.append(f"p{self.index}: the agent did not exit within {timeout}s of EOF; killed")
+            what = "the relay" if self.remote is not None else "the agent"
+            self.run.violations.append(f"p{self.index}: {what} did not exit within {timeout}s of EOF; killed")
             code = -9
         if self._pump_task is not None:
             await self._pump_task
+        if self.remote is not None:
+            # The relay closed the remote connection; the agent is stopped as a server is.
+            if code != 0:
+                self.run.violations.append(
+                    f"p{self.index}: the relay exited with status {code} (relay-{self.index}.txt): {self._relay_says()}"
+                )
+            code = await self.remote.stop(self.run.violations, self.index)
         if self._cut_short is not None:
             self.run.violations.append(f"p{self.index}: stdout ended in the middle of a line: {self._cut_short!r}")
         if self.conn is not None:
@@ -374,6 +405,13 @@ class Peer:
         """``SIGKILL`` (the process and its group): a crash, with no chance to clean up (a line it
         was writing may be cut short: that is not held against it)."""
         assert self.process is not None
+        if self.remote is not None:
+            # The agent dies, and the relay with it: what the relay has not written yet is lost
+            # with the connection, as what a dying agent has not written is. (Left alone, the relay
+            # would first write out everything the SDK's stream had buffered, which it reads
+            # without flow control: a long stream's worth.)
+            self.remote.kill()
+            await self.remote.reaped()
         self._kill()
         await self.process.wait()
         if self._pump_task is not None:
@@ -384,7 +422,15 @@ class Peer:
         self.exit_code = -9
         self.run._note(self.index, {"killed": self.index})
 
+    def _relay_says(self) -> str:
+        try:
+            return (self.run.dir / f"relay-{self.index}.txt").read_text(errors="replace").strip()[-600:]
+        except OSError:
+            return ""
+
     def _kill(self) -> None:
+        if self.remote is not None:
+            self.remote.kill()
         if self.process is not None and self.process.returncode is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -395,17 +441,19 @@ class Peer:
         """Kills a process left running by a failed scenario (and the commands it ran)."""
         await self.editor.close()
         self._kill()
-        if self.process is not None:
-            try:
-                await asyncio.wait_for(self.process.wait(), 5)
-            except asyncio.TimeoutError:
-                pass
+        for process in (self.process, self.remote.process if self.remote is not None else None):
+            if process is not None:
+                try:
+                    await asyncio.wait_for(process.wait(), 5)
+                except asyncio.TimeoutError:
+                    pass
         if self._pump_task is not None and not self._pump_task.done():
             self._pump_task.cancel()
         if self.conn is not None:
             await self.conn.close()
-        if not self._stderr.closed:
-            self._stderr.close()
+        stderr = getattr(self, "_stderr", None)  # unset when the agent never started listening
+        if stderr is not None and not stderr.closed:
+            stderr.close()
 
     # ---- the official client ---------------------------------------------------------------
 
@@ -580,9 +628,11 @@ def _answers_initialize_with_v2(message: Any, asked: Dict[str, List[str]]) -> bo
 class Run:
     """One scenario against one agent."""
 
-    def __init__(self, agent: Agent, directory: Path) -> None:
+    def __init__(self, agent: Agent, directory: Path, transport: Transport = Transport(STDIO)) -> None:
         assert agent.command is not None
         self.agent = agent
+        self.transport = transport
+        """How the client reaches the agent (``remote``): stdio, or the relay over http or ws."""
         self.dir = directory
         self.entries: List[Entry] = []
         self.violations: List[str] = []

@@ -54,7 +54,7 @@ async def current_capabilities(run: Run) -> None:
     """initialize advertises `sessionCapabilities.systemPrompt` (the demo takes the client's
     system prompt), whatever the client advertised."""
     for capabilities in (EVERYTHING, {}):
-        p = await _start(run, capabilities)
+        p = await run.start(initialize=False)
         caps = (await p.request("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})).result
         assert caps["agentCapabilities"]["sessionCapabilities"]["systemPrompt"] == {}, caps
         await p.hang_up()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, List
 
+from conformance.remote import HTTP, HTTP_CONNECTION
 from conformance.scenario import scenario
 from conformance.wire import CWD, Peer, Run
 
@@ -41,7 +42,7 @@ def _code(message: Any) -> Any:
     return message.get("error", {}).get("code") if isinstance(message, dict) else None
 
 
-@scenario()
+@scenario(stdio_only="lines that are not JSON (or not UTF-8): the official client's remote streams carry JSON messages only")
 async def not_json(run: Run) -> None:
     """A line that is not JSON gets -32700 with id null, and the connection goes on."""
     p = await _raw_agent(run)
@@ -58,7 +59,12 @@ async def not_json(run: Run) -> None:
     await _before_marker(p)
 
 
-@scenario()
+@scenario(
+    not_over={
+        HTTP: "Streamable HTTP refuses a body that is not a JSON-RPC object (a scalar, a batch) with 400 "
+        "before the agent reads it, and the SDK's HTTP client then ends the connection"
+    }
+)
 async def not_a_request(run: Run) -> None:
     """JSON that is not a request object gets -32600: arrays (no batches in ACP), scalars, objects
     without jsonrpc 2.0 or with a method that is not a string or an id that is not a string or
@@ -101,16 +107,23 @@ async def unknown_method(run: Run) -> None:
     assert await _before_marker(p) == []
 
 
-@scenario()
-async def bad_params(run: Run) -> None:
-    """Params that do not decode are -32602 with a message naming the field; the connection and
-    the session go on."""
+@scenario(not_over={HTTP: HTTP_CONNECTION})
+async def bad_params_initialize(run: Run) -> None:
+    """initialize params that do not decode are -32602 naming the field; a good initialize then
+    succeeds on the same connection."""
     p = await _raw_agent(run, initialize=False)
     reply = await p.raw_request("initialize", {})
     assert _code(reply) == -32602 and "protocolVersion" in reply["error"]["message"], reply
     reply = await p.raw_request("initialize", {"protocolVersion": "one"})
     assert _code(reply) == -32602, reply
     assert "result" in await p.raw_request("initialize", INIT)
+
+
+@scenario()
+async def bad_params(run: Run) -> None:
+    """Params that do not decode are -32602 with a message naming the field; the connection and
+    the session go on."""
+    p = await _raw_agent(run)
     sid = (await p.raw_request("session/new", {"cwd": CWD, "mcpServers": []}))["result"]["sessionId"]
     cases = [
         ("session/new", {"mcpServers": []}, "cwd"),
@@ -139,16 +152,32 @@ async def bad_params(run: Run) -> None:
     assert _code(reply) == -32602, reply
     # session/cancel is a notification: as a request it is an unknown method.
     assert _code(await p.raw_request("session/cancel", {"sessionId": sid})) == -32601
-    # A bad notification is dropped without an answer.
-    await p.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"nope": 1}})
-    await p.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": {}}})
     assert await _before_marker(p) == []
     reply = await p.raw_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "stream 1"}]})
     assert reply["result"]["stopReason"] == "end_turn", reply
     assert not unnamed, f"-32602 messages that do not name the field: {unnamed}"
 
 
-@scenario()
+@scenario(
+    not_over={
+        HTTP: "a session/cancel without a session id cannot name its session in the Acp-Session-Id header: "
+        "Streamable HTTP refuses it with 400 before the agent sees it, and the SDK's HTTP client then "
+        "ends the connection"
+    }
+)
+async def bad_params_notification(run: Run) -> None:
+    """A notification whose params do not decode is dropped without an answer; the connection
+    goes on."""
+    p = await _raw_agent(run)
+    sid = (await p.raw_request("session/new", {"cwd": CWD, "mcpServers": []}))["result"]["sessionId"]
+    await p.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"nope": 1}})
+    await p.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": {}}})
+    assert await _before_marker(p) == []
+    reply = await p.raw_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "stream 1"}]})
+    assert reply["result"]["stopReason"] == "end_turn", reply
+
+
+@scenario(not_over={HTTP: HTTP_CONNECTION})
 async def before_initialize(run: Run) -> None:
     """Requests before initialize are served as for a client without capabilities, with their
     usual errors; a session made then still works after initialize, which may be sent again and
@@ -202,7 +231,12 @@ def _session_params(method: str, sid: Any) -> Any:
     }[method]
 
 
-@scenario()
+@scenario(
+    not_over={
+        HTTP: "over Streamable HTTP a message about a session names it in the Acp-Session-Id header: "
+        "the transport refuses a malformed id (empty, not a string) with 400 before the agent sees it"
+    }
+)
 async def session_ids(run: Run) -> None:
     """Every session-scoped method validates the id first (empty, longer than 256 bytes, control
     characters, not a string: -32602), then looks it up (unknown: -32002); session/cancel for

@@ -7,13 +7,14 @@ import asyncio
 import json
 from pathlib import Path
 
+from conformance.remote import HTTP, HTTP_CONNECTION
 from conformance.scenario import MULTISET, scenario
 from conformance.wire import CWD, Run, is_update
 
 from .prompts import assert_usage_last
 
 
-@scenario()
+@scenario(not_over={HTTP: HTTP_CONNECTION})
 async def initialize(run: Run) -> None:
     """initialize: protocolVersion 1, every session capability advertised (loadSession, list,
     resume, close, delete), the prompt content and MCP transports accepted beyond text and stdio
@@ -500,6 +501,12 @@ async def close_pending_permission(run: Run) -> None:
     assert len((await p.list()).result["sessions"]) == 1
 
 
+HANG_UP = (
+    "stdin's end while a turn runs: the agent answers the prompt `cancelled` on the pipe before it "
+    "exits; a remote client that hangs up has no channel left to receive that answer"
+)
+
+
 async def _prompts_answered(run: Run, count: int) -> None:
     prompts = [e.msg["id"] for e in run.entries if e.dir == "in" and e.msg.get("method") == "session/prompt"]
     answers = {m["id"]: m for m in run.out() if "id" in m and "method" not in m}
@@ -508,7 +515,7 @@ async def _prompts_answered(run: Run, count: int) -> None:
         assert answers[request_id].get("result", {}).get("stopReason") == "cancelled", answers[request_id]
 
 
-@scenario()
+@scenario(stdio_only=HANG_UP)
 async def hang_up_during_sleep(run: Run) -> None:
     """The client hangs up (EOF) while a prompt sleeps: the session is closed through the close
     orchestration, so the prompt is still answered, `cancelled`, and the agent exits 0."""
@@ -527,7 +534,7 @@ async def hang_up_during_sleep(run: Run) -> None:
     await _prompts_answered(run, 1)
 
 
-@scenario()
+@scenario(stdio_only=HANG_UP)
 async def hang_up_pending_permission(run: Run) -> None:
     """The client hangs up (EOF) while a turn waits for a permission answer: the session is closed
     through the close orchestration (interrupt, then deny the pending gate), so the prompt is
@@ -568,7 +575,7 @@ async def concurrent_sessions(run: Run) -> None:
         assert_usage_last(run, mark, sid, sid)
 
 
-@scenario()
+@scenario(stdio_only="the trace is compared with the agent's own pipes, a line that is not JSON included")
 async def wire_trace(run: Run) -> None:
     """ACP_FACADE_WIRE_TRACE=<file>: every message in and out recorded as JSON lines
     {"ts","dir","msg"}, in the order of each direction on the pipes (the trace only observes)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from conformance.remote import HTTP, HTTP_CONNECTION
 from conformance.scenario import scenario
 from conformance.wire import CWD, Peer, Run
 
@@ -76,7 +77,7 @@ def _of(turn: Dict[str, Any], kind: str) -> List[Dict[str, Any]]:
     return [u for u in turn["updates"] if u.get("sessionUpdate") == kind]
 
 
-@scenario()
+@scenario(not_over={HTTP: HTTP_CONNECTION})
 async def v2_handshake(run: Run) -> None:
     """A client asking for 2 is answered 2, with `info` and `capabilities.session` (prompt, mcp
     stdio and http, delete, systemPrompt); a repeat is answered the same; v1-only methods are
