@@ -2,7 +2,7 @@
 //! - [`stream`]: one `stream N` turn over WebSocket or Streamable HTTP, the time from sending the
 //!   prompt to its answer with every chunk received;
 //! - [`idle`]: the server's resident memory per idle WebSocket connection (each initialized);
-//! - [`sessions`]: many sessions prompted `stream N` at once over a few WebSockets: notifications
+//! - [`sessions`]: many sessions prompted `stream N` at once over a few WebSocket connections: notifications
 //!   per second overall and the time to each session's first chunk.
 //!
 //! Invariants: a measurement counts only what it checked — every chunk of a turn is counted
@@ -107,7 +107,7 @@ pub(crate) struct Idle {
     pub(crate) bytes_per_connection: u64,
 }
 
-/// Opens `n` WebSockets, each initialized, and reads the server's RSS before and after.
+/// Opens `n` WebSocket connections, each initialized, and reads the server's RSS before and after.
 pub(crate) async fn idle(server: &Server, n: usize) -> Result<Idle> {
     // One connection first, opened and closed: what the first connection allocates once (the
     // runtime's lazily made parts) is not a per-connection cost.
@@ -181,7 +181,7 @@ async fn connection_turns(
     Ok((first_chunks, received, Instant::now()))
 }
 
-/// `connections` WebSockets × `per_connection` sessions, every session prompted `stream chunks`
+/// `connections` WebSocket connections × `per_connection` sessions, every session prompted `stream chunks`
 /// at once.
 pub(crate) async fn sessions(
     server: &Server,
@@ -223,7 +223,8 @@ pub(crate) async fn sessions(
     let percentile = |p: usize| first_chunks[(first_chunks.len() * p / 100).min(first_chunks.len() - 1)];
     let elapsed = last - started;
     Ok(Sessions {
-        notifications_per_s: (received as f64 / elapsed.as_secs_f64()) as u64,
+        notifications_per_s: u64::try_from(u128::from(received) * 1_000_000 / elapsed.as_micros().max(1))
+            .unwrap_or(u64::MAX),
         first_chunk_p50: percentile(50),
         first_chunk_p99: percentile(99),
     })

@@ -1,15 +1,15 @@
 //! `acp-facade-bench remote …`: the remote transports (Streamable HTTP and WebSocket), the demo
 //! agents served with `--listen` against minimal agents on the official SDKs' remote servers
-//! (bench/fixtures/ts_sdk_remote_agent.mjs on the TypeScript SDK 2.4's `experimental/server`,
-//! bench/fixtures/rust-sdk-remote on `agent-client-protocol-http`), side by side in one run,
+//! (`bench/fixtures/ts_sdk_remote_agent.mjs` on the TypeScript SDK 2.4's `experimental/server`,
+//! `bench/fixtures/rust-sdk-remote` on `agent-client-protocol-http`), side by side in one run,
 //! medians over `--runs` repetitions with the servers rotated from run to run:
 //! 1. `stream N` (`--chunks`, 100,000) on one connection, over WebSocket and over Streamable HTTP
 //!    (POST + SSE): the time from the prompt to its answer with every chunk received; each demo's
 //!    speed-up over the faster SDK server of that transport, against its goal;
-//! 2. `--idle` (10,000) idle WebSockets held by one server process, each initialized: the growth
+//! 2. `--idle` (10,000) idle WebSocket connections held by one server process, each initialized: the growth
 //!    of the process's RSS divided by the connections, against its goal;
 //! 3. `--sessions` (1,000) sessions prompted `stream --session-chunks` (100) at once, over
-//!    WebSockets of `--per-connection` (10) sessions each: notifications received per second
+//!    WebSocket connections of `--per-connection` (10) sessions each: notifications received per second
 //!    overall, and the median and 99th percentile of the time from a prompt to its first chunk.
 //!
 //! One client for every server (`wire`), one fresh server process per measurement (`server`),
@@ -108,7 +108,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Config {
         "--runs, --chunks, --idle and --per-connection must be positive"
     );
     assert!(
-        config.sessions >= config.per_connection && config.sessions % config.per_connection == 0,
+        config.sessions >= config.per_connection && config.sessions.is_multiple_of(config.per_connection),
         "--sessions must be a multiple of --per-connection"
     );
     config

@@ -77,12 +77,13 @@ impl Server {
     }
 }
 
-/// The line of a server's stderr that says why it stopped: the first naming an error, else the
-/// last non-blank one.
+/// The line of a server's stderr that says why it stopped: the first with an error message
+/// (`Error: …`, `error: …`, as Node, Python and the Rust demos print one) or naming an unknown
+/// argument, else the last non-blank one.
 fn why(lines: &[String]) -> String {
     lines
         .iter()
-        .find(|l| l.to_ascii_lowercase().contains("error") || l.contains("unknown"))
+        .find(|l| l.contains("Error:") || l.contains("error:") || l.contains("unknown"))
         .or_else(|| lines.iter().rev().find(|l| !l.trim().is_empty()))
         .map_or_else(|| "nothing on stderr".to_owned(), |l| l.trim().to_owned())
 }

@@ -2,7 +2,7 @@
 //! (one JSON-RPC message per text frame, tokio-tungstenite) and over Streamable HTTP (hyper,
 //! HTTP/1.1), speaking the wire the official SDK 2.4 clients speak.
 //!
-//! Streamable HTTP, as those clients do it: `initialize` is POSTed and answered in the body with
+//! Streamable HTTP, as those clients do it: `initialize` is sent as a POST and answered in the body with
 //! the `Acp-Connection-Id` header; the client then opens the connection's SSE stream (`GET`,
 //! `Accept: text/event-stream`, `Acp-Connection-Id`), and after `session/new` that session's
 //! stream (`Acp-Session-Id` too); every later POST carries the connection id (and the session id
