@@ -42,6 +42,7 @@ mod binding_goals;
 mod client;
 mod list_scale;
 mod protocols;
+mod remote;
 mod stores;
 
 struct Config {
@@ -821,6 +822,10 @@ fn main() {
     }
     if std::env::args().nth(1).as_deref() == Some("client") {
         client::main(std::env::args().skip(2));
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("remote") {
+        remote::main(std::env::args().skip(2));
         return;
     }
     if std::env::args().nth(1).as_deref() == Some("protocols") {
