@@ -181,6 +181,7 @@ if TYPE_CHECKING:
     from .client import ElicitationSchema
     from .extensions import ExtensionMethod, ExtensionNotification
     from .harness import ContentBlock, EventKind, Message
+    from .remote import TokenVerifier
 
 _ALIASES = {
     "ContentBlock": "harness",
@@ -193,6 +194,7 @@ _ALIASES = {
     "Meta": "acp",
     "PromptBlock": "acp",
     "ToolCallContent": "acp",
+    "TokenVerifier": "remote",
 }
 
 __all__ = [
@@ -311,6 +313,7 @@ __all__ = [
     "TokenChannel",
     "TokenDelta",
     "ToolCallCompleted",
+    "TokenVerifier",
     "ToolCallContent",
     "ToolCallEntry",
     "ToolCallLocation",

@@ -25,16 +25,20 @@ from __future__ import annotations
 from . import _native
 from ._bridge import dispatcher
 
+from . import _hints
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
-    from typing import Any, Awaitable, Callable, Iterable, Optional, Tuple, Union
+    from typing import Any, Awaitable, Callable, Dict, Optional, Tuple, Union
     import asyncio
     import logging
 
-    TokenVerifier = Callable[[str], Union[Awaitable[Optional[str]], Optional[str]]]
-    """Maps a bearer token to the name of its principal, or ``None`` to refuse it."""
+__all__ = ["RemoteServer", "TokenVerifier"]
 
-__all__ = ["RemoteServer"]
+if TYPE_CHECKING:  # the type alias, made at run time when first used (`__getattr__`, below)
+    TokenVerifier = Callable[[str], Union[Awaitable[Optional[str]], Optional[str]]]
+    """Maps a bearer token to the name of its principal, or ``None`` to refuse it: an ``async
+    def`` or a plain function."""
 
 
 def _log() -> "logging.Logger":
@@ -269,3 +273,13 @@ def run_http(
                 loop.remove_signal_handler(signum)
 
     asyncio.run(main())
+
+
+if not TYPE_CHECKING:
+
+    def _make_aliases() -> Dict[str, Any]:
+        from typing import Awaitable, Callable, Optional, Union
+
+        return {"TokenVerifier": Callable[[str], Union[Awaitable[Optional[str]], Optional[str]]]}
+
+    __getattr__ = _hints.aliases(__name__, ("TokenVerifier",), _make_aliases)
