@@ -11,8 +11,11 @@ The rules, checked before any ACP is read: a request without a valid bearer toke
 ``401`` when there is a ``token_verifier`` (required off loopback); a request carrying an
 ``Origin`` not in ``allowed_origins`` is answered ``403``; an agent bound to a loopback address
 answers only requests whose ``Host`` is ``localhost``, ``127.0.0.1`` or ``[::1]``; a body larger
-than ``max_body_size`` is answered ``413``. A session belongs to the principal whose token created
-it; to another it does not exist.
+than ``max_body_size`` is answered ``413``. A connection is its principal's (the name its token
+was verified as): with a :class:`acp_facade.Runner`, a session belongs to the principal that created
+it, and to another it does not exist (``session/list`` leaves it out, every session method answers
+as for an unknown id). A :class:`acp_facade.SessionHost` of one's own is not told the principal
+(yet): all of its connections see the same sessions.
 
 Invariants: the server's host calls (and the token verifier) run on the event loop that called
 ``serve_http``, which the server holds until its shutdown has ended; a token verifier that raises,
