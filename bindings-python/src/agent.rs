@@ -6,9 +6,10 @@
 //! Cancelling that coroutine aborts the serve task. `start_stdio` starts serving before any loop
 //! exists (Python's `Agent.run_stdio`, which answers `initialize` while asyncio is still being
 //! imported); its handle's `wait` completes a future once a loop has attached. Extension
-//! methods: [`extensions`].
+//! methods: [`extensions`]; serving over HTTP and WebSocket: [`remote`].
 
 mod extensions;
+mod remote;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -183,6 +184,8 @@ impl PyOptions {
 #[pyclass(name = "Agent", module = "acp_facade._native", frozen)]
 pub struct PyAgent {
     pub(crate) agent: Agent,
+    /// What the agent was made from: each remote connection's agent is made from a clone.
+    pub(crate) options: Options,
 }
 
 /// A running serve task.
@@ -240,7 +243,7 @@ fn finish(future: u64, result: std::io::Result<()>) {
 impl PyAgent {
     #[new]
     fn new(options: &PyOptions) -> Self {
-        Self { agent: Agent::new(options.inner.clone()) }
+        Self { agent: Agent::new(options.inner.clone()), options: options.inner.clone() }
     }
 
     /// Serves over the process's stdin and stdout; completes `future` when the client hangs up.
@@ -269,6 +272,14 @@ impl PyAgent {
         let streams = Arc::new(streams);
         let task = crate::runtime().spawn(async move { finish(future, serve_streams(agent, streams).await) });
         PyServeHandle::new(task.abort_handle())
+    }
+
+    /// Serves over Streamable HTTP and WebSocket as `settings` say (an object read by attribute:
+    /// `address`, a numeric `(ip, port)`, then `path`, `token_verifier`, `allowed_origins`,
+    /// `max_body_size`, `shutdown_grace`, `idle_timeout`), each connection an agent made from a
+    /// clone of this one's options; completes `future` with a `RemoteServer` once bound.
+    fn serve_http(&self, settings: remote::RemoteSettings, future: u64) -> PyResult<()> {
+        remote::start(self.options.clone(), settings, future)
     }
 
     /// How many sessions are live.
@@ -334,5 +345,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyOptions>()?;
     m.add_class::<PyAgent>()?;
     m.add_class::<PyServeHandle>()?;
+    remote::register(m)?;
     Ok(())
 }

@@ -73,7 +73,7 @@ def test_every_snippet_is_checked_somewhere() -> None:
 
 
 def test_python_quick_start_serves_the_official_client() -> None:
-    snippet, _editor = of("python")
+    snippet, _editor, _remote = of("python")
 
     async def body() -> None:
         with tempfile.TemporaryDirectory() as cwd:
@@ -98,7 +98,7 @@ def test_python_quick_start_serves_the_official_client() -> None:
 def test_python_editor_snippet_reads_and_runs_through_the_client() -> None:
     from test_client import Editor, capabilities
 
-    _quick_start, snippet = of("python")
+    _quick_start, snippet, _remote = of("python")
 
     async def body() -> None:
         with tempfile.TemporaryDirectory() as cwd:
@@ -127,6 +127,44 @@ def test_python_editor_snippet_reads_and_runs_through_the_client() -> None:
                 assert not observer.violations, observer.violations
 
     run(body)
+
+
+def test_python_remote_snippet_serves_over_http_until_sigterm() -> None:
+    import signal
+    import subprocess
+
+    from remote_client import bearer, http_connection, said
+    from test_remote import initialize_status
+
+    (snippet,) = [text for lang, section, text in blocks() if lang == "python" and section == "A remote agent"]
+    assert '"127.0.0.1:8080"' in snippet
+    with tempfile.TemporaryDirectory() as cwd:
+        script = Path(cwd) / "remote.py"
+        script.write_text(snippet.replace('"127.0.0.1:8080"', '"127.0.0.1:0"'))
+        process = subprocess.Popen(
+            [sys.executable, str(script)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().strip()
+            assert re.fullmatch(r"http://127\.0\.0\.1:[1-9]\d*/acp", url), url
+
+            async def body() -> None:
+                assert await initialize_status(url, bearer("wrong")) == 401
+                async with http_connection(url, token="s3cret") as (conn, _):
+                    session = await conn.new_session()
+                    assert (await conn.prompt(session, "stream 2"))["result"]["stopReason"] == "end_turn"
+                    assert said(conn.seen) == "t1 t2 "
+
+            run(body)
+            process.send_signal(signal.SIGTERM)
+            out, err = process.communicate(timeout=60)
+            assert process.returncode == 0, err
+            assert out == "" and err == ""
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def test_zed_settings_name_the_three_demos() -> None:

@@ -99,7 +99,7 @@ def test_the_type_aliases_are_those_type_checkers_see() -> None:
     import typing
 
     seen = set()
-    for name in ("acp", "client", "extensions", "harness"):
+    for name in ("acp", "client", "extensions", "harness", "remote"):
         module = importlib.import_module(f"acp_facade.{name}")
         tree = ast.parse(Path(str(module.__file__)).read_text())
         written = {
@@ -117,7 +117,7 @@ def test_the_type_aliases_are_those_type_checkers_see() -> None:
             assert alias in acp_facade.__all__ and alias in dir(acp_facade), alias
         seen.update(written)
     assert seen == set(vars(acp_facade)["_ALIASES"])
-    assert len(seen) == 10
+    assert len(seen) == 11
     # Each alias is still what it was for a caller: a typing alias that isinstance understands.
     assert isinstance(acp_facade.TextContent("hi"), typing.get_args(acp_facade.PromptBlock))
     assert typing.get_origin(acp_facade.Meta) is dict

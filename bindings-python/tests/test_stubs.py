@@ -50,6 +50,7 @@ def test_every_public_name_is_documented() -> None:
         "Message",
         "Meta",
         "PromptBlock",
+        "TokenVerifier",
         "ToolCallContent",
     }
     missing = [n for n in acp_facade.__all__ if n not in aliases and not getattr(getattr(acp_facade, n), "__doc__", None)]

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """acp-facade-demo in Python: the demo agent of acp-facade on the Python turn runner.
 
-An ACP agent over stdio with a scripted "model" and a SQLite store (or PostgreSQL, for a
+An ACP agent over stdio (or, with ``--listen``, over Streamable HTTP and WebSocket) with a scripted
+"model" and a SQLite store (or PostgreSQL, for a
 ``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``) as
 ``docs/DEMO.md`` describes: ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
 ``ask QUESTION``, ``fail``, ``/compact`` (with its summary), the lines that call the client
@@ -15,7 +16,8 @@ method ``_demo/echo`` answers its params. What ACP gates behind a client capabil
 subagents, plans with ids, compaction reports) reaches only a client that advertised it; the others
 get the same in other words (see ``docs/DEMO.md``).
 
-usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth] [--help]
+usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+                    [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...] [--help]
 
 The installed package carries this file as ``acp_facade.demo`` (a link in
 ``bindings-python/python/acp_facade/``), so the command ``acp-facade-demo`` (and
@@ -77,15 +79,27 @@ from acp_facade import (
 PROG = "acp_facade.demo"
 
 USAGE = """usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
+                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...]
    or: python -m acp_facade.demo [...]
    or: python examples/python/demo_host.py [...]
 
-An Agent Client Protocol agent over stdio (the acp-facade demo on Python; docs/DEMO.md).
+An Agent Client Protocol agent over stdio, or remotely with --listen (the acp-facade demo on Python;
+docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
   --store URL      a postgres:// (or postgresql://) URL: sessions kept in PostgreSQL, shared by every
                    process using the same database
   --page-size N    the largest session/list page (default 50)
   --auth           require `authenticate` with method demo-login before any session method
+  --listen HOST:PORT
+                   serve ACP over Streamable HTTP and WebSocket at http://HOST:PORT/acp instead of
+                   stdio (port 0: a free port); prints `listening on http://HOST:PORT/acp` on
+                   stderr when ready; SIGTERM shuts down gracefully
+  --token NAME:SECRET
+                   with --listen: clients must send `Authorization: Bearer SECRET` (they act as
+                   NAME); repeatable; required for a HOST that is not loopback
+  --allow-origin ORIGIN
+                   with --listen: allow browser requests from ORIGIN (e.g. https://app.example);
+                   repeatable
   -h, --help       this text"""
 
 CONTEXT_SIZE = 200_000
@@ -583,12 +597,73 @@ class Help(Exception):
     """``--help`` was asked for: print the usage on stdout and exit 0."""
 
 
-def parse_args(argv: List[str]) -> Tuple[str, int, bool]:
-    """The store path, the page size and whether `--auth` is on; `Help` for ``--help``,
-    `ValueError` with the one-line reason for a bad command line."""
+def quoted(text: str) -> str:
+    """``text`` in double quotes, as the Rust demo's messages quote what was given."""
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def parse_token(value: str) -> Tuple[str, str]:
+    """``--token NAME:SECRET``, both non-empty: ``(name, secret)``."""
+    name, sep, secret = value.partition(":")
+    if not sep or not name or not secret:
+        raise ValueError(f"--token must be NAME:SECRET, got {quoted(value)}")
+    return name, secret
+
+
+class Listen:
+    """``--listen``, ``--token``, ``--allow-origin``: where and under which rules to serve
+    remotely."""
+
+    def __init__(self, listen: str, tokens: List[Tuple[str, str]], origins: List[str]) -> None:
+        """``HOST:PORT`` resolved (its first address), refused (``ValueError``) when it is not
+        loopback and no token is given: an agent open to the network must know who calls it."""
+        import ipaddress
+        import socket
+
+        host, sep, port = listen.rpartition(":")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        elif ":" in host:
+            host = ""  # an IPv6 address needs its brackets, as in a URL
+        try:
+            if not (sep and host and port.isascii() and port.isdigit() and int(port) <= 65535):
+                raise ValueError(listen)
+            ip = str(socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0][4][0])
+        except (OSError, ValueError, IndexError):
+            raise ValueError(f"--listen must be HOST:PORT, got {quoted(listen)}") from None
+        if not ipaddress.ip_address(ip.partition("%")[0]).is_loopback and not tokens:
+            raise ValueError(f"--listen {listen} is not a loopback address: give at least one --token")
+        self.address = (ip, int(port))
+        self.tokens = {secret: name for name, secret in tokens}
+        """Secret to principal name."""
+        self.origins = origins
+
+    def serve(self, agent: Agent) -> None:
+        """Serves until SIGTERM or Ctrl-C, then shuts down gracefully; says where once ready."""
+
+        def ready(server: acp_facade.RemoteServer) -> None:
+            sys.stderr.write(f"listening on {server.url}\n")
+            sys.stderr.flush()
+
+        agent.run_http(
+            self.address,
+            ready=ready,
+            token_verifier=self.tokens.get if self.tokens else None,
+            allowed_origins=self.origins,
+        )
+
+
+def parse_args(argv: List[str]) -> Tuple[str, int, bool, Optional[Listen]]:
+    """The store path, the page size, whether `--auth` is on and where to listen (``None``:
+    stdio); `Help` for ``--help``, `ValueError` with the one-line reason for a bad command line."""
     store: Optional[str] = None
     page_size = 50
     auth = False
+    listen: Optional[str] = None
+    tokens: List[Tuple[str, str]] = []
+    origins: List[str] = []
     args = iter(argv)
     for arg in args:
         if arg == "--store":
@@ -604,11 +679,30 @@ def parse_args(argv: List[str]) -> Tuple[str, int, bool]:
                 raise ValueError(f"--page-size must be a positive number, got {value!r}")
         elif arg == "--auth":
             auth = True
+        elif arg == "--listen":
+            listen = next(args, None)
+            if listen is None:
+                raise ValueError("--listen needs HOST:PORT")
+        elif arg == "--token":
+            value = next(args, None)
+            if value is None:
+                raise ValueError("--token needs NAME:SECRET")
+            tokens.append(parse_token(value))
+        elif arg == "--allow-origin":
+            origin = next(args, None)
+            if origin is None:
+                raise ValueError("--allow-origin needs an origin")
+            origins.append(origin)
         elif arg in ("--help", "-h"):
             raise Help()
         else:
             raise ValueError(f"unknown argument {arg!r}")
-    return (store if store is not None else default_store()), page_size, auth
+    store = store if store is not None else default_store()
+    if listen is not None:
+        return store, page_size, auth, Listen(listen, tokens, origins)
+    if tokens or origins:
+        raise ValueError("--token and --allow-origin need --listen")
+    return store, page_size, auth, None
 
 
 def is_postgres(store: str) -> bool:
@@ -645,7 +739,7 @@ def demo_agent(store: Union[SqliteStore, PostgresStore], page_size: int, auth: b
 def main() -> int:
     # Before any serving: `--help` answers on stdout, a bad command line with one line on stderr.
     try:
-        store, page_size, auth = parse_args(sys.argv[1:])
+        store, page_size, auth, listen = parse_args(sys.argv[1:])
     except Help:
         sys.stdout.write(USAGE + "\n")
         return 0
@@ -658,8 +752,12 @@ def main() -> int:
         log().error("cannot open the session store: %s", e)
         return 1
     try:
-        # Serves at once; the host's coroutines run on an asyncio loop started meanwhile.
-        demo_agent(opened, page_size, auth).run_stdio()
+        agent = demo_agent(opened, page_size, auth)
+        if listen is not None:
+            listen.serve(agent)
+        else:
+            # Serves at once; the host's coroutines run on an asyncio loop started meanwhile.
+            agent.run_stdio()
     except OSError as e:
         log().error("cannot serve: %s", e)
         return 1

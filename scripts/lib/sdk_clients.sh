@@ -10,6 +10,10 @@
 #   which also validates every agent message against schema/v2/schema.json. The plain
 #   `node --test` runs of scripts/test run it too, on the Rust and Node demos with none required.
 #
+# Also here, since it needs the venv's Python: the TypeScript SDK 2.4's remote clients against the
+# Python demo's --listen (bindings-node/test/remote_sdk_python.test.mjs; skipped by the plain
+# `node --test` runs, which have no Python named).
+#
 # ACP_SDK_V2_REQUIRE (default `rust,python,node`): the demos that must answer protocolVersion 2; a
 # demo not named that answers 1 is skipped (and said so). ACP_SDK_V2_STRICT=1 fails the defects
 # both clients list as known (KNOWN_DEFECTS) instead of reporting them.
@@ -54,5 +58,10 @@ run_sdk_v2_clients() {
     echo "-- the TypeScript SDK's v2 client (bindings-node/test/sdk2_v2.test.mjs); required: ${require:-none}"
     ACP_SDK_V2_REQUIRE="$require" ACP_SDK_V2_PYTHON="$python" ACP_FACADE_RUST_DEMO="$rust_demo" \
         node --test --test-timeout=120000 bindings-node/test/sdk2_v2.test.mjs || status=1
+    # The SDK 2.4 remote clients against the Python demo's --listen (the Rust demo's run with the
+    # Node suite): it needs the venv's Python, known here.
+    echo "-- the TypeScript SDK's remote clients against the Python demo (bindings-node/test/remote_sdk_python.test.mjs)"
+    ACP_SDK_V2_REQUIRE="$require" ACP_SDK_V2_PYTHON="$python" \
+        node --test --test-timeout=120000 bindings-node/test/remote_sdk_python.test.mjs || status=1
     return "$status"
 }

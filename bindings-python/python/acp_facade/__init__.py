@@ -26,9 +26,10 @@ its session's earlier turns (:meth:`Turn.history`); a host changes its own sessi
 :class:`SessionControl` (a runner turn through its :class:`Turn`); extension methods are registered
 on :class:`Options`.
 
-Serving is a coroutine in the caller's asyncio loop, or a plain call (:meth:`Agent.run_stdio`) that
-starts serving at once and answers ``initialize`` while asyncio is still being imported: this
-package does not import asyncio itself. Errors are :class:`AcpError` (with ``code``,
+Serving is a coroutine in the caller's asyncio loop (over stdio, or remotely over HTTP and WebSocket
+with :meth:`Agent.serve_http`, see :mod:`acp_facade.remote`), or a plain call (:meth:`Agent.run_http`
+until SIGTERM; :meth:`Agent.run_stdio`, which starts serving at once and answers ``initialize``
+while asyncio is still being imported): this package does not import asyncio itself. Errors are :class:`AcpError` (with ``code``,
 ``message``, ``data``) and its subclasses (:class:`ClientError` and its kinds for failed calls to
 the client). Nothing in this package writes to stdout.
 """
@@ -54,7 +55,8 @@ from .errors import (
     ResourceNotFound,
     UnsupportedError,
 )
-from .agent import Agent, Options, run_stdio, serve, serve_stdio
+from .agent import Agent, Options, run_http, run_stdio, serve, serve_http, serve_stdio
+from .remote import RemoteServer
 from .client import (
     Client,
     ClientCapabilities,
@@ -179,6 +181,7 @@ if TYPE_CHECKING:
     from .client import ElicitationSchema
     from .extensions import ExtensionMethod, ExtensionNotification
     from .harness import ContentBlock, EventKind, Message
+    from .remote import TokenVerifier
 
 _ALIASES = {
     "ContentBlock": "harness",
@@ -191,6 +194,7 @@ _ALIASES = {
     "Meta": "acp",
     "PromptBlock": "acp",
     "ToolCallContent": "acp",
+    "TokenVerifier": "remote",
 }
 
 __all__ = [
@@ -264,6 +268,7 @@ __all__ = [
     "ProtocolError",
     "RejectedError",
     "RelativePathError",
+    "RemoteServer",
     "ReleasedError",
     "Reply",
     "Plan",
@@ -308,6 +313,7 @@ __all__ = [
     "TokenChannel",
     "TokenDelta",
     "ToolCallCompleted",
+    "TokenVerifier",
     "ToolCallContent",
     "ToolCallEntry",
     "ToolCallLocation",
@@ -330,8 +336,10 @@ __all__ = [
     "Visibility",
     "__version__",
     "plain_text",
+    "run_http",
     "run_stdio",
     "serve",
+    "serve_http",
     "serve_stdio",
     "text_block",
 ]

@@ -1,6 +1,8 @@
 """The agent: :class:`Options` (host parts and limits) and :class:`Agent`, served as coroutines in
-the caller's asyncio loop over stdio or over a pair of asyncio streams, or from a plain call
-(:meth:`Agent.run_stdio`) that answers ``initialize`` before asyncio is even imported.
+the caller's asyncio loop over stdio, over a pair of asyncio streams or remotely over HTTP and
+WebSocket (:meth:`Agent.serve_http`, see :mod:`acp_facade.remote`), or from a plain call
+(:meth:`Agent.run_stdio`, :meth:`Agent.run_http`); ``run_stdio`` answers ``initialize`` before
+asyncio is even imported.
 
 Importing this package does not import :mod:`asyncio` (about 35 ms of a Python agent's start-up):
 a test holds it to that."""
@@ -12,15 +14,17 @@ from ._bridge import dispatcher
 from .acp import McpCapabilities, PromptCapabilities
 from .extensions import adapted
 from .host import HostAdapter, host_auth, host_parts, require_async
+from . import remote as _remote
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING: typing is not imported at start-up (ARCHITECTURE.md)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Literal, Mapping, Optional
+    from typing import Any, Callable, Iterable, Literal, Mapping, Optional, Tuple, Union
     from .extensions import ExtensionMethod, ExtensionNotification
     from .host import Authenticator, SessionHost
+    from .remote import RemoteServer, TokenVerifier
     import asyncio
 
-__all__ = ["Agent", "Options", "run_stdio", "serve", "serve_stdio"]
+__all__ = ["Agent", "Options", "run_http", "run_stdio", "serve", "serve_http", "serve_stdio"]
 
 
 class Options:
@@ -289,6 +293,67 @@ class Agent:
         """Serves over a pair of asyncio streams until ``reader`` ends."""
         await self._serve(self._native.serve_streams, _Streams(reader, writer))
 
+    async def serve_http(
+        self,
+        address: Union[str, Tuple[str, int]] = "127.0.0.1:0",
+        *,
+        path: str = "/acp",
+        token_verifier: Optional[TokenVerifier] = None,
+        allowed_origins: Iterable[str] = (),
+        max_body_size: Optional[int] = None,
+        shutdown_grace: float = 10.0,
+        idle_timeout: float = 300.0,
+    ) -> RemoteServer:
+        """Serves remotely: ACP over Streamable HTTP and WebSocket at ``http://ADDRESS{path}``,
+        each connection its own agent made from this agent's options (one host, one store, shared
+        sessions). Returns once bound; the server runs in this event loop until
+        :meth:`RemoteServer.shutdown` (or the end of ``async with``). See :mod:`acp_facade.remote`.
+
+        :param address: ``"HOST:PORT"`` (``"[::1]:8080"`` for IPv6) or ``(host, port)``; a name is
+            resolved and its first address served; port 0 picks a free port
+            (:attr:`RemoteServer.local_address`, :attr:`RemoteServer.url`).
+        :param path: the endpoint's path (it must start with ``/``).
+        :param token_verifier: maps a bearer token (``Authorization: Bearer TOKEN``) to the name
+            of its principal, or ``None`` to refuse it (``401``): an ``async def verify(token)``
+            or a plain function. One that raises or answers anything but a non-empty ``str`` or
+            ``None`` refuses the token, and is logged. Required unless ``address`` is loopback.
+        :param allowed_origins: the ``Origin`` values a request may carry (exactly, e.g.
+            ``"https://app.example"``); any other is answered ``403``. Requests without ``Origin``
+            (native clients) are not affected.
+        :param max_body_size: the largest request body (a POST, a WebSocket message) in bytes,
+            else ``413`` (default: the options' ``max_message_size``).
+        :param shutdown_grace: how long a shutdown lets requests in flight (running turns) finish
+            before it hangs up, in seconds.
+        :param idle_timeout: how long an HTTP connection may have no stream open and make no
+            request before it is hung up, in seconds (more than 0).
+
+        ``ValueError``: a bad address or setting, or a non-loopback address without a
+        ``token_verifier``; ``OSError``: the address cannot be bound or resolved.
+        """
+        return await _remote.serve_http(
+            self._native,
+            address,
+            path=path,
+            token_verifier=token_verifier,
+            allowed_origins=allowed_origins,
+            max_body_size=max_body_size,
+            shutdown_grace=shutdown_grace,
+            idle_timeout=idle_timeout,
+        )
+
+    def run_http(
+        self,
+        address: Union[str, Tuple[str, int]] = "127.0.0.1:0",
+        *,
+        ready: Optional[Callable[[RemoteServer], Any]] = None,
+        **settings: Any,
+    ) -> None:
+        """Serves remotely (:meth:`serve_http`, whose keyword arguments it takes) from a plain
+        (synchronous) call, on a new event loop, until SIGTERM or SIGINT; then shuts down
+        gracefully and returns. ``ready(server)`` is called once the server listens (e.g. to say
+        where: :attr:`RemoteServer.url`). The signals are handled only on the main thread."""
+        _remote.run_http(self._native, address, ready, settings)
+
     def live_sessions(self) -> int:
         """How many sessions are live."""
         return int(self._native.live_sessions())
@@ -311,3 +376,21 @@ async def serve_stdio(options: Options) -> None:
 async def serve(options: Options, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """Serves an agent with ``options`` over a pair of asyncio streams."""
     await Agent(options).serve(reader, writer)
+
+
+async def serve_http(options: Options, address: Union[str, Tuple[str, int]] = "127.0.0.1:0", **settings: Any) -> RemoteServer:
+    """Serves an agent with ``options`` remotely (a shortcut for
+    ``await Agent(options).serve_http(address, **settings)``; the same keyword arguments)."""
+    return await Agent(options).serve_http(address, **settings)
+
+
+def run_http(
+    options: Options,
+    address: Union[str, Tuple[str, int]] = "127.0.0.1:0",
+    *,
+    ready: Optional[Callable[[RemoteServer], Any]] = None,
+    **settings: Any,
+) -> None:
+    """Serves an agent with ``options`` remotely until SIGTERM or SIGINT (a shortcut for
+    ``Agent(options).run_http(...)``)."""
+    Agent(options).run_http(address, ready=ready, **settings)

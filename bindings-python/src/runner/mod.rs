@@ -81,7 +81,7 @@ impl PyRunner {
 
     /// An agent with these options.
     fn agent(&self, options: &PyOptions) -> PyAgent {
-        PyAgent { agent: self.runner.agent(options.inner.clone()) }
+        PyAgent { agent: self.runner.agent(options.inner.clone()), options: options.inner.clone() }
     }
 }
 
