@@ -27,8 +27,13 @@ WORK = Path(
 ).resolve()
 CLIENTS = Path(__file__).resolve().parent / "clients"
 
-MAX_NATIVE_BYTES = 8_000_000
-"""The size limit of the wheel, of the addon and of the Rust demo agent (8 MB)."""
+MAX_DOWNLOAD_BYTES = 8_000_000
+"""The size limit of what a user downloads: the wheel, the addon's npm package (8 MB)."""
+
+MAX_NATIVE_BYTES = 12_000_000
+"""The size limit of a shipped native library unpacked: the extension, the addon and the Rust demo
+(12 MB). A guard against creep, not the goal: the goal is 8 MB (docs/BENCHMARKS.md), met until the
+remote transports (an HTTP/1.1 and HTTP/2 server, WebSocket, TLS) came into the bindings."""
 
 OLDEST_GLIBC = (2, 28)
 """The newest glibc a shipped binary may require (manylinux_2_28 or older)."""

@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from conftest import CLIENTS, ROOT, VERSION, artifact, assert_stripped_native, run
+from conftest import CLIENTS, MAX_DOWNLOAD_BYTES, ROOT, VERSION, artifact, assert_stripped_native, run
 
 MAIN = f"acp-facade-{VERSION}.tgz"
 ADDON = f"acp-facade-linux-x64-gnu-{VERSION}.tgz"
@@ -29,7 +29,9 @@ def manifest(tgz: Path) -> Dict[str, Any]:
 
 
 def test_addon_package_is_the_stripped_linux_x64_gnu_addon() -> None:
-    files = members(artifact(ADDON))
+    package = artifact(ADDON)
+    assert package.stat().st_size <= MAX_DOWNLOAD_BYTES, f"{package.name}: {package.stat().st_size} bytes"
+    files = members(package)
     pkg = json.loads(files["package/package.json"])
     assert pkg["name"] == "acp-facade-linux-x64-gnu" and pkg["version"] == VERSION
     assert (pkg["os"], pkg["cpu"], pkg["libc"]) == (["linux"], ["x64"], ["glibc"])
