@@ -11,6 +11,10 @@
 //! - `guard`: the rules every request passes before any ACP is read (`Host`, `Origin`, bearer
 //!   token);
 //! - `bridge`: one ACP connection — an agent on an in-memory pipe, messages in and out as JSON;
+//! - `budget`: the bytes waiting for one connection's client, and telling a client that stopped
+//!   reading from a slow one;
+//! - `limit`: how many ACP connections are open at once;
+//! - `socket`: the accepted sockets, whose writes may not stall for ever;
 //! - `http`: Streamable HTTP (connection ids, session streams, status codes);
 //! - `websocket`: one ACP connection per WebSocket, one message per text frame;
 //! - this file: binding, the router (and `GET`'s choice between a WebSocket and an SSE stream),
@@ -32,9 +36,12 @@
 //! `session/load` answer goes on the connection's stream.
 
 mod bridge;
+mod budget;
 mod config;
 mod guard;
 mod http;
+mod limit;
+mod socket;
 mod websocket;
 
 use std::io;
@@ -56,6 +63,8 @@ pub(crate) struct Shared {
     /// The address actually bound (port 0 resolved), for the `Host` rule.
     pub(crate) local_addr: SocketAddr,
     pub(crate) connections: http::Connections,
+    /// One per open ACP connection, up to [`RemoteConfig::max_connections`].
+    pub(crate) slots: limit::Slots,
     /// Requests sent to any agent and not answered yet (the graceful shutdown waits for none).
     pub(crate) in_flight: bridge::InFlight,
     /// Cancelled when the server hangs every connection up.
@@ -102,6 +111,7 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
         config,
         local_addr,
         connections: http::Connections::default(),
+        slots: limit::Slots::default(),
         in_flight: bridge::InFlight::default(),
         hang_up: CancellationToken::new(),
         draining: CancellationToken::new(),
@@ -110,6 +120,7 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
     let router = router(&shared);
     let stop_accepting = CancellationToken::new();
     let stop = stop_accepting.clone();
+    let listener = socket::GuardedListener { listener, stall: shared.config.stall_timeout() };
     let served = tokio::spawn(async move {
         axum::serve(listener, router).with_graceful_shutdown(async move { stop.cancelled().await }).await
     });
@@ -117,13 +128,14 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
     Ok(RemoteServer { shared, stop_accepting, served })
 }
 
-/// The one endpoint: POST, GET (SSE or a WebSocket upgrade) and DELETE, behind the guard and the
-/// body limit.
+/// The one endpoint: POST, GET (SSE or a WebSocket upgrade) and DELETE, behind the guard, the
+/// connection limit and the body limit.
 fn router(shared: &Arc<Shared>) -> axum::Router {
     use axum::routing::get;
     axum::Router::new()
         .route(&shared.config.path, get(get_endpoint).post(http::post).delete(http::delete))
         .layer(axum::extract::DefaultBodyLimit::max(shared.config.body_limit(&shared.options)))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), limit::check))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard::check))
         .with_state(shared.clone())
 }
@@ -155,8 +167,11 @@ async fn get_endpoint(
     if shared.draining.is_cancelled() {
         return guard::refuse(axum::http::StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");
     }
+    let Some(slot) = shared.slots.take(shared.config.max_connections) else {
+        return limit::full();
+    };
     match upgrade {
-        Ok(upgrade) => websocket::upgrade(shared, principal, upgrade),
+        Ok(upgrade) => websocket::upgrade(shared, principal, upgrade, slot),
         Err(rejection) => rejection.into_response(),
     }
 }
