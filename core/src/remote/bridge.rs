@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::budget::{Budget, Credit};
+use super::shape::{self, Kind, Shape};
 use crate::host::Principal;
 use crate::{Agent, Options};
 
@@ -65,11 +66,11 @@ pub(crate) struct Pipe {
     in_flight: InFlight,
 }
 
-/// A message the agent wrote: its text (one line, no line break), its parsed form, and its share
-/// of the connection's buffer (given back when the message is dropped).
+/// A message the agent wrote: its text (one line, no line break), its shape (see `shape`), and
+/// its share of the connection's buffer (given back when the message is dropped).
 pub(crate) struct Outgoing {
     pub(crate) text: String,
-    pub(crate) value: Value,
+    pub(crate) shape: Shape,
     pub(crate) _credit: Credit,
 }
 
@@ -138,8 +139,8 @@ pub(crate) fn start(shared: &Shared, principal: Option<&str>, id: &str) -> Opene
                 continue;
             }
             let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-            let Ok(value) = serde_json::from_str::<Value>(&text) else { continue };
-            if is_response(&value) {
+            let Some(shape) = shape::of(&text) else { continue };
+            if shape.kind == Kind::Response {
                 answered.answered();
             }
             if hung_up.is_cancelled() {
@@ -160,7 +161,7 @@ pub(crate) fn start(shared: &Shared, principal: Option<&str>, id: &str) -> Opene
                 }
             };
             // A client that went away still lets the agent finish: keep reading to the end.
-            let _ = lines_out.send(Outgoing { text, value, _credit: credit }).await;
+            let _ = lines_out.send(Outgoing { text, shape, _credit: credit }).await;
         }
     });
     Opened { pipe: Pipe { to_agent, in_flight: in_flight.clone() }, outgoing, stalled }
@@ -192,10 +193,10 @@ impl Pipe {
 
 /// A JSON-RPC request: a method and an id.
 pub(crate) fn is_request(message: &Value) -> bool {
-    message.get("method").is_some() && message.get("id").is_some()
+    shape::of_value(message).kind == Kind::Request
 }
 
 /// A JSON-RPC response: an id and no method.
 pub(crate) fn is_response(message: &Value) -> bool {
-    message.get("method").is_none() && message.get("id").is_some()
+    shape::of_value(message).kind == Kind::Response
 }

@@ -54,6 +54,7 @@ use super::Shared;
 use super::bridge::{self, CONNECTION_ID, Outgoing, Pipe, new_connection_id};
 use super::guard::{Principal, refuse};
 use super::limit::{self, Slot};
+use super::shape::Kind;
 
 /// The header naming the session a request or stream is about.
 const SESSION_ID: &str = "acp-session-id";
@@ -165,10 +166,10 @@ impl HttpConnection {
 
     /// Delivers one message of the agent to its stream.
     fn route(&self, message: Outgoing) {
-        let key = message.value.get("id").map(id_key);
+        let key = message.shape.id.clone();
         let route = {
             let mut routes = lock(&self.routes);
-            if bridge::is_response(&message.value) {
+            if message.shape.kind == Kind::Response {
                 let key = key.unwrap_or_default();
                 if routes.initial.as_ref().is_some_and(|(initial, _)| *initial == key) {
                     if let Some((_, waiter)) = routes.initial.take() {
@@ -178,7 +179,7 @@ impl HttpConnection {
                 }
                 routes.pending.remove(&key).flatten()
             } else {
-                let route = session_of(&message.value);
+                let route = message.shape.session.clone();
                 if let Some(key) = key {
                     routes.client.insert(key, route.clone());
                 }
@@ -578,7 +579,8 @@ mod tests {
         let response = open(&connection, &session);
         let budget = crate::remote::budget::Budget::new(1024);
         let credit = budget.reserve(2, Duration::from_secs(1)).await.unwrap();
-        let message = Outgoing { text: "{}".to_owned(), value: json!({}), _credit: credit };
+        let message =
+            Outgoing { text: "{}".to_owned(), shape: crate::remote::shape::of("{}").unwrap(), _credit: credit };
         lock(&connection.streams)[&session].push(message);
         drop(response);
         assert!(lock(&connection.streams).contains_key(&session), "a message waits in it");

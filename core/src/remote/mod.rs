@@ -13,6 +13,8 @@
 //! - `bridge`: one ACP connection — an agent on an in-memory pipe, messages in and out as JSON;
 //! - `budget`: the bytes waiting for one connection's client, and telling a client that stopped
 //!   reading from a slow one;
+//! - `shape`: what a message of the agent is (request, response, notification; its id and
+//!   session), read from its leading bytes;
 //! - `limit`: how many ACP connections are open at once;
 //! - `socket`: the accepted sockets, whose writes may not stall for ever;
 //! - `http`: Streamable HTTP (connection ids, session streams, status codes);
@@ -41,6 +43,7 @@ mod config;
 mod guard;
 mod http;
 mod limit;
+mod shape;
 mod socket;
 mod websocket;
 
