@@ -28,12 +28,15 @@ pub struct RemoteConfig {
     pub(crate) max_buffered_bytes: usize,
     pub(crate) max_connections: usize,
     pub(crate) keepalive_interval: Duration,
+    /// The PEM certificate chain and private key files to serve TLS with.
+    #[cfg(feature = "remote-tls")]
+    pub(crate) tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 impl std::fmt::Debug for RemoteConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RemoteConfig")
-            .field("addr", &self.addr)
+        let mut f = f.debug_struct("RemoteConfig");
+        f.field("addr", &self.addr)
             .field("path", &self.path)
             .field("token_verifier", &self.token_verifier.is_some())
             .field("allowed_origins", &self.allowed_origins)
@@ -42,8 +45,10 @@ impl std::fmt::Debug for RemoteConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_buffered_bytes", &self.max_buffered_bytes)
             .field("max_connections", &self.max_connections)
-            .field("keepalive_interval", &self.keepalive_interval)
-            .finish()
+            .field("keepalive_interval", &self.keepalive_interval);
+        #[cfg(feature = "remote-tls")]
+        f.field("tls", &self.tls);
+        f.finish()
     }
 }
 
@@ -65,6 +70,8 @@ impl RemoteConfig {
             max_buffered_bytes: 16 * 1024 * 1024,
             max_connections: 1024,
             keepalive_interval: Duration::from_secs(15),
+            #[cfg(feature = "remote-tls")]
+            tls: None,
         }
     }
 
@@ -152,6 +159,22 @@ impl RemoteConfig {
     #[must_use]
     pub fn keepalive_interval(mut self, interval: Duration) -> Self {
         self.keepalive_interval = interval;
+        self
+    }
+
+    /// Serves HTTPS and WSS (feature `remote-tls`) with the PEM certificate chain in
+    /// `cert_chain_pem` (the server's certificate first) and the PEM private key (PKCS#8, PKCS#1
+    /// or SEC1) in `private_key_pem`; ALPN offers HTTP/2 and HTTP/1.1. The files are read when
+    /// [`serve_http`](super::serve_http) starts, which fails with an `InvalidInput` error naming
+    /// the file and what was wrong (unreadable, not PEM, a key that is not the certificate's).
+    #[cfg(feature = "remote-tls")]
+    #[must_use]
+    pub fn tls(
+        mut self,
+        cert_chain_pem: impl Into<std::path::PathBuf>,
+        private_key_pem: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.tls = Some((cert_chain_pem.into(), private_key_pem.into()));
         self
     }
 

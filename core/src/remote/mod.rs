@@ -17,6 +17,7 @@
 //!   session), read from its leading bytes;
 //! - `limit`: how many ACP connections are open at once;
 //! - `socket`: the accepted sockets, whose writes may not stall for ever;
+//! - `tls` (feature `remote-tls`): HTTPS and WSS with rustls;
 //! - `http`: Streamable HTTP (connection ids, session streams, status codes);
 //! - `websocket`: one ACP connection per WebSocket, one message per text frame;
 //! - this file: binding, the router (and `GET`'s choice between a WebSocket and an SSE stream),
@@ -45,6 +46,8 @@ mod http;
 mod limit;
 mod shape;
 mod socket;
+#[cfg(feature = "remote-tls")]
+mod tls;
 mod websocket;
 
 use std::io;
@@ -65,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) config: RemoteConfig,
     /// The address actually bound (port 0 resolved), for the `Host` rule.
     pub(crate) local_addr: SocketAddr,
+    /// `https` when serving TLS, else `http`.
+    pub(crate) scheme: &'static str,
     pub(crate) connections: http::Connections,
     /// One per open ACP connection, up to [`RemoteConfig::max_connections`].
     pub(crate) slots: limit::Slots,
@@ -99,7 +104,8 @@ impl std::fmt::Debug for RemoteServer {
 /// connection an [`Agent`](crate::Agent) made from a clone of `options` (the host is shared).
 ///
 /// Errors: binding failed, or the address is not a loopback one and `config` has no token
-/// verifier (`InvalidInput`: an agent open to the network must know who calls it).
+/// verifier (`InvalidInput`: an agent open to the network must know who calls it), or (feature
+/// `remote-tls`) the TLS files cannot be used (`InvalidInput` naming the file and what was wrong).
 pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<RemoteServer> {
     if !config.addr.ip().is_loopback() && config.token_verifier.is_none() {
         return Err(io::Error::new(
@@ -107,12 +113,20 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
             format!("refusing to listen on the non-loopback address {} without a token verifier", config.addr),
         ));
     }
+    #[cfg(feature = "remote-tls")]
+    let tls = match &config.tls {
+        Some((cert_chain, key)) => Some(tls::server_config(cert_chain, key)?),
+        None => None,
+    };
+    #[cfg(not(feature = "remote-tls"))]
+    let tls: Option<std::convert::Infallible> = None;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let local_addr = listener.local_addr()?;
     let shared = Arc::new(Shared {
         options,
         config,
         local_addr,
+        scheme: if tls.is_some() { "https" } else { "http" },
         connections: http::Connections::default(),
         slots: limit::Slots::default(),
         in_flight: bridge::InFlight::default(),
@@ -123,10 +137,21 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
     let router = router(&shared);
     let stop_accepting = CancellationToken::new();
     let stop = stop_accepting.clone();
-    let listener = socket::GuardedListener { listener, stall: shared.config.stall_timeout() };
-    let served = tokio::spawn(async move {
-        axum::serve(listener, router).with_graceful_shutdown(async move { stop.cancelled().await }).await
-    });
+    let stall = shared.config.stall_timeout();
+    let stopped = async move { stop.cancelled().await };
+    let served = match tls {
+        #[cfg(feature = "remote-tls")]
+        Some(tls) => {
+            let listener = tls::TlsListener::new(listener, tls, stall)?;
+            tokio::spawn(async move { axum::serve(listener, router).with_graceful_shutdown(stopped).await })
+        }
+        #[cfg(not(feature = "remote-tls"))]
+        Some(never) => match never {},
+        None => {
+            let listener = socket::GuardedListener { listener, stall };
+            tokio::spawn(async move { axum::serve(listener, router).with_graceful_shutdown(stopped).await })
+        }
+    };
     tracing::info!(address = %local_addr, path = shared.config.path, "serving ACP remotely");
     Ok(RemoteServer { shared, stop_accepting, served })
 }
@@ -185,9 +210,10 @@ impl RemoteServer {
         self.shared.local_addr
     }
 
-    /// The URL of the endpoint, e.g. `http://127.0.0.1:8080/acp`.
+    /// The URL of the endpoint, e.g. `http://127.0.0.1:8080/acp` (`https://` when serving TLS:
+    /// [`RemoteConfig::tls`]).
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.shared.local_addr, self.shared.config.path)
+        format!("{}://{}{}", self.shared.scheme, self.shared.local_addr, self.shared.config.path)
     }
 
     /// How many ACP connections are open (HTTP and WebSocket).

@@ -838,3 +838,106 @@ async fn a_websocket_is_pinged_and_a_client_that_answers_no_ping_is_closed() {
     sink.close().await.unwrap();
     server.shutdown().await.unwrap();
 }
+
+/// A fresh directory for one test's files.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("acp-remote-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A self-signed certificate for `localhost` written as PEM files in `dir`: (certificate, key,
+/// the certificate itself).
+fn certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf, rcgen::CertifiedKey<rcgen::KeyPair>) {
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, generated.cert.pem()).unwrap();
+    std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+    (cert, key, generated)
+}
+
+/// A TLS client trusting only `certificate`, speaking HTTP/1.1.
+fn tls_connector(certificate: &rcgen::CertifiedKey<rcgen::KeyPair>) -> tokio_rustls::TlsConnector {
+    use tokio_rustls::rustls;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certificate.cert.der().clone()).unwrap();
+    #[expect(deprecated, reason = "the server's provider, ring")]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+#[tokio::test]
+async fn tls_serves_initialize_over_https_and_wss() {
+    let dir = scratch_dir("tls");
+    let (cert, key, generated) = certificate(&dir);
+    let server = serve(loopback().tls(&cert, &key)).await;
+    let port = server.local_addr().port();
+    assert_eq!(server.url(), format!("https://127.0.0.1:{port}/acp"));
+    let connector = tls_connector(&generated);
+    let name = tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let connect = async || {
+        let tcp = tokio::net::TcpStream::connect(server.local_addr()).await.unwrap();
+        connector.connect(name.clone(), tcp).await.expect("a TLS handshake with the server")
+    };
+
+    // HTTPS: the initialize POST is answered in its body.
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(connect().await)).await.unwrap();
+    tokio::spawn(connection);
+    let initialize = Request::post("/acp")
+        .header("host", format!("localhost:{port}"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(initialize_request().to_string())))
+        .unwrap();
+    let response = sender.send_request(initialize).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers().contains_key("acp-connection-id"));
+    let answer: Value = serde_json::from_str(&body_text(response).await).unwrap();
+    assert_eq!(answer["result"]["protocolVersion"], 1);
+
+    // WSS: the same over a WebSocket.
+    let (mut socket, _) =
+        tokio_tungstenite::client_async(format!("wss://localhost:{port}/acp"), connect().await).await.unwrap();
+    socket.send(Message::text(initialize_request().to_string())).await.unwrap();
+    let mut answered = None;
+    while answered.is_none() {
+        match tokio::time::timeout(Duration::from_secs(10), socket.next()).await.unwrap() {
+            Some(Ok(Message::Text(text))) => answered = Some(serde_json::from_str::<Value>(text.as_str()).unwrap()),
+            Some(Ok(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(answered.unwrap()["result"]["protocolVersion"], 1);
+    socket.close(None).await.unwrap();
+    server.shutdown().await.unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn unusable_tls_files_are_refused_naming_the_file() {
+    let dir = scratch_dir("bad-tls");
+    let (cert, key, _) = certificate(&dir);
+    let other_key = dir.join("other-key.pem");
+    std::fs::write(&other_key, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
+    let not_pem = dir.join("not.pem");
+    std::fs::write(&not_pem, "hello").unwrap();
+    let missing = dir.join("missing.pem");
+    let (runner, _probe) = runner(Arc::new(MemoryStore::new()), TurnsSpec::default());
+    for (cert, key, named) in [
+        (&missing, &key, &missing),
+        (&not_pem, &key, &not_pem),
+        (&cert, &not_pem, &not_pem),
+        (&cert, &other_key, &other_key),
+    ] {
+        let error = serve_http(runner.options(), loopback().tls(cert, key)).await.unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput, "{error}");
+        assert!(error.to_string().starts_with(&format!("{}: ", named.display())), "{error}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
