@@ -147,18 +147,15 @@ pub(crate) fn start(shared: &Shared, principal: Option<&str>, id: &str) -> Opene
                 // The client stopped reading: what the agent says now has nobody to go to.
                 continue;
             }
-            let credit = match budget.reserve(text.len(), stall).await {
-                Ok(credit) => credit,
-                Err(_) => {
-                    tracing::warn!(
-                        connection = id,
-                        buffered_bytes = budget.max(),
-                        stalled_for = ?stall,
-                        "hanging up a remote client that stopped reading: its buffer stayed full"
-                    );
-                    hung_up.cancel();
-                    continue;
-                }
+            let Ok(credit) = budget.reserve(text.len(), stall).await else {
+                tracing::warn!(
+                    connection = id,
+                    buffered_bytes = budget.max(),
+                    stalled_for = ?stall,
+                    "hanging up a remote client that stopped reading: its buffer stayed full"
+                );
+                hung_up.cancel();
+                continue;
             };
             // A client that went away still lets the agent finish: keep reading to the end.
             let _ = lines_out.send(Outgoing { text, shape, _credit: credit }).await;

@@ -143,7 +143,7 @@ impl RemoteConfig {
     }
 
     /// The most ACP connections open at once (default 1024): HTTP connections (an answered
-    /// `initialize`, until hung up) and WebSockets together. One more — an `initialize` POST or
+    /// `initialize`, until hung up) and `WebSocket`s together. One more — an `initialize` POST or
     /// a WebSocket upgrade — is answered `503 Service Unavailable` with `Retry-After` before its
     /// body is read; the requests of open connections are not limited.
     #[must_use]

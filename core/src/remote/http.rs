@@ -25,14 +25,15 @@
 //!   opens that session's stream (its client opens it before the `session/load` or
 //!   `session/resume` that makes the session known), and so does this;
 //! - the RFD requires HTTP/2; the SDK's clients (Node's `fetch`) speak HTTP/1.1 (one TCP
-//!   connection per open stream): both are served, HTTP/2 as h2c with prior knowledge (there is no
-//!   TLS, so no ALPN), as a proxy in front speaks it;
+//!   connection per open stream): both are served — HTTP/2 over TLS by ALPN (feature
+//!   `remote-tls`), and without TLS as h2c with prior knowledge, as a proxy in front speaks it;
 //! - the RFD names only the session methods as needing `Acp-Session-Id`; the SDK also requires it
 //!   of any message whose `params.sessionId` is set, and refuses a header that names another
 //!   session than the params (`400`), as this does.
 //!
 //! Invariants: a connection is listed only after its `initialize` was answered, and is removed
-//! once its agent ended; hanging a connection up ends its agent, and the agent's end ends every
+//! once its agent ended; the messages waiting in its streams are bounded in bytes (see `budget`),
+//! and a client hung up for not reading has its streams ended at once; hanging a connection up ends its agent, and the agent's end ends every
 //! stream of the connection after its last message.
 
 use std::collections::HashMap;

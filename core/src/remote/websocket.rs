@@ -99,7 +99,7 @@ async fn serve(socket: WebSocket, shared: Arc<Shared>, principal: Principal, id:
                     writable = false;
                     close(&mut sink, close_code::POLICY, NOT_ANSWERING, interval).await;
                 } else {
-                    writable = send(&mut sink, Message::Ping(Default::default()), &stalled).await;
+                    writable = send(&mut sink, Message::Ping(axum::body::Bytes::new()), &stalled).await;
                 }
             }
             message = outgoing.recv() => match message {

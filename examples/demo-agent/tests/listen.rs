@@ -119,9 +119,11 @@ fn http(authority: &str, method: &str, headers: &[(&str, &str)], body: &str) -> 
     let mut stream = TcpStream::connect(authority).unwrap();
     let mut request = format!("{method} /acp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
     for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
+        request.push_str(&[name, ": ", value, "\r\n"].concat());
     }
-    request.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()));
+    request.push_str(
+        &["Content-Type: application/json\r\nContent-Length: ", &body.len().to_string(), "\r\n\r\n", body].concat(),
+    );
     stream.write_all(request.as_bytes()).unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
@@ -133,7 +135,7 @@ fn events(authority: &str, headers: &[(&str, &str)]) -> mpsc::Receiver<Value> {
     let mut stream = TcpStream::connect(authority).unwrap();
     let mut request = format!("GET /acp HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\n");
     for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
+        request.push_str(&[name, ": ", value, "\r\n"].concat());
     }
     request.push_str("\r\n");
     stream.write_all(request.as_bytes()).unwrap();
@@ -142,10 +144,10 @@ fn events(authority: &str, headers: &[(&str, &str)]) -> mpsc::Receiver<Value> {
         // Chunked transfer: the chunk sizes are lines of their own, the events' `data:` lines whole.
         for line in BufReader::new(stream).lines() {
             let Ok(line) = line else { return };
-            if let Some(data) = line.strip_prefix("data:") {
-                if sender.send(serde_json::from_str(data.trim_start()).expect("an event's data is JSON")).is_err() {
-                    return;
-                }
+            if let Some(data) = line.strip_prefix("data:")
+                && sender.send(serde_json::from_str(data.trim_start()).expect("an event's data is JSON")).is_err()
+            {
+                return;
             }
         }
     });
@@ -212,7 +214,7 @@ fn sigterm_during_a_turn_answers_it_exits_0_and_the_turn_is_recorded() {
         .collect();
     let recorded = said.split_terminator(' ').count();
     assert!(recorded > 0, "the turn's chunks are recorded");
-    let expected: String = (1..=recorded).map(|i| format!("t{i} ")).collect();
+    let expected: String = (1..=recorded).map(|i| ["t", &i.to_string(), " "].concat()).collect();
     assert_eq!(said, expected, "every chunk up to the last recorded, in order");
     if stop == "end_turn" {
         assert_eq!(recorded, chunks, "a turn that ended is recorded whole");
