@@ -78,7 +78,7 @@ pub(crate) struct Outgoing {
 /// hung up for not reading.
 pub(crate) struct Opened {
     pub(crate) pipe: Pipe,
-    pub(crate) outgoing: mpsc::Receiver<Outgoing>,
+    pub(crate) outgoing: mpsc::UnboundedReceiver<Outgoing>,
     /// Cancelled when the client took nothing for the stall timeout while its buffer was full;
     /// the transport then closes the connection.
     pub(crate) stalled: CancellationToken,
@@ -121,7 +121,8 @@ pub(crate) fn start(shared: &Shared, principal: Option<&str>, id: &str) -> Opene
         // Every sender is gone: the client hung up.
         let _ = client_write.shutdown().await;
     });
-    let (lines_out, outgoing) = mpsc::channel::<Outgoing>(64);
+    // Unbounded in count, bounded in bytes by the budget each message holds its share of.
+    let (lines_out, outgoing) = mpsc::unbounded_channel::<Outgoing>();
     let answered = in_flight.clone();
     let hung_up = stalled.clone();
     let id = id.to_owned();
@@ -158,7 +159,7 @@ pub(crate) fn start(shared: &Shared, principal: Option<&str>, id: &str) -> Opene
                 continue;
             };
             // A client that went away still lets the agent finish: keep reading to the end.
-            let _ = lines_out.send(Outgoing { text, shape, _credit: credit }).await;
+            let _ = lines_out.send(Outgoing { text, shape, _credit: credit });
         }
     });
     Opened { pipe: Pipe { to_agent, in_flight: in_flight.clone() }, outgoing, stalled }

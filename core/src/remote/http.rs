@@ -415,7 +415,7 @@ async fn initialize(shared: &Arc<Shared>, principal: Principal, message: &Value)
 async fn route_outgoing(
     shared: Arc<Shared>,
     connection: Arc<HttpConnection>,
-    mut outgoing: mpsc::Receiver<Outgoing>,
+    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
     stalled: tokio_util::sync::CancellationToken,
 ) {
     let idle = shared.config.idle_timeout;

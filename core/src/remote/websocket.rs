@@ -10,7 +10,8 @@
 //! its messages for two intervals while its buffer was full (see `budget`), is hung up with a
 //! warning naming the connection and the reason, and the socket closed with code 1008 and that
 //! reason (the Close frame is given one interval to go out; a client that reads nothing does not
-//! get it, its TCP connection just ends).
+//! get it, its TCP connection just ends). A socket that cannot be written (it failed, or a write
+//! made no progress for the stall timeout) is the client hanging up too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,12 +101,19 @@ async fn serve(socket: WebSocket, shared: Arc<Shared>, principal: Principal, id:
                     close(&mut sink, close_code::POLICY, NOT_ANSWERING, interval).await;
                 } else {
                     writable = send(&mut sink, Message::Ping(axum::body::Bytes::new()), &stalled).await;
+                    if !writable {
+                        pipe = None;
+                    }
                 }
             }
             message = outgoing.recv() => match message {
                 // The message's share of the buffer is given back once it is sent (or dropped).
                 Some(message) if writable => {
                     writable = send(&mut sink, Message::Text(message.text.into()), &stalled).await;
+                    if !writable && pipe.take().is_some() {
+                        // The socket failed (or a write stalled past the stall timeout).
+                        tracing::warn!(connection = id, "hanging up a WebSocket client whose socket failed");
+                    }
                 }
                 Some(_) => {}
                 None => break,
