@@ -53,6 +53,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::Shared;
 use super::bridge::{self, CONNECTION_ID, Outgoing, Pipe, new_connection_id};
+use super::decode;
 use super::guard::{Principal, refuse};
 use super::limit::{self, Slot};
 use super::shape::Kind;
@@ -281,25 +282,18 @@ pub(crate) async fn post(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let json_body = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if !json_body {
-        return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
-    }
-    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
-        return refuse(StatusCode::BAD_REQUEST, "Invalid JSON");
+    let content_type = headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes);
+    let message = match decode::post_body(content_type, &body) {
+        Ok(message) => message,
+        Err(refusal) if refusal.json_rpc => {
+            let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": refusal.reason}});
+            return json_response(StatusCode::BAD_REQUEST, &error);
+        }
+        Err(refusal) => {
+            let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST);
+            return refuse(status, refusal.reason);
+        }
     };
-    if message.is_array() {
-        let error = json!({"jsonrpc": "2.0", "id": null,
-            "error": {"code": -32600, "message": "JSON-RPC batches are not supported"}});
-        return json_response(StatusCode::BAD_REQUEST, &error);
-    }
-    if !message.is_object() {
-        return refuse(StatusCode::BAD_REQUEST, "Invalid JSON-RPC message");
-    }
     let connection_id = headers.get(CONNECTION_ID).and_then(|v| v.to_str().ok());
     let is_initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
     if is_initialize && message.get("id").is_some() {

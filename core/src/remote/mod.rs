@@ -8,6 +8,7 @@
 //!
 //! One concern per file:
 //! - `config`: [`RemoteConfig`], what is served where and under which rules;
+//! - `decode`: a POST body and a WebSocket message decoded, without a socket (fuzzed);
 //! - `guard`: the rules every request passes before any ACP is read (`Host`, `Origin`, bearer
 //!   token);
 //! - `bridge`: one ACP connection — an agent on an in-memory pipe, messages in and out as JSON;
@@ -41,6 +42,11 @@
 mod bridge;
 mod budget;
 mod config;
+#[cfg_attr(
+    not(feature = "fuzzing"),
+    expect(unreachable_pub, reason = "public only to the fuzz targets, through `fuzzing`")
+)]
+pub(crate) mod decode;
 mod guard;
 mod http;
 mod limit;

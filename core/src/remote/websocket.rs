@@ -21,12 +21,12 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use futures::stream::SplitSink;
 use futures::{SinkExt as _, StreamExt as _};
-use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::bridge::{self, CONNECTION_ID, Pipe, new_connection_id};
+use super::decode::{self, WebSocketText};
 use super::guard::Principal;
 use super::limit::Slot;
 
@@ -146,8 +146,8 @@ async fn close(sink: &mut SplitSink<WebSocket, Message>, code: u16, reason: &'st
 /// Hands one frame's text to the agent.
 async fn deliver(pipe: Option<&Pipe>, text: &str) {
     let Some(pipe) = pipe else { return };
-    match serde_json::from_str::<Value>(text) {
-        Ok(message) => pipe.send(&message).await,
-        Err(_) => pipe.send_text(text).await,
+    match decode::websocket_text(text) {
+        WebSocketText::Json(message) => pipe.send(&message).await,
+        WebSocketText::Text(line) => pipe.send_text(&line).await,
     };
 }
