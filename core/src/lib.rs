@@ -56,6 +56,9 @@ mod rpc;
 pub mod fuzzing {
     pub use crate::agent::cursor::InvalidCursor;
     pub use crate::agent::cursor::fuzzing::{decode_cursor, encode_cursor};
+    /// The remote transports' decoding of a POST body and a WebSocket message.
+    #[cfg(feature = "remote")]
+    pub use crate::remote::decode::{Refusal, WebSocketText, post_body, websocket_text};
     pub use crate::rpc::framing::{DEFAULT_MAX_MESSAGE_SIZE, Frame, LineReader};
     pub use crate::rpc::message::{Incoming, Malformed, classify};
 }

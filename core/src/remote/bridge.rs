@@ -5,7 +5,12 @@
 //! is re-serialised compactly; text that is not JSON has its line breaks replaced, so the agent
 //! answers it with a parse error, as on stdio); dropping the [`Pipe`] is the client hanging up
 //! (the agent closes its sessions and answers its requests, and the outgoing channel ends after
-//! the agent's last message); requests in flight are counted in [`InFlight`].
+//! the agent's last message); requests in flight are counted in [`InFlight`]; every message out
+//! holds its share of the connection's [`Budget`] until the transport hands it to the socket, and
+//! the agent's next message waits for room (see `budget`). A client that took nothing for the
+//! stall timeout while its buffer was full is hung up: [`Opened::stalled`] is cancelled, a
+//! warning names the connection, and the agent's further messages are dropped (it sees the
+//! client go away; see [`Pipe`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,8 +18,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
-use tokio_util::task::TaskTracker;
+use tokio_util::sync::CancellationToken;
 
+use super::Shared;
+use super::budget::{Budget, Credit};
+use super::shape::{self, Kind, Shape};
 use crate::host::Principal;
 use crate::{Agent, Options};
 
@@ -58,25 +66,38 @@ pub(crate) struct Pipe {
     in_flight: InFlight,
 }
 
-/// A message the agent wrote: its text (one line, no line break) and its parsed form.
+/// A message the agent wrote: its text (one line, no line break), its shape (see `shape`), and
+/// its share of the connection's buffer (given back when the message is dropped).
 pub(crate) struct Outgoing {
     pub(crate) text: String,
-    pub(crate) value: Value,
+    pub(crate) shape: Shape,
+    pub(crate) _credit: Credit,
 }
 
-/// Starts an agent for one connection of `principal`.
+/// A started connection: the agent's input, its messages, and the signal that its client was
+/// hung up for not reading.
+pub(crate) struct Opened {
+    pub(crate) pipe: Pipe,
+    pub(crate) outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    /// Cancelled when the client took nothing for the stall timeout while its buffer was full;
+    /// the transport then closes the connection.
+    pub(crate) stalled: CancellationToken,
+}
+
+/// Starts an agent for the connection `id` of `principal`, on `shared`'s host and rules.
 ///
 /// The principal (the name the token verifier gave this connection's client, if any) is set on
 /// the connection's own [`Options`]: the sessions it creates belong to it, and it sees no other
 /// principal's sessions (see [`Options::principal`]).
-pub(crate) fn start(
-    options: Options,
-    principal: Option<&str>,
-    in_flight: &InFlight,
-    tasks: &TaskTracker,
-) -> (Pipe, mpsc::Receiver<Outgoing>) {
+pub(crate) fn start(shared: &Shared, principal: Option<&str>, id: &str) -> Opened {
+    let options: Options = shared.options.clone();
+    let in_flight = &shared.in_flight;
+    let tasks = &shared.tasks;
+    let budget = Budget::new(shared.config.max_buffered_bytes);
+    let stall = shared.config.stall_timeout();
+    let stalled = CancellationToken::new();
     let max = options.max_message_size;
-    tracing::debug!(principal, "remote ACP connection");
+    tracing::debug!(principal, connection = id, "remote ACP connection");
     let options = match principal {
         Some(name) => options.principal(Principal::new(name)),
         None => options,
@@ -100,8 +121,11 @@ pub(crate) fn start(
         // Every sender is gone: the client hung up.
         let _ = client_write.shutdown().await;
     });
-    let (lines_out, outgoing) = mpsc::channel::<Outgoing>(64);
+    // Unbounded in count, bounded in bytes by the budget each message holds its share of.
+    let (lines_out, outgoing) = mpsc::unbounded_channel::<Outgoing>();
     let answered = in_flight.clone();
+    let hung_up = stalled.clone();
+    let id = id.to_owned();
     tasks.spawn(async move {
         let mut reader = BufReader::new(client_read);
         let mut line = Vec::new();
@@ -116,15 +140,29 @@ pub(crate) fn start(
                 continue;
             }
             let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-            let Ok(value) = serde_json::from_str::<Value>(&text) else { continue };
-            if is_response(&value) {
+            let Some(shape) = shape::of(&text) else { continue };
+            if shape.kind == Kind::Response {
                 answered.answered();
             }
+            if hung_up.is_cancelled() {
+                // The client stopped reading: what the agent says now has nobody to go to.
+                continue;
+            }
+            let Ok(credit) = budget.reserve(text.len(), stall).await else {
+                tracing::warn!(
+                    connection = id,
+                    buffered_bytes = budget.max(),
+                    stalled_for = ?stall,
+                    "hanging up a remote client that stopped reading: its buffer stayed full"
+                );
+                hung_up.cancel();
+                continue;
+            };
             // A client that went away still lets the agent finish: keep reading to the end.
-            let _ = lines_out.send(Outgoing { text, value }).await;
+            let _ = lines_out.send(Outgoing { text, shape, _credit: credit });
         }
     });
-    (Pipe { to_agent, in_flight: in_flight.clone() }, outgoing)
+    Opened { pipe: Pipe { to_agent, in_flight: in_flight.clone() }, outgoing, stalled }
 }
 
 impl Pipe {
@@ -153,10 +191,10 @@ impl Pipe {
 
 /// A JSON-RPC request: a method and an id.
 pub(crate) fn is_request(message: &Value) -> bool {
-    message.get("method").is_some() && message.get("id").is_some()
+    shape::of_value(message).kind == Kind::Request
 }
 
 /// A JSON-RPC response: an id and no method.
 pub(crate) fn is_response(message: &Value) -> bool {
-    message.get("method").is_none() && message.get("id").is_some()
+    shape::of_value(message).kind == Kind::Response
 }

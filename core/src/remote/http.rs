@@ -25,14 +25,15 @@
 //!   opens that session's stream (its client opens it before the `session/load` or
 //!   `session/resume` that makes the session known), and so does this;
 //! - the RFD requires HTTP/2; the SDK's clients (Node's `fetch`) speak HTTP/1.1 (one TCP
-//!   connection per open stream): both are served, HTTP/2 as h2c with prior knowledge (there is no
-//!   TLS, so no ALPN), as a proxy in front speaks it;
+//!   connection per open stream): both are served — HTTP/2 over TLS by ALPN (feature
+//!   `remote-tls`), and without TLS as h2c with prior knowledge, as a proxy in front speaks it;
 //! - the RFD names only the session methods as needing `Acp-Session-Id`; the SDK also requires it
 //!   of any message whose `params.sessionId` is set, and refuses a header that names another
 //!   session than the params (`400`), as this does.
 //!
 //! Invariants: a connection is listed only after its `initialize` was answered, and is removed
-//! once its agent ended; hanging a connection up ends its agent, and the agent's end ends every
+//! once its agent ended; the messages waiting in its streams are bounded in bytes (see `budget`),
+//! and a client hung up for not reading has its streams ended at once; hanging a connection up ends its agent, and the agent's end ends every
 //! stream of the connection after its last message.
 
 use std::collections::HashMap;
@@ -52,7 +53,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::Shared;
 use super::bridge::{self, CONNECTION_ID, Outgoing, Pipe, new_connection_id};
+use super::decode;
 use super::guard::{Principal, refuse};
+use super::limit::{self, Slot};
+use super::shape::Kind;
 
 /// The header naming the session a request or stream is about.
 const SESSION_ID: &str = "acp-session-id";
@@ -128,6 +132,10 @@ struct HttpConnection {
     receivers: AtomicUsize,
     /// When the client last made a request, or last had a stream open.
     last_seen: Mutex<tokio::time::Instant>,
+    /// Cancelled when the client was hung up for not reading: its SSE responses end at once.
+    stalled: tokio_util::sync::CancellationToken,
+    /// Its place under the server's connection limit, given back with the connection.
+    _slot: Option<Slot>,
 }
 
 #[derive(Default)]
@@ -160,10 +168,10 @@ impl HttpConnection {
 
     /// Delivers one message of the agent to its stream.
     fn route(&self, message: Outgoing) {
-        let key = message.value.get("id").map(id_key);
+        let key = message.shape.id.clone();
         let route = {
             let mut routes = lock(&self.routes);
-            if bridge::is_response(&message.value) {
+            if message.shape.kind == Kind::Response {
                 let key = key.unwrap_or_default();
                 if routes.initial.as_ref().is_some_and(|(initial, _)| *initial == key) {
                     if let Some((_, waiter)) = routes.initial.take() {
@@ -173,7 +181,7 @@ impl HttpConnection {
                 }
                 routes.pending.remove(&key).flatten()
             } else {
-                let route = session_of(&message.value);
+                let route = message.shape.session.clone();
                 if let Some(key) = key {
                     routes.client.insert(key, route.clone());
                 }
@@ -181,7 +189,7 @@ impl HttpConnection {
             }
         };
         let mut streams = lock(&self.streams);
-        streams.entry(route).or_insert_with(Mailbox::new).push(message.text);
+        streams.entry(route).or_insert_with(Mailbox::new).push(message);
     }
 
     /// The agent ended: every stream ends after what it holds.
@@ -192,10 +200,11 @@ impl HttpConnection {
     }
 }
 
-/// A stream's messages, kept until its one receiver takes them.
+/// A stream's messages, kept until its one receiver takes them. Unbounded in count, bounded in
+/// bytes: each message holds its share of the connection's buffer (see `budget`).
 struct Mailbox {
-    sender: mpsc::UnboundedSender<String>,
-    receiver: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+    sender: mpsc::UnboundedSender<Outgoing>,
+    receiver: Arc<Mutex<Option<mpsc::UnboundedReceiver<Outgoing>>>>,
 }
 
 impl Mailbox {
@@ -204,8 +213,8 @@ impl Mailbox {
         Self { sender, receiver: Arc::new(Mutex::new(Some(receiver))) }
     }
 
-    fn push(&self, text: String) {
-        let _ = self.sender.send(text);
+    fn push(&self, message: Outgoing) {
+        let _ = self.sender.send(message);
     }
 
     /// Whether no receiver holds it and nothing waits in it.
@@ -222,8 +231,8 @@ impl Mailbox {
 
 /// A stream's receiving end, held by one SSE response; given back when that response ends.
 struct Lease {
-    receiver: Option<mpsc::UnboundedReceiver<String>>,
-    slot: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+    receiver: Option<mpsc::UnboundedReceiver<Outgoing>>,
+    slot: Arc<Mutex<Option<mpsc::UnboundedReceiver<Outgoing>>>>,
 }
 
 impl Drop for Lease {
@@ -273,25 +282,18 @@ pub(crate) async fn post(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let json_body = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if !json_body {
-        return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
-    }
-    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
-        return refuse(StatusCode::BAD_REQUEST, "Invalid JSON");
+    let content_type = headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes);
+    let message = match decode::post_body(content_type, &body) {
+        Ok(message) => message,
+        Err(refusal) if refusal.json_rpc => {
+            let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": refusal.reason}});
+            return json_response(StatusCode::BAD_REQUEST, &error);
+        }
+        Err(refusal) => {
+            let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST);
+            return refuse(status, refusal.reason);
+        }
     };
-    if message.is_array() {
-        let error = json!({"jsonrpc": "2.0", "id": null,
-            "error": {"code": -32600, "message": "JSON-RPC batches are not supported"}});
-        return json_response(StatusCode::BAD_REQUEST, &error);
-    }
-    if !message.is_object() {
-        return refuse(StatusCode::BAD_REQUEST, "Invalid JSON-RPC message");
-    }
     let connection_id = headers.get(CONNECTION_ID).and_then(|v| v.to_str().ok());
     let is_initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
     if is_initialize && message.get("id").is_some() {
@@ -353,10 +355,13 @@ async fn initialize(shared: &Arc<Shared>, principal: Principal, message: &Value)
     if id.is_null() {
         return refuse(StatusCode::BAD_REQUEST, "Initialize request must include an ID");
     }
-    let (pipe, outgoing) =
-        bridge::start(shared.options.clone(), principal.0.as_deref(), &shared.in_flight, &shared.tasks);
+    let Some(slot) = shared.slots.take(shared.config.max_connections) else {
+        return limit::full();
+    };
+    let connection_id = new_connection_id();
+    let bridge::Opened { pipe, outgoing, stalled } = bridge::start(shared, principal.0.as_deref(), &connection_id);
     let connection = Arc::new(HttpConnection {
-        id: new_connection_id(),
+        id: connection_id,
         principal,
         pipe: Mutex::new(Some(pipe.clone())),
         routes: Mutex::new(Routes::default()),
@@ -364,11 +369,13 @@ async fn initialize(shared: &Arc<Shared>, principal: Principal, message: &Value)
         ended: std::sync::atomic::AtomicBool::new(false),
         receivers: AtomicUsize::new(0),
         last_seen: Mutex::new(tokio::time::Instant::now()),
+        stalled: stalled.clone(),
+        _slot: Some(slot),
     });
     let mut unkept = Unkept(Some(connection.clone()));
     let (answered, answer) = oneshot::channel();
     lock(&connection.routes).initial = Some((id_key(&id), answered));
-    shared.tasks.spawn(route_outgoing(shared.clone(), connection.clone(), outgoing));
+    shared.tasks.spawn(route_outgoing(shared.clone(), connection.clone(), outgoing, stalled));
     let sent = pipe.send(message).await;
     drop(pipe);
     let answer = if sent { answer.await.ok() } else { None };
@@ -397,7 +404,14 @@ async fn initialize(shared: &Arc<Shared>, principal: Principal, message: &Value)
 /// A connection whose client has had no stream open and made no request for the idle timeout
 /// ([`RemoteConfig::idle_timeout`](super::RemoteConfig::idle_timeout)) is hung up: its client
 /// vanished without a `DELETE`, and its agent would otherwise keep its sessions live for ever.
-async fn route_outgoing(shared: Arc<Shared>, connection: Arc<HttpConnection>, mut outgoing: mpsc::Receiver<Outgoing>) {
+/// A connection whose client stopped reading (`stalled`, see `budget`) is hung up at once and its
+/// streams end, what they held dropped.
+async fn route_outgoing(
+    shared: Arc<Shared>,
+    connection: Arc<HttpConnection>,
+    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    stalled: tokio_util::sync::CancellationToken,
+) {
     let idle = shared.config.idle_timeout;
     let mut tick = tokio::time::interval((idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(5)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -412,6 +426,12 @@ async fn route_outgoing(shared: Arc<Shared>, connection: Arc<HttpConnection>, mu
                     tracing::info!(connection = connection.id, "an idle HTTP connection hung up");
                     connection.hang_up();
                 }
+            }
+            () = stalled.cancelled(), if !connection.ended.load(Ordering::SeqCst) => {
+                // The bridge warned, naming the connection; it drops the agent's further messages.
+                shared.connections.remove(&connection.id);
+                connection.hang_up();
+                connection.end();
             }
         }
     }
@@ -445,14 +465,25 @@ pub(crate) fn events(shared: &Shared, principal: &Principal, headers: &HeaderMap
     let Some(lease) = lease else {
         return refuse(StatusCode::CONFLICT, "Outbound stream already has an active receiver");
     };
+    let stalled = connection.stalled.clone();
     let receiving = Receiving::new(connection, route);
     // The lease is dropped first (the tuple's order), so the stream is whole again when
     // `Receiving` looks at it.
-    let events = futures::stream::unfold((lease, receiving), |(mut lease, receiving)| async move {
-        let text = lease.receiver.as_mut()?.recv().await?;
-        Some((Ok::<_, Infallible>(Event::default().data(text)), (lease, receiving)))
+    // A message's share of the buffer is given back once its event is made (the body has it).
+    // A client hung up for not reading: the stream ends at once, what it held dropped.
+    let events = futures::stream::unfold((lease, receiving), move |(mut lease, receiving)| {
+        let stalled = stalled.clone();
+        async move {
+            let message = tokio::select! {
+                biased;
+                () = stalled.cancelled() => None,
+                message = lease.receiver.as_mut()?.recv() => message,
+            }?;
+            Some((Ok::<_, Infallible>(Event::default().data(message.text)), (lease, receiving)))
+        }
     });
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
+    let keepalive = KeepAlive::new().interval(shared.config.keepalive()).text("keepalive");
+    Sse::new(events).keep_alive(keepalive).into_response()
 }
 
 /// `DELETE`: the client hangs a connection up.
@@ -519,6 +550,8 @@ mod tests {
             ended: std::sync::atomic::AtomicBool::new(false),
             receivers: AtomicUsize::new(0),
             last_seen: Mutex::new(tokio::time::Instant::now()),
+            stalled: tokio_util::sync::CancellationToken::new(),
+            _slot: None,
         })
     }
 
@@ -539,10 +572,14 @@ mod tests {
         assert!(lock(&connection.streams).is_empty(), "an empty stream nobody reads is forgotten");
 
         let response = open(&connection, &session);
-        lock(&connection.streams)[&session].push("{}".to_owned());
+        let budget = crate::remote::budget::Budget::new(1024);
+        let credit = budget.reserve(2, Duration::from_secs(1)).await.unwrap();
+        let message =
+            Outgoing { text: "{}".to_owned(), shape: crate::remote::shape::of("{}").unwrap(), _credit: credit };
+        lock(&connection.streams)[&session].push(message);
         drop(response);
         assert!(lock(&connection.streams).contains_key(&session), "a message waits in it");
         let mut again = open(&connection, &session);
-        assert_eq!(again.0.receiver.as_mut().unwrap().recv().await.as_deref(), Some("{}"));
+        assert_eq!(again.0.receiver.as_mut().unwrap().recv().await.unwrap().text, "{}");
     }
 }

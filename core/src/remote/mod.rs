@@ -8,9 +8,17 @@
 //!
 //! One concern per file:
 //! - `config`: [`RemoteConfig`], what is served where and under which rules;
+//! - `decode`: a POST body and a WebSocket message decoded, without a socket (fuzzed);
 //! - `guard`: the rules every request passes before any ACP is read (`Host`, `Origin`, bearer
 //!   token);
 //! - `bridge`: one ACP connection — an agent on an in-memory pipe, messages in and out as JSON;
+//! - `budget`: the bytes waiting for one connection's client, and telling a client that stopped
+//!   reading from a slow one;
+//! - `shape`: what a message of the agent is (request, response, notification; its id and
+//!   session), read from its leading bytes;
+//! - `limit`: how many ACP connections are open at once;
+//! - `socket`: the accepted sockets, whose writes may not stall for ever;
+//! - `tls` (feature `remote-tls`): HTTPS and WSS with rustls;
 //! - `http`: Streamable HTTP (connection ids, session streams, status codes);
 //! - `websocket`: one ACP connection per WebSocket, one message per text frame;
 //! - this file: binding, the router (and `GET`'s choice between a WebSocket and an SSE stream),
@@ -32,9 +40,20 @@
 //! `session/load` answer goes on the connection's stream.
 
 mod bridge;
+mod budget;
 mod config;
+#[cfg_attr(
+    not(feature = "fuzzing"),
+    expect(unreachable_pub, reason = "public only to the fuzz targets, through `fuzzing`")
+)]
+pub(crate) mod decode;
 mod guard;
 mod http;
+mod limit;
+mod shape;
+mod socket;
+#[cfg(feature = "remote-tls")]
+mod tls;
 mod websocket;
 
 use std::io;
@@ -55,7 +74,11 @@ pub(crate) struct Shared {
     pub(crate) config: RemoteConfig,
     /// The address actually bound (port 0 resolved), for the `Host` rule.
     pub(crate) local_addr: SocketAddr,
+    /// `https` when serving TLS, else `http`.
+    pub(crate) scheme: &'static str,
     pub(crate) connections: http::Connections,
+    /// One per open ACP connection, up to [`RemoteConfig::max_connections`].
+    pub(crate) slots: limit::Slots,
     /// Requests sent to any agent and not answered yet (the graceful shutdown waits for none).
     pub(crate) in_flight: bridge::InFlight,
     /// Cancelled when the server hangs every connection up.
@@ -87,7 +110,8 @@ impl std::fmt::Debug for RemoteServer {
 /// connection an [`Agent`](crate::Agent) made from a clone of `options` (the host is shared).
 ///
 /// Errors: binding failed, or the address is not a loopback one and `config` has no token
-/// verifier (`InvalidInput`: an agent open to the network must know who calls it).
+/// verifier (`InvalidInput`: an agent open to the network must know who calls it), or (feature
+/// `remote-tls`) the TLS files cannot be used (`InvalidInput` naming the file and what was wrong).
 pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<RemoteServer> {
     if !config.addr.ip().is_loopback() && config.token_verifier.is_none() {
         return Err(io::Error::new(
@@ -95,6 +119,13 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
             format!("refusing to listen on the non-loopback address {} without a token verifier", config.addr),
         ));
     }
+    #[cfg(feature = "remote-tls")]
+    let tls = match &config.tls {
+        Some((cert_chain, key)) => Some(tls::server_config(cert_chain, key)?),
+        None => None,
+    };
+    #[cfg(not(feature = "remote-tls"))]
+    let tls: Option<std::convert::Infallible> = None;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let local_addr = listener.local_addr()?;
     // Every ACP message is a small write (an SSE event, a WebSocket frame): with Nagle's algorithm
@@ -108,7 +139,9 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
         options,
         config,
         local_addr,
+        scheme: if tls.is_some() { "https" } else { "http" },
         connections: http::Connections::default(),
+        slots: limit::Slots::default(),
         in_flight: bridge::InFlight::default(),
         hang_up: CancellationToken::new(),
         draining: CancellationToken::new(),
@@ -117,20 +150,33 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
     let router = router(&shared);
     let stop_accepting = CancellationToken::new();
     let stop = stop_accepting.clone();
-    let served = tokio::spawn(async move {
-        axum::serve(listener, router).with_graceful_shutdown(async move { stop.cancelled().await }).await
-    });
+    let stall = shared.config.stall_timeout();
+    let stopped = async move { stop.cancelled().await };
+    let served = match tls {
+        #[cfg(feature = "remote-tls")]
+        Some(tls) => {
+            let listener = tls::TlsListener::new(listener, tls, stall)?;
+            tokio::spawn(async move { axum::serve(listener, router).with_graceful_shutdown(stopped).await })
+        }
+        #[cfg(not(feature = "remote-tls"))]
+        Some(never) => match never {},
+        None => {
+            let listener = socket::GuardedListener { listener, stall };
+            tokio::spawn(async move { axum::serve(listener, router).with_graceful_shutdown(stopped).await })
+        }
+    };
     tracing::info!(address = %local_addr, path = shared.config.path, "serving ACP remotely");
     Ok(RemoteServer { shared, stop_accepting, served })
 }
 
-/// The one endpoint: POST, GET (SSE or a WebSocket upgrade) and DELETE, behind the guard and the
-/// body limit.
+/// The one endpoint: POST, GET (SSE or a WebSocket upgrade) and DELETE, behind the guard, the
+/// connection limit and the body limit.
 fn router(shared: &Arc<Shared>) -> axum::Router {
     use axum::routing::get;
     axum::Router::new()
         .route(&shared.config.path, get(get_endpoint).post(http::post).delete(http::delete))
         .layer(axum::extract::DefaultBodyLimit::max(shared.config.body_limit(&shared.options)))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), limit::check))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard::check))
         .with_state(shared.clone())
 }
@@ -162,8 +208,11 @@ async fn get_endpoint(
     if shared.draining.is_cancelled() {
         return guard::refuse(axum::http::StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");
     }
+    let Some(slot) = shared.slots.take(shared.config.max_connections) else {
+        return limit::full();
+    };
     match upgrade {
-        Ok(upgrade) => websocket::upgrade(shared, principal, upgrade),
+        Ok(upgrade) => websocket::upgrade(shared, principal, upgrade, slot),
         Err(rejection) => rejection.into_response(),
     }
 }
@@ -174,9 +223,10 @@ impl RemoteServer {
         self.shared.local_addr
     }
 
-    /// The URL of the endpoint, e.g. `http://127.0.0.1:8080/acp`.
+    /// The URL of the endpoint, e.g. `http://127.0.0.1:8080/acp` (`https://` when serving TLS:
+    /// [`RemoteConfig::tls`]).
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.shared.local_addr, self.shared.config.path)
+        format!("{}://{}{}", self.shared.scheme, self.shared.local_addr, self.shared.config.path)
     }
 
     /// How many ACP connections are open (HTTP and WebSocket).

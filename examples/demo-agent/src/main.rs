@@ -33,7 +33,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 const USAGE: &str = "usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
-                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...]
+                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...
+                        [--tls-cert FILE --tls-key FILE]]
 
 An Agent Client Protocol agent over stdio, or remotely with --listen (the acp-facade demo; docs/DEMO.md).
   --store PATH     where sessions are kept (SQLite); default: $XDG_DATA_HOME/acp-facade/demo.sqlite
@@ -51,6 +52,9 @@ An Agent Client Protocol agent over stdio, or remotely with --listen (the acp-fa
   --allow-origin ORIGIN
                    with --listen: allow browser requests from ORIGIN (e.g. https://app.example);
                    repeatable
+  --tls-cert FILE --tls-key FILE
+                   with --listen: serve HTTPS and WSS with this PEM certificate chain and PEM
+                   private key (both or neither); the URL printed is then https://
   -h, --help       this text";
 
 struct Args {
@@ -98,6 +102,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
     let mut listen = None;
     let mut tokens = Vec::new();
     let mut origins = Vec::new();
+    let (mut tls_cert, mut tls_key) = (None, None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--store" => store = Some(args.next().ok_or("--store needs a path")?),
@@ -113,6 +118,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
             "--listen" => listen = Some(args.next().ok_or("--listen needs HOST:PORT")?),
             "--token" => tokens.push(remote::parse_token(&args.next().ok_or("--token needs NAME:SECRET")?)?),
             "--allow-origin" => origins.push(args.next().ok_or("--allow-origin needs an origin")?),
+            "--tls-cert" => tls_cert = Some(args.next().ok_or("--tls-cert needs a file")?),
+            "--tls-key" => tls_key = Some(args.next().ok_or("--tls-key needs a file")?),
             "--help" | "-h" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -121,10 +128,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command, String>
         Some(store) => store,
         None => default_store()?.to_string_lossy().into_owned(),
     };
+    let tls = match (tls_cert, tls_key) {
+        (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together: give both or neither".to_owned()),
+    };
     let remote = match listen {
-        Some(listen) => Some(remote::Listen::new(&listen, tokens, origins)?),
-        None if !tokens.is_empty() || !origins.is_empty() => {
-            return Err("--token and --allow-origin need --listen".to_owned());
+        Some(listen) => Some(remote::Listen::new(&listen, tokens, origins, tls)?),
+        None if !tokens.is_empty() || !origins.is_empty() || tls.is_some() => {
+            return Err("--token, --allow-origin and --tls-cert/--tls-key need --listen".to_owned());
         }
         None => None,
     };

@@ -1,9 +1,11 @@
 //! `--listen`: the demo served remotely (Streamable HTTP and WebSocket at `/acp`), with its
-//! `--token` and `--allow-origin` rules, until SIGTERM (or Ctrl-C) shuts it down gracefully.
+//! `--token` and `--allow-origin` rules, over TLS with `--tls-cert` and `--tls-key` (feature
+//! `tls`), until SIGTERM (or Ctrl-C) shuts it down gracefully.
 
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::net::{SocketAddr, ToSocketAddrs as _};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use acp_facade::Options;
@@ -15,6 +17,9 @@ pub(crate) struct Listen {
     /// Secret → principal name.
     tokens: HashMap<String, String>,
     origins: Vec<String>,
+    /// The PEM certificate chain and private key to serve TLS with.
+    #[cfg_attr(not(feature = "tls"), expect(dead_code, reason = "refused in `new` without the feature"))]
+    tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// `NAME:SECRET`, both non-empty.
@@ -28,7 +33,16 @@ pub(crate) fn parse_token(value: &str) -> Result<(String, String), String> {
 impl Listen {
     /// `HOST:PORT` resolved (its first address), refused when it is not loopback and no token is
     /// given: an agent open to the network must know who calls it.
-    pub(crate) fn new(listen: &str, tokens: Vec<(String, String)>, origins: Vec<String>) -> Result<Self, String> {
+    /// A certificate and key (`tls`) need a build with the feature `tls`.
+    pub(crate) fn new(
+        listen: &str,
+        tokens: Vec<(String, String)>,
+        origins: Vec<String>,
+        tls: Option<(PathBuf, PathBuf)>,
+    ) -> Result<Self, String> {
+        if cfg!(not(feature = "tls")) && tls.is_some() {
+            return Err("--tls-cert: this build of the demo has no TLS (cargo feature `tls`)".to_owned());
+        }
         let addr = listen
             .to_socket_addrs()
             .ok()
@@ -38,7 +52,7 @@ impl Listen {
             return Err(format!("--listen {listen} is not a loopback address: give at least one --token"));
         }
         let tokens = tokens.into_iter().map(|(name, secret)| (secret, name)).collect();
-        Ok(Self { addr, tokens, origins })
+        Ok(Self { addr, tokens, origins, tls })
     }
 }
 
@@ -55,6 +69,10 @@ pub(crate) async fn serve(options: Options, listen: Listen) -> std::io::Result<(
     }
     for origin in listen.origins {
         config = config.allow_origin(origin);
+    }
+    #[cfg(feature = "tls")]
+    if let Some((cert, key)) = listen.tls {
+        config = config.tls(cert, key);
     }
     let server = serve_http(options, config).await?;
     let _ = writeln!(std::io::stderr().lock(), "listening on {}", server.url());

@@ -66,6 +66,7 @@ pub struct TurnsSpec {
 ///
 /// | prompt | the turn |
 /// |---|---|
+/// | `stream N` | N chunks of `text`, `t0 `, `t1 `, … |
 /// | `say W1 W2 …` | `text` of each word (with a trailing space but the last) |
 /// | `think T` | `thought(T)`, then `text("ok")` |
 /// | `tool` | a `Read` tool call: `tool_progress` in_progress with content, then `complete_tool_call` |
@@ -111,6 +112,12 @@ impl TurnRunner for TestTurns {
                 for (i, word) in words.iter().enumerate() {
                     let chunk = if i + 1 < words.len() { format!("{word} ") } else { (*word).to_owned() };
                     turn.text(chunk).await;
+                }
+            }
+            "stream" => {
+                let chunks: usize = rest.parse().expect("stream N");
+                for i in 0..chunks {
+                    turn.text(format!("t{i} ")).await;
                 }
             }
             "think" => {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_facade::remote::{RemoteConfig, RemoteServer, TokenVerifier, serve_http};
-use acp_facade_runner::MemoryStore;
+use acp_facade_runner::{MemoryStore, Store};
 use futures::{SinkExt as _, StreamExt as _};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Bytes, Incoming};
@@ -16,14 +16,28 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
-use crate::common::runner::{TurnsSpec, runner};
+use crate::common::runner::{TurnsSpec, journal_kinds, runner};
 
 const LOOPBACK: &str = "127.0.0.1:0";
 
 /// A runner-backed agent served remotely with `config`.
 async fn serve(config: RemoteConfig) -> RemoteServer {
-    let (runner, _probe) = runner(Arc::new(MemoryStore::new()), TurnsSpec::default());
+    serve_on(Arc::new(MemoryStore::new()), config).await
+}
+
+/// A runner-backed agent on `store` served remotely with `config`.
+async fn serve_on(store: Arc<dyn Store>, config: RemoteConfig) -> RemoteServer {
+    let (runner, _probe) = runner(store, TurnsSpec::default());
     serve_http(runner.options().protocol_v2(true), config).await.expect("serve_http")
+}
+
+/// Waits (polling, up to two minutes) until `done` holds.
+async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !done().await {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 fn loopback() -> RemoteConfig {
@@ -267,10 +281,10 @@ async fn ws_until_answer(socket: &mut Socket, id: u64) -> Vec<Value> {
     }
 }
 
-#[tokio::test]
-async fn websocket_serves_initialize_a_session_and_a_streamed_prompt() {
-    let server = serve(loopback()).await;
-    let mut socket = websocket(&server, None).await.expect("the upgrade");
+/// A WebSocket on `server` that has been initialized (request id 0) and has made a session
+/// (request id 1): the socket and the session id.
+async fn ws_session(server: &RemoteServer) -> (Socket, Value) {
+    let mut socket = websocket(server, None).await.expect("the upgrade");
     ws_send(&mut socket, &initialize_request()).await;
     assert_eq!(ws_until_answer(&mut socket, 0).await.pop().unwrap()["result"]["protocolVersion"], 1);
     ws_send(
@@ -279,6 +293,19 @@ async fn websocket_serves_initialize_a_session_and_a_streamed_prompt() {
     )
     .await;
     let session = ws_until_answer(&mut socket, 1).await.pop().unwrap()["result"]["sessionId"].clone();
+    (socket, session)
+}
+
+/// A `session/prompt` of `text` with request id `id`.
+fn prompt(id: u64, session: &Value, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+}
+
+#[tokio::test]
+async fn websocket_serves_initialize_a_session_and_a_streamed_prompt() {
+    let server = serve(loopback()).await;
+    let (mut socket, session) = ws_session(&server).await;
     // Pretty-printed JSON (line breaks inside a message) is one message.
     let prompt = json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": "say one two"}]}});
@@ -415,21 +442,8 @@ async fn a_non_loopback_address_without_a_token_verifier_is_refused() {
 #[tokio::test]
 async fn shutdown_waits_for_a_turn_that_ends_within_the_grace_period() {
     let server = serve(loopback().shutdown_grace(Duration::from_secs(20))).await;
-    let mut socket = websocket(&server, None).await.unwrap();
-    ws_send(&mut socket, &initialize_request()).await;
-    ws_until_answer(&mut socket, 0).await;
-    ws_send(
-        &mut socket,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
-    )
-    .await;
-    let session = ws_until_answer(&mut socket, 1).await.pop().unwrap()["result"]["sessionId"].clone();
-    ws_send(
-        &mut socket,
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}),
-    )
-    .await;
+    let (mut socket, session) = ws_session(&server).await;
+    ws_send(&mut socket, &prompt(2, &session, "wait")).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let shutdown = tokio::spawn(server.shutdown());
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -449,22 +463,9 @@ async fn shutdown_waits_for_a_turn_that_ends_within_the_grace_period() {
 #[tokio::test]
 async fn shutdown_lets_the_turn_in_flight_be_answered_then_closes_the_socket() {
     let server = serve(loopback().shutdown_grace(Duration::from_millis(300))).await;
-    let mut socket = websocket(&server, None).await.unwrap();
-    ws_send(&mut socket, &initialize_request()).await;
-    ws_until_answer(&mut socket, 0).await;
-    ws_send(
-        &mut socket,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
-    )
-    .await;
-    let session = ws_until_answer(&mut socket, 1).await.pop().unwrap()["result"]["sessionId"].clone();
+    let (mut socket, session) = ws_session(&server).await;
     // `wait`: a turn that runs until it is cancelled, longer than the grace period.
-    ws_send(
-        &mut socket,
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}),
-    )
-    .await;
+    ws_send(&mut socket, &prompt(2, &session, "wait")).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = std::time::Instant::now();
     let shutdown = tokio::spawn(server.shutdown());
@@ -595,4 +596,345 @@ async fn during_the_grace_period_http_clients_are_served_and_new_connections_ref
         .unwrap()
         .unwrap();
     assert_eq!(session_events.next().await, None, "the streams end with the connection");
+}
+
+/// How many chunks the turns of the slow-reader tests stream: about 30 MB of messages, far over
+/// the buffer those servers allow.
+const MANY: usize = 200_000;
+
+/// `t0 t1 … t{n-1} `: what `stream n` says.
+fn streamed(n: usize) -> String {
+    (0..n).map(|i| ["t", &i.to_string(), " "].concat()).collect()
+}
+
+/// `said` is what `stream MANY` says up to some chunk, at least one: the part of the turn that
+/// was recorded (the turn is interrupted once its client is gone, unless it finished first), all
+/// of it, in order.
+fn assert_whole_prefix(said: &str) {
+    let chunks = said.split_terminator(' ').count();
+    assert!(chunks > 0, "nothing replayed");
+    assert!(chunks <= MANY, "{chunks} chunks");
+    assert_eq!(said, streamed(chunks), "the replay is every chunk up to the last, in order");
+}
+
+/// Waits until the turn of `session` is recorded as ended in `store` (interrupted: its client
+/// went away), then loads the session on a new WebSocket of `server` and returns what the replay
+/// said.
+async fn reload_after_the_turn(server: &RemoteServer, store: &Arc<dyn Store>, session: &Value) -> String {
+    let id = session.as_str().unwrap().to_owned();
+    eventually("the turn recorded as ended", async || {
+        let kinds = journal_kinds(store, &id).await;
+        kinds.contains(&"TurnDone") || kinds.contains(&"TurnInterrupted")
+    })
+    .await;
+    let mut socket = websocket(server, None).await.expect("a new connection");
+    ws_send(&mut socket, &initialize_request()).await;
+    ws_until_answer(&mut socket, 0).await;
+    ws_send(
+        &mut socket,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/load",
+            "params": {"sessionId": session, "cwd": "/tmp", "mcpServers": []}}),
+    )
+    .await;
+    let mut replay = ws_until_answer(&mut socket, 1).await;
+    let answer = replay.pop().unwrap();
+    assert!(answer.get("result").is_some(), "{answer}");
+    socket.close(None).await.unwrap();
+    said(&replay)
+}
+
+#[tokio::test]
+async fn a_websocket_client_that_stops_reading_is_hung_up_and_a_new_connection_loads_the_whole_turn() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let config = loopback().max_buffered_bytes(64 * 1024).keepalive_interval(Duration::from_millis(300));
+    let server = serve_on(store.clone(), config).await;
+    let (mut socket, session) = ws_session(&server).await;
+    ws_send(&mut socket, &prompt(2, &session, &format!("stream {MANY}"))).await;
+    // The client reads nothing from now on: the server hangs it up.
+    eventually("the connection hung up", async || server.connections() == 0).await;
+    // What reaches the client now is what the kernel held, then the end (a Close frame, if it
+    // got through, says why).
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), socket.next()).await.expect("the end in time") {
+            Some(Ok(Message::Close(frame))) => {
+                if let Some(frame) = frame {
+                    assert_eq!(u16::from(frame.code), 1008, "{frame:?}");
+                }
+                break;
+            }
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => break,
+        }
+    }
+    assert_whole_prefix(&reload_after_the_turn(&server, &store, &session).await);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_http_client_that_stops_reading_its_stream_is_hung_up_and_a_new_connection_loads_the_whole_turn() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let config = loopback().max_buffered_bytes(64 * 1024).keepalive_interval(Duration::from_millis(300));
+    let server = serve_on(store.clone(), config).await;
+    let response = post(&server, &[], &initialize_request()).await;
+    let connection = response.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let id = connection.as_str();
+    let mut events = Events::open(&server, id, None).await;
+    let new = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}});
+    post(&server, &[("acp-connection-id", id)], &new).await;
+    let session = events.until_answer(1).await.pop().unwrap()["result"]["sessionId"].clone();
+    let session_id = session.as_str().unwrap();
+    // The session's stream is open, and never read.
+    let mut session_events = Events::open(&server, id, Some(session_id)).await;
+    let sent = post(
+        &server,
+        &[("acp-connection-id", id), ("acp-session-id", session_id)],
+        &prompt(2, &session, &format!("stream {MANY}")),
+    )
+    .await;
+    assert_eq!(sent.status(), StatusCode::ACCEPTED);
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}});
+    eventually("the connection hung up", async || {
+        post(&server, &[("acp-connection-id", id)], &list).await.status() == StatusCode::NOT_FOUND
+    })
+    .await;
+    // Both streams end (after what the kernel held, for the one that was not read).
+    while session_events.next().await.is_some() {}
+    while events.next().await.is_some() {}
+    assert_whole_prefix(&reload_after_the_turn(&server, &store, &session).await);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_slower_than_its_agent_but_reading_gets_every_message() {
+    // A buffer far smaller than the turn: the agent is slowed down to the client's pace.
+    let config = loopback().max_buffered_bytes(16 * 1024).keepalive_interval(Duration::from_millis(500));
+    let server = serve(config).await;
+    let (mut socket, session) = ws_session(&server).await;
+    let chunks = 5_000;
+    ws_send(&mut socket, &prompt(2, &session, &format!("stream {chunks}"))).await;
+    let mut seen = Vec::new();
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), socket.next()).await.expect("a message in time");
+        let Some(Ok(Message::Text(text))) = message else {
+            assert!(matches!(message, Some(Ok(Message::Ping(_)))), "{message:?}");
+            continue;
+        };
+        let value: Value = serde_json::from_str(text.as_str()).unwrap();
+        let done = value["id"] == json!(2);
+        seen.push(value);
+        if done {
+            break;
+        }
+        if seen.len() % 500 == 0 {
+            // A reader that pauses now and then, shorter than the stall timeout.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert_eq!(seen.pop().unwrap()["result"]["stopReason"], "end_turn");
+    assert_eq!(said(&seen), streamed(chunks));
+    assert_eq!(server.connections(), 1, "still connected");
+    socket.close(None).await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn connections_over_the_limit_are_answered_503_with_retry_after() {
+    let server = serve(loopback().max_connections(2)).await;
+    let first = post(&server, &[], &initialize_request()).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    let first = first.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let (mut socket, _session) = ws_session(&server).await;
+    assert_eq!(server.connections(), 2);
+    let refused = post(&server, &[], &initialize_request()).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    match websocket(&server, None).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(response.headers().contains_key("retry-after"));
+        }
+        other => panic!("a WebSocket over the limit: {:?}", other.map(|_| ())),
+    }
+    // The open connections are served as before.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}});
+    assert_eq!(post(&server, &[("acp-connection-id", &first)], &list).await.status(), StatusCode::ACCEPTED);
+    ws_send(&mut socket, &json!({"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {}})).await;
+    assert!(ws_until_answer(&mut socket, 5).await.pop().unwrap()["result"]["sessions"].is_array());
+    // A connection that ends gives its place back.
+    socket.close(None).await.unwrap();
+    eventually("a place free again", async || {
+        post(&server, &[], &initialize_request()).await.status() == StatusCode::OK
+    })
+    .await;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_sse_stream_carries_keepalive_comments() {
+    let server = serve(loopback().keepalive_interval(Duration::from_millis(100))).await;
+    let response = post(&server, &[], &initialize_request()).await;
+    let connection = response.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let mut events = Events::open(&server, &connection, None).await;
+    let mut raw = String::new();
+    while !raw.contains(": keepalive\n") {
+        let frame = tokio::time::timeout(Duration::from_secs(10), events.body.frame()).await.expect("a frame in time");
+        let data = frame.expect("the stream goes on").unwrap().into_data().unwrap();
+        raw.push_str(std::str::from_utf8(&data).unwrap());
+    }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_websocket_is_pinged_and_a_client_that_answers_no_ping_is_closed() {
+    let server = serve(loopback().keepalive_interval(Duration::from_millis(100))).await;
+    let (mut reading, _session) = ws_session(&server).await;
+    // A client that reads gets pings (and its library answers them).
+    match tokio::time::timeout(Duration::from_secs(10), reading.next()).await.expect("a ping in time") {
+        Some(Ok(Message::Ping(_))) => {}
+        other => panic!("a ping on an idle socket: {other:?}"),
+    }
+    // The reading client goes on reading (its library answering the pings) until an answer.
+    let (mut sink, mut stream) = reading.split();
+    let answered = tokio::spawn(async move {
+        loop {
+            match stream.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    let value: Value = serde_json::from_str(text.as_str()).unwrap();
+                    if value["id"] == json!(5) {
+                        return value;
+                    }
+                }
+                Some(Ok(_)) => {}
+                other => panic!("the reading client's socket ended: {other:?}"),
+            }
+        }
+    });
+    // A client that reads nothing answers no ping: it is hung up; the one that reads is not.
+    let (mut silent, _session) = ws_session(&server).await;
+    eventually("the silent client hung up", async || server.connections() == 1).await;
+    // Reading now, it finds the pings, then the server's Close frame saying why — unless its
+    // library's belated answers to those pings hit the closed socket first.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), silent.next()).await.expect("the end in time") {
+            Some(Ok(Message::Close(Some(frame)))) => {
+                assert_eq!(u16::from(frame.code), 1008);
+                assert_eq!(frame.reason.as_str(), "the client answered no ping");
+                break;
+            }
+            Some(Ok(Message::Ping(_))) => {}
+            Some(Err(_)) | None => break,
+            Some(Ok(other)) => panic!("expected the server's close: {other:?}"),
+        }
+    }
+    // The reading client is still served.
+    sink.send(Message::text(json!({"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {}}).to_string()))
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(10), answered).await.expect("an answer in time").unwrap();
+    assert!(answer["result"]["sessions"].is_array(), "{answer}");
+    sink.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// A fresh directory for one test's files.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("acp-remote-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A self-signed certificate for `localhost` written as PEM files in `dir`: (certificate, key,
+/// the certificate itself).
+fn certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf, rcgen::CertifiedKey<rcgen::KeyPair>) {
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, generated.cert.pem()).unwrap();
+    std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+    (cert, key, generated)
+}
+
+/// A TLS client trusting only `certificate`, speaking HTTP/1.1.
+fn tls_connector(certificate: &rcgen::CertifiedKey<rcgen::KeyPair>) -> tokio_rustls::TlsConnector {
+    use tokio_rustls::rustls;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certificate.cert.der().clone()).unwrap();
+    #[expect(deprecated, reason = "the server's provider, ring")]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+#[tokio::test]
+async fn tls_serves_initialize_over_https_and_wss() {
+    let dir = scratch_dir("tls");
+    let (cert, key, generated) = certificate(&dir);
+    let server = serve(loopback().tls(&cert, &key)).await;
+    let port = server.local_addr().port();
+    assert_eq!(server.url(), format!("https://127.0.0.1:{port}/acp"));
+    let connector = tls_connector(&generated);
+    let name = tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let connect = async || {
+        let tcp = tokio::net::TcpStream::connect(server.local_addr()).await.unwrap();
+        connector.connect(name.clone(), tcp).await.expect("a TLS handshake with the server")
+    };
+
+    // HTTPS: the initialize POST is answered in its body.
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(connect().await)).await.unwrap();
+    tokio::spawn(connection);
+    let initialize = Request::post("/acp")
+        .header("host", format!("localhost:{port}"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(initialize_request().to_string())))
+        .unwrap();
+    let response = sender.send_request(initialize).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers().contains_key("acp-connection-id"));
+    let answer: Value = serde_json::from_str(&body_text(response).await).unwrap();
+    assert_eq!(answer["result"]["protocolVersion"], 1);
+
+    // WSS: the same over a WebSocket.
+    let (mut socket, _) =
+        tokio_tungstenite::client_async(format!("wss://localhost:{port}/acp"), connect().await).await.unwrap();
+    socket.send(Message::text(initialize_request().to_string())).await.unwrap();
+    let mut answered = None;
+    while answered.is_none() {
+        match tokio::time::timeout(Duration::from_secs(10), socket.next()).await.unwrap() {
+            Some(Ok(Message::Text(text))) => answered = Some(serde_json::from_str::<Value>(text.as_str()).unwrap()),
+            Some(Ok(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(answered.unwrap()["result"]["protocolVersion"], 1);
+    socket.close(None).await.unwrap();
+    server.shutdown().await.unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn unusable_tls_files_are_refused_naming_the_file() {
+    let dir = scratch_dir("bad-tls");
+    let (cert, key, _) = certificate(&dir);
+    let other_key = dir.join("other-key.pem");
+    std::fs::write(&other_key, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
+    let not_pem = dir.join("not.pem");
+    std::fs::write(&not_pem, "hello").unwrap();
+    let missing = dir.join("missing.pem");
+    let (runner, _probe) = runner(Arc::new(MemoryStore::new()), TurnsSpec::default());
+    for (cert, key, named) in [
+        (&missing, &key, &missing),
+        (&not_pem, &key, &not_pem),
+        (&cert, &not_pem, &not_pem),
+        (&cert, &other_key, &other_key),
+    ] {
+        let error = serve_http(runner.options(), loopback().tls(cert, key)).await.unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput, "{error}");
+        assert!(error.to_string().starts_with(&format!("{}: ", named.display())), "{error}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
 }
