@@ -128,13 +128,6 @@ pub async fn serve_http(options: Options, config: RemoteConfig) -> io::Result<Re
     let tls: Option<std::convert::Infallible> = None;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let local_addr = listener.local_addr()?;
-    // Every ACP message is a small write (an SSE event, a WebSocket frame): with Nagle's algorithm
-    // a second one waits for the client's delayed ACK, about 40 ms a round trip on loopback.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::debug!(%error, "TCP_NODELAY not set");
-        }
-    });
     let shared = Arc::new(Shared {
         options,
         config,

@@ -97,7 +97,7 @@ impl axum::serve::Listener for GuardedListener {
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
             match self.listener.accept().await {
-                Ok((stream, addr)) => return (StallGuard::new(stream, self.stall), addr),
+                Ok((stream, addr)) => return (StallGuard::new(accepted(stream), self.stall), addr),
                 Err(e) => accept_failed(&e).await,
             }
         }
@@ -106,6 +106,16 @@ impl axum::serve::Listener for GuardedListener {
     fn local_addr(&self) -> io::Result<Self::Addr> {
         self.listener.local_addr()
     }
+}
+
+/// A socket just accepted, made ready to serve: every ACP message is a small write (an SSE event,
+/// a WebSocket frame), and with Nagle's algorithm a second one waits for the client's delayed ACK,
+/// about 40 ms a round trip on loopback, so `TCP_NODELAY` is set.
+pub(crate) fn accepted(stream: TcpStream) -> TcpStream {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%error, "TCP_NODELAY not set");
+    }
+    stream
 }
 
 /// An accept that failed (too many open files, a connection reset before it was accepted):

@@ -21,7 +21,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::{self, ServerConfig};
 use tokio_rustls::server::TlsStream;
 
-use super::socket::{StallGuard, accept_failed};
+use super::socket::{StallGuard, accept_failed, accepted};
 
 /// How long a client may take over its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -83,7 +83,7 @@ impl TlsListener {
                 let acceptor = acceptor.clone();
                 let done = done.clone();
                 tokio::spawn(async move {
-                    let handshake = acceptor.accept(StallGuard::new(stream, stall));
+                    let handshake = acceptor.accept(StallGuard::new(accepted(stream), stall));
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
                         Ok(Ok(stream)) => {
                             let _ = done.send((stream, addr)).await;
