@@ -112,14 +112,25 @@ impl Agent {
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        self.serve_with(reader, writer, None).await
+        self.serve_with(reader, writer, None, rpc::connection::PROCESS_IO_BUFFER).await
+    }
+
+    /// [`Agent::serve`] over an in-memory pipe (a remote connection's bridge): small buffers,
+    /// since they are most of what an idle connection costs and a copy in memory is cheap.
+    #[cfg(feature = "remote")]
+    pub(crate) async fn serve_in_memory<R, W>(&self, reader: R, writer: W) -> std::io::Result<()>
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve_with(reader, writer, None, rpc::connection::MEMORY_IO_BUFFER).await
     }
 
     /// Serves over the process's stdin and stdout.
     pub async fn serve_stdio(&self) -> std::io::Result<()> {
         let (stdin, stdout) = rpc::stdio::transport()?;
         let direct = stdout.direct();
-        self.serve_with(stdin, stdout, direct).await
+        self.serve_with(stdin, stdout, direct, rpc::connection::PROCESS_IO_BUFFER).await
     }
 
     async fn serve_with<R, W>(
@@ -127,13 +138,17 @@ impl Agent {
         reader: R,
         writer: W,
         direct: Option<Arc<dyn rpc::outlet::WholeLineWrite>>,
+        io_buffer: usize,
     ) -> std::io::Result<()>
     where
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let options =
-            ConnectionOptions { max_message_size: self.inner.options.max_message_size, ..ConnectionOptions::default() };
+        let options = ConnectionOptions {
+            max_message_size: self.inner.options.max_message_size,
+            io_buffer,
+            ..ConnectionOptions::default()
+        };
         let inner = self.inner.clone();
         // Only an agent that may speak v2 rewrites lines (a v1 connection of it, after one check).
         let rewriter: Option<Box<dyn rpc::LineRewriter>> =

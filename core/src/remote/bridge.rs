@@ -107,7 +107,7 @@ pub(crate) fn start(shared: &Shared, principal: Option<&str>, id: &str) -> Opene
     let (agent_read, agent_write) = tokio::io::split(agent_side);
     let (client_read, mut client_write) = tokio::io::split(client_side);
     tasks.spawn(async move {
-        if let Err(e) = agent.serve(agent_read, agent_write).await {
+        if let Err(e) = agent.serve_in_memory(agent_read, agent_write).await {
             tracing::warn!(error = %e, "a remote ACP connection failed");
         }
     });

@@ -36,14 +36,24 @@ const NOT_READING: &str = "the client stopped reading its messages";
 const NOT_ANSWERING: &str = "the client answered no ping";
 
 /// Accepts the upgrade; the socket is served once the handshake is done, holding `slot`.
+/// The bytes a WebSocket reads from its socket at a time. tungstenite reserves 128 KiB by default, on
+/// every connection, idle ones included; messages are small and a larger one is read in several
+/// reads.
+const READ_BUFFER: usize = 4 * 1024;
+
 pub(crate) fn upgrade(shared: Arc<Shared>, principal: Principal, upgrade: WebSocketUpgrade, slot: Slot) -> Response {
     let limit = shared.config.body_limit(&shared.options);
     let id = new_connection_id();
     let tasks = shared.tasks.clone();
     let header = HeaderValue::from_str(&id);
-    let mut response = upgrade.max_message_size(limit).max_frame_size(limit).on_upgrade(move |socket| async move {
-        tasks.spawn(serve(socket, shared, principal, id, slot)).await.unwrap_or(());
-    });
+    let mut response = upgrade
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
+        .on_upgrade(move |socket| async move {
+            tasks.spawn(serve(socket, shared, principal, id, slot)).await.unwrap_or(());
+        });
     if let Ok(value) = header {
         response.headers_mut().insert(CONNECTION_ID, value);
     }

@@ -131,13 +131,25 @@ pub(crate) struct ConnectionOptions {
     pub max_message_size: usize,
     /// Where to record every message in and out (see [`super::trace`]); `None`: no trace.
     pub wire_trace: Option<std::path::PathBuf>,
+    /// The bytes read from and written to the transport at a time: large for a pipe to another
+    /// process (fewer system calls), small for an in-memory pipe, where a connection's buffers
+    /// are most of what an idle connection costs.
+    pub io_buffer: usize,
 }
+
+/// [`ConnectionOptions::io_buffer`] for a pipe to another process (stdio).
+pub(crate) const PROCESS_IO_BUFFER: usize = 64 * 1024;
+
+/// [`ConnectionOptions::io_buffer`] for an in-memory pipe (a remote connection's bridge).
+#[cfg(feature = "remote")]
+pub(crate) const MEMORY_IO_BUFFER: usize = 4 * 1024;
 
 impl Default for ConnectionOptions {
     fn default() -> Self {
         Self {
             max_message_size: super::framing::DEFAULT_MAX_MESSAGE_SIZE,
             wire_trace: std::env::var_os(super::trace::WIRE_TRACE_ENV).filter(|v| !v.is_empty()).map(Into::into),
+            io_buffer: PROCESS_IO_BUFFER,
         }
     }
 }
@@ -174,14 +186,15 @@ where
     let outlet = Arc::new(Outlet::new(direct, trace.clone()));
     let peer = Peer::new(tx, awaited.clone(), outlet.clone());
     on_peer(&peer);
-    let writer_task = tokio::spawn(write_loop(Locked::new(writer, outlet.clone()), rx, awaited, outlet, rewriter));
+    let writer_task =
+        tokio::spawn(write_loop(Locked::new(writer, outlet.clone()), rx, awaited, outlet, rewriter, options.io_buffer));
 
     let (notify_tx, notify_rx) = mpsc::channel::<(String, BoxFuture<'static, ()>)>(OUTGOING_QUEUE);
     let notification_task = tokio::spawn(notification_loop(notify_rx));
 
     let tasks = TaskTracker::new();
     let in_flight: InFlight = Arc::default();
-    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, reader), options.max_message_size);
+    let mut lines = LineReader::new(BufReader::with_capacity(options.io_buffer, reader), options.max_message_size);
     let read_result = loop {
         let frame = match lines.next_frame().await {
             Ok(frame) => frame,
@@ -399,8 +412,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     awaited: Arc<AtomicBool>,
     outlet: Arc<Outlet>,
     rewriter: Option<Box<dyn LineRewriter>>,
+    io_buffer: usize,
 ) -> std::io::Result<()> {
-    let written = write_lines(writer, rx, &awaited, &outlet, rewriter).await;
+    let written = write_lines(writer, rx, &awaited, &outlet, rewriter, io_buffer).await;
     outlet.close();
     written
 }
@@ -413,8 +427,9 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     awaited: &AtomicBool,
     outlet: &Outlet,
     mut rewriter: Option<Box<dyn LineRewriter>>,
+    io_buffer: usize,
 ) -> std::io::Result<()> {
-    let mut out = BufWriter::with_capacity(64 * 1024, writer);
+    let mut out = BufWriter::with_capacity(io_buffer, writer);
     let mut rewritten = Vec::new();
     let mut batch = Vec::with_capacity(64);
     let mut ended = false;
@@ -529,7 +544,7 @@ mod tests {
         let outlet = Arc::new(Outlet::new(None, None));
         let peer = Peer::new(tx, awaited.clone(), outlet.clone());
         let out = Recorder::default();
-        let writer = tokio::spawn(write_loop(out.clone(), rx, awaited, outlet, None));
+        let writer = tokio::spawn(write_loop(out.clone(), rx, awaited, outlet, None, PROCESS_IO_BUFFER));
 
         peer.send_line(b"{\"n\":1}\n".to_vec()).await.expect("queued");
         tokio::task::yield_now().await;
@@ -639,7 +654,14 @@ mod tests {
         let direct: Arc<dyn WholeLineWrite> = pipe.clone();
         let outlet = Arc::new(Outlet::new(Some(direct), None));
         let peer = Peer::new(tx, awaited.clone(), outlet.clone());
-        let writer = tokio::spawn(write_loop(Locked::new(PipeWriter(pipe), outlet.clone()), rx, awaited, outlet, None));
+        let writer = tokio::spawn(write_loop(
+            Locked::new(PipeWriter(pipe), outlet.clone()),
+            rx,
+            awaited,
+            outlet,
+            None,
+            PROCESS_IO_BUFFER,
+        ));
         (peer, receiver, writer)
     }
 
