@@ -174,13 +174,15 @@ async function serveRemote(agent, { tokens, origins, tls }, address) {
     allowedOrigins: origins,
     tls,
   })
-  process.stderr.write(`listening on ${server.url}\n`)
   let stop
-  await new Promise((resolve) => {
+  const stopped = new Promise((resolve) => {
     stop = resolve
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
   })
+  // Announced once the signals are handled: a SIGTERM right after the line shuts down gracefully.
+  process.stderr.write(`listening on ${server.url}\n`)
+  await stopped
   process.off('SIGTERM', stop)
   process.off('SIGINT', stop)
   await server.shutdown()
