@@ -54,27 +54,33 @@ pub struct ServeHttpOptions<'a> {
     pub allowed_origins: Option<Vec<String>>,
     /// The largest request body (a POST, a WebSocket message) in bytes; larger is answered `413`
     /// (a WebSocket is closed). @default the agent's `maxMessageSize`
-    pub max_body_size: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_body_size: Option<Unknown<'a>>,
     /// How long `shutdown()` lets requests in flight (running turns) finish before it hangs every
     /// connection up, in ms. @default 10000
-    pub shutdown_grace_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub shutdown_grace_ms: Option<Unknown<'a>>,
     /// How long a Streamable HTTP connection may have no stream open and make no request before it
     /// is hung up (its client vanished without a `DELETE`), in ms. @default 300000
-    pub idle_timeout_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub idle_timeout_ms: Option<Unknown<'a>>,
     /// The most bytes of the agent's messages that may wait for one connection's client (written,
     /// not yet taken by its socket). A client reading slower than its agent writes slows the agent
     /// down (nothing is dropped); one whose buffer stays full for two `keepaliveIntervalMs` has
     /// stopped reading and is hung up (its sessions closed, as at the end of stdio).
     /// @default 16777216 (16 MiB)
-    pub max_buffered_bytes: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_buffered_bytes: Option<Unknown<'a>>,
     /// The most ACP connections open at once (HTTP connections and WebSockets together); one more
     /// (an `initialize` POST, a WebSocket upgrade) is answered `503` with `Retry-After`.
     /// @default 1024
-    pub max_connections: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_connections: Option<Unknown<'a>>,
     /// How long a stream may stay silent before the server shows it is alive, in ms: an SSE stream
     /// sends the comment `: keepalive`, a WebSocket a Ping; a WebSocket client that sends nothing
     /// (no Pong) for two intervals is hung up. @default 15000
-    pub keepalive_interval_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub keepalive_interval_ms: Option<Unknown<'a>>,
     /// Serve HTTPS and WSS (`RemoteServer.url` is then `https://…`) with these PEM files. They are
     /// read when the server starts: one that cannot be used (unreadable, not PEM, a key that is
     /// not the certificate's) rejects the Promise with `ERR_ACP_INVALID_ARG` naming the file.
@@ -93,29 +99,15 @@ fn configure(js: ServeHttpOptions<'_>) -> Result<(String, Configure)> {
     if let Some(path) = &js.path {
         check_path(path)?;
     }
-    for (name, value, unit) in [
-        ("maxBodySize", js.max_body_size, "bytes"),
-        ("maxBufferedBytes", js.max_buffered_bytes, "bytes"),
-        ("maxConnections", js.max_connections, "connections"),
-        ("keepaliveIntervalMs", js.keepalive_interval_ms, "milliseconds"),
-    ] {
-        if value == Some(0) {
-            return Err(js_error(Code::InvalidArg, format!("{name} must be a positive number of {unit}")));
-        }
-    }
+    let max_body_size = whole("maxBodySize", js.max_body_size.as_ref(), Least::One, "bytes")?;
+    let shutdown_grace_ms = whole("shutdownGraceMs", js.shutdown_grace_ms.as_ref(), Least::Zero, "milliseconds")?;
+    let idle_timeout_ms = whole("idleTimeoutMs", js.idle_timeout_ms.as_ref(), Least::Zero, "milliseconds")?;
+    let max_buffered_bytes = whole("maxBufferedBytes", js.max_buffered_bytes.as_ref(), Least::One, "bytes")?;
+    let max_connections = whole("maxConnections", js.max_connections.as_ref(), Least::One, "connections")?;
+    let keepalive_interval_ms =
+        whole("keepaliveIntervalMs", js.keepalive_interval_ms.as_ref(), Least::One, "milliseconds")?;
     let tls = js.tls.as_ref().map(tls_files).transpose()?;
-    let ServeHttpOptions {
-        address,
-        path,
-        allowed_origins,
-        max_body_size,
-        shutdown_grace_ms,
-        idle_timeout_ms,
-        max_buffered_bytes,
-        max_connections,
-        keepalive_interval_ms,
-        ..
-    } = js;
+    let ServeHttpOptions { address, path, allowed_origins, .. } = js;
     let ms = |ms: u32| Duration::from_millis(u64::from(ms));
     let configure: Configure = Box::new(move |mut config| {
         if let Some(verifier) = verifier {
@@ -151,6 +143,38 @@ fn configure(js: ServeHttpOptions<'_>) -> Result<(String, Configure)> {
         config
     });
     Ok((address, configure))
+}
+
+/// The least value a numeric option takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Least {
+    Zero,
+    One,
+}
+
+/// A numeric option: absent, or a whole number from `least` to `u32::MAX` (a number of `unit`).
+fn whole(name: &str, value: Option<&Unknown<'_>>, least: Least, unit: &str) -> Result<Option<u32>> {
+    let Some(value) = value else { return Ok(None) };
+    let number = match value.get_type().map_err(recode)? {
+        // SAFETY: checked to be a number.
+        ValueType::Number => Some(unsafe { value.cast::<f64>() }.map_err(recode)?),
+        _ => None,
+    };
+    let lowest = if least == Least::One { 1.0 } else { 0.0 };
+    match number {
+        Some(n) if n.fract() == 0.0 && (lowest..=f64::from(u32::MAX)).contains(&n) => {
+            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a whole number in u32's range")]
+            Ok(Some(n as u32))
+        }
+        _ => {
+            let got = number.map_or_else(|| "not a number".to_owned(), |n| format!("got {n}"));
+            let kind = if least == Least::One { "a positive" } else { "a" };
+            Err(js_error(
+                Code::InvalidArg,
+                format!("{name} must be {kind} number of {unit}, a whole number up to {} ({got})", u32::MAX),
+            ))
+        }
+    }
 }
 
 /// A path the router takes: absolute, a plain path (no query, fragment, space or route pattern).

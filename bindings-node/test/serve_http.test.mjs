@@ -304,6 +304,14 @@ describe('serveHttp checks its options', () => {
     [{ address: '127.0.0.1:0', maxBufferedBytes: 0 }, 'ERR_ACP_INVALID_ARG', /maxBufferedBytes must be a positive number of bytes/],
     [{ address: '127.0.0.1:0', maxConnections: 0 }, 'ERR_ACP_INVALID_ARG', /maxConnections must be a positive number of connections/],
     [{ address: '127.0.0.1:0', keepaliveIntervalMs: 0 }, 'ERR_ACP_INVALID_ARG', /keepaliveIntervalMs must be a positive number of milliseconds/],
+    // Numbers out of range, not whole, or not numbers: refused, never wrapped around.
+    [{ address: '127.0.0.1:0', maxConnections: -1 }, 'ERR_ACP_INVALID_ARG', /maxConnections must be a positive number of connections, a whole number up to 4294967295 \(got -1\)/],
+    [{ address: '127.0.0.1:0', maxBufferedBytes: 2 ** 32 }, 'ERR_ACP_INVALID_ARG', /maxBufferedBytes must be a positive number of bytes, a whole number up to 4294967295 \(got 4294967296\)/],
+    [{ address: '127.0.0.1:0', keepaliveIntervalMs: 1.5 }, 'ERR_ACP_INVALID_ARG', /keepaliveIntervalMs must be .* \(got 1\.5\)/],
+    [{ address: '127.0.0.1:0', maxConnections: '10' }, 'ERR_ACP_INVALID_ARG', /maxConnections must be .* \(not a number\)/],
+    [{ address: '127.0.0.1:0', maxBodySize: Number.NaN }, 'ERR_ACP_INVALID_ARG', /maxBodySize must be a positive number/],
+    [{ address: '127.0.0.1:0', shutdownGraceMs: -1 }, 'ERR_ACP_INVALID_ARG', /shutdownGraceMs must be a number of milliseconds, a whole number up to 4294967295 \(got -1\)/],
+    [{ address: '127.0.0.1:0', idleTimeoutMs: Infinity }, 'ERR_ACP_INVALID_ARG', /idleTimeoutMs must be a number of milliseconds/],
     [{ address: '127.0.0.1:0', tls: 'cert.pem' }, 'ERR_ACP_INVALID_ARG', /tls must be \{ cert, key \}/],
     [{ address: '127.0.0.1:0', tls: { cert: 'cert.pem' } }, 'ERR_ACP_INVALID_ARG', /tls\.key is not a non-empty string/],
     [{ address: '127.0.0.1:0', tls: { key: 'key.pem' } }, 'ERR_ACP_INVALID_ARG', /tls\.cert is not a non-empty string/],
@@ -561,9 +569,11 @@ async function demo(args, { until } = {}) {
   let stderr = ''
   let stdout = ''
   child.stdout.on('data', (data) => (stdout += data))
+  let signalled = false
   child.stderr.on('data', (data) => {
     stderr += data
-    if (until?.test(stderr)) child.kill('SIGTERM')
+    // Once: a second SIGTERM during the graceful shutdown would end the demo by its default action.
+    if (!signalled && until?.test(stderr)) signalled = child.kill('SIGTERM')
   })
   const code = await new Promise((resolve) => child.on('exit', resolve))
   return { code, stderr, stdout }
