@@ -1679,7 +1679,7 @@ export interface ServeHttpOptions {
    */
   maxBufferedBytes?: number
   /**
-   * The most ACP connections open at once (HTTP connections and WebSockets together); one more
+   * The most ACP connections open at once (HTTP and WebSocket connections together); one more
    * (an `initialize` POST, a WebSocket upgrade) is answered `503` with `Retry-After`.
    * @default 1024
    */

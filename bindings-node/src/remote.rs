@@ -71,7 +71,7 @@ pub struct ServeHttpOptions<'a> {
     /// @default 16777216 (16 MiB)
     #[napi(ts_type = "number")]
     pub max_buffered_bytes: Option<Unknown<'a>>,
-    /// The most ACP connections open at once (HTTP connections and WebSockets together); one more
+    /// The most ACP connections open at once (HTTP and WebSocket connections together); one more
     /// (an `initialize` POST, a WebSocket upgrade) is answered `503` with `Retry-After`.
     /// @default 1024
     #[napi(ts_type = "number")]
@@ -162,8 +162,13 @@ fn whole(name: &str, value: Option<&Unknown<'_>>, least: Least, unit: &str) -> R
     };
     let lowest = if least == Least::One { 1.0 } else { 0.0 };
     match number {
-        Some(n) if n.fract() == 0.0 && (lowest..=f64::from(u32::MAX)).contains(&n) => {
-            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a whole number in u32's range")]
+        Some(n) if n.fract() == 0.0 && (lowest..=f64::from(u32::MAX)).contains(&n) =>
+        {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a whole number in u32's range"
+            )]
             Ok(Some(n as u32))
         }
         _ => {
