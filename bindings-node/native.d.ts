@@ -724,6 +724,17 @@ export type ExtensionNotification = (params: unknown) => MaybePromise<void>
  */
 export type TokenVerifier = (token: string) => MaybePromise<string | null | undefined>
 
+/**
+ * The `tls` option of `Agent.serveHttp`: the paths of the PEM files to serve HTTPS and WSS with.
+ * Both are required.
+ */
+export interface ServeHttpTls {
+  /** The PEM certificate chain, the server's certificate first. */
+  cert: string
+  /** The PEM private key (PKCS#8, PKCS#1 or SEC1) of that certificate. */
+  key: string
+}
+
 // ---- The harness model (acp_facade::harness) ----
 
 /**
@@ -1023,11 +1034,11 @@ export declare class Agent {
   serveConnection(connection: Connection, write: (chunk: Buffer) => void | Promise<void>): Promise<void>
   /**
    * Serves remotely instead of on stdio: ACP over Streamable HTTP and WebSocket at
-   * `http://ADDRESS/acp`, each connection an agent of its own made from this agent's options
-   * (all sharing its host). Resolves with the running server once it listens. Throws
-   * `ERR_ACP_INVALID_ARG` for a bad option; rejects with `ERR_ACP_INVALID_ARG` for an address
-   * that does not resolve or is not loopback without a `tokenVerifier`, `ERR_ACP_IO` when the
-   * address cannot be bound.
+   * `http://ADDRESS/acp` (`https://` with `tls`), each connection an agent of its own made from
+   * this agent's options (all sharing its host). Resolves with the running server once it
+   * listens. Throws `ERR_ACP_INVALID_ARG` for a bad option; rejects with `ERR_ACP_INVALID_ARG`
+   * for an address that does not resolve or is not loopback without a `tokenVerifier`, or TLS
+   * files that cannot be used, `ERR_ACP_IO` when the address cannot be bound.
    */
   serveHttp(options: ServeHttpOptions): Promise<RemoteServer>
   /**
@@ -1161,7 +1172,7 @@ export declare class PostgresStore {
 export declare class RemoteServer {
   /**
    * The endpoint's URL, e.g. `http://127.0.0.1:40213/acp` (the port the system picked for
-   * port 0).
+   * port 0); `https://…` when served with `tls`.
    */
   get url(): string
   /** The address listened on, `HOST:PORT` (e.g. `127.0.0.1:40213`; an IPv6 host in brackets). */
@@ -1659,4 +1670,31 @@ export interface ServeHttpOptions {
    * is hung up (its client vanished without a `DELETE`), in ms. @default 300000
    */
   idleTimeoutMs?: number
+  /**
+   * The most bytes of the agent's messages that may wait for one connection's client (written,
+   * not yet taken by its socket). A client reading slower than its agent writes slows the agent
+   * down (nothing is dropped); one whose buffer stays full for two `keepaliveIntervalMs` has
+   * stopped reading and is hung up (its sessions closed, as at the end of stdio).
+   * @default 16777216 (16 MiB)
+   */
+  maxBufferedBytes?: number
+  /**
+   * The most ACP connections open at once (HTTP and WebSocket connections together); one more
+   * (an `initialize` POST, a WebSocket upgrade) is answered `503` with `Retry-After`.
+   * @default 1024
+   */
+  maxConnections?: number
+  /**
+   * How long a stream may stay silent before the server shows it is alive, in ms: an SSE stream
+   * sends the comment `: keepalive`, a WebSocket a Ping; a WebSocket client that sends nothing
+   * (no Pong) for two intervals is hung up. @default 15000
+   */
+  keepaliveIntervalMs?: number
+  /**
+   * Serve HTTPS and WSS (`RemoteServer.url` is then `https://…`) with these PEM files. They are
+   * read when the server starts: one that cannot be used (unreadable, not PEM, a key that is
+   * not the certificate's) rejects the Promise with `ERR_ACP_INVALID_ARG` naming the file.
+   * @default none (plain HTTP)
+   */
+  tls?: ServeHttpTls
 }

@@ -272,11 +272,11 @@ impl Agent {
     }
 
     /// Serves remotely instead of on stdio: ACP over Streamable HTTP and WebSocket at
-    /// `http://ADDRESS/acp`, each connection an agent of its own made from this agent's options
-    /// (all sharing its host). Resolves with the running server once it listens. Throws
-    /// `ERR_ACP_INVALID_ARG` for a bad option; rejects with `ERR_ACP_INVALID_ARG` for an address
-    /// that does not resolve or is not loopback without a `tokenVerifier`, `ERR_ACP_IO` when the
-    /// address cannot be bound.
+    /// `http://ADDRESS/acp` (`https://` with `tls`), each connection an agent of its own made from
+    /// this agent's options (all sharing its host). Resolves with the running server once it
+    /// listens. Throws `ERR_ACP_INVALID_ARG` for a bad option; rejects with `ERR_ACP_INVALID_ARG`
+    /// for an address that does not resolve or is not loopback without a `tokenVerifier`, or TLS
+    /// files that cannot be used, `ERR_ACP_IO` when the address cannot be bound.
     #[napi(ts_return_type = "Promise<RemoteServer>")]
     pub fn serve_http<'env>(
         &self,

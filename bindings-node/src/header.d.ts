@@ -181,6 +181,17 @@ export type ExtensionNotification = (params: unknown) => MaybePromise<void>
  */
 export type TokenVerifier = (token: string) => MaybePromise<string | null | undefined>
 
+/**
+ * The `tls` option of `Agent.serveHttp`: the paths of the PEM files to serve HTTPS and WSS with.
+ * Both are required.
+ */
+export interface ServeHttpTls {
+  /** The PEM certificate chain, the server's certificate first. */
+  cert: string
+  /** The PEM private key (PKCS#8, PKCS#1 or SEC1) of that certificate. */
+  key: string
+}
+
 // ---- The harness model (acp_facade::harness) ----
 
 /**

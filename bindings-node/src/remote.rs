@@ -9,16 +9,19 @@
 //!   listening `net.Server` does); the Promise resolves once the shutdown has finished.
 //! - A token verifier that throws, rejects, or answers anything but a non-empty string, `null` or
 //!   `undefined` refuses the request (`401`) and is logged; the server goes on serving.
-//! - Arguments are checked before anything is bound: a bad one throws `ERR_ACP_INVALID_ARG`.
+//! - Arguments are checked before anything is bound: a bad one throws `ERR_ACP_INVALID_ARG`. The
+//!   TLS files are read by the core when it starts; one it cannot use rejects the Promise with
+//!   `ERR_ACP_INVALID_ARG` and the core's message naming the file.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use acp_facade::Options;
 use acp_facade::error::{Error as AcpError, ErrorExt};
 use acp_facade::remote::{RemoteConfig, TokenVerifier};
-use napi::bindgen_prelude::{Function, Object, ObjectFinalize, ObjectRef, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{Function, JsObjectValue as _, Object, ObjectFinalize, ObjectRef, PromiseRaw, Unknown};
 use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 use tokio::sync::watch;
@@ -51,13 +54,39 @@ pub struct ServeHttpOptions<'a> {
     pub allowed_origins: Option<Vec<String>>,
     /// The largest request body (a POST, a WebSocket message) in bytes; larger is answered `413`
     /// (a WebSocket is closed). @default the agent's `maxMessageSize`
-    pub max_body_size: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_body_size: Option<Unknown<'a>>,
     /// How long `shutdown()` lets requests in flight (running turns) finish before it hangs every
     /// connection up, in ms. @default 10000
-    pub shutdown_grace_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub shutdown_grace_ms: Option<Unknown<'a>>,
     /// How long a Streamable HTTP connection may have no stream open and make no request before it
     /// is hung up (its client vanished without a `DELETE`), in ms. @default 300000
-    pub idle_timeout_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub idle_timeout_ms: Option<Unknown<'a>>,
+    /// The most bytes of the agent's messages that may wait for one connection's client (written,
+    /// not yet taken by its socket). A client reading slower than its agent writes slows the agent
+    /// down (nothing is dropped); one whose buffer stays full for two `keepaliveIntervalMs` has
+    /// stopped reading and is hung up (its sessions closed, as at the end of stdio).
+    /// @default 16777216 (16 MiB)
+    #[napi(ts_type = "number")]
+    pub max_buffered_bytes: Option<Unknown<'a>>,
+    /// The most ACP connections open at once (HTTP and WebSocket connections together); one more
+    /// (an `initialize` POST, a WebSocket upgrade) is answered `503` with `Retry-After`.
+    /// @default 1024
+    #[napi(ts_type = "number")]
+    pub max_connections: Option<Unknown<'a>>,
+    /// How long a stream may stay silent before the server shows it is alive, in ms: an SSE stream
+    /// sends the comment `: keepalive`, a WebSocket a Ping; a WebSocket client that sends nothing
+    /// (no Pong) for two intervals is hung up. @default 15000
+    #[napi(ts_type = "number")]
+    pub keepalive_interval_ms: Option<Unknown<'a>>,
+    /// Serve HTTPS and WSS (`RemoteServer.url` is then `https://…`) with these PEM files. They are
+    /// read when the server starts: one that cannot be used (unreadable, not PEM, a key that is
+    /// not the certificate's) rejects the Promise with `ERR_ACP_INVALID_ARG` naming the file.
+    /// @default none (plain HTTP)
+    #[napi(ts_type = "ServeHttpTls")]
+    pub tls: Option<Unknown<'a>>,
 }
 
 /// The configuration once the address is known.
@@ -70,10 +99,15 @@ fn configure(js: ServeHttpOptions<'_>) -> Result<(String, Configure)> {
     if let Some(path) = &js.path {
         check_path(path)?;
     }
-    if js.max_body_size == Some(0) {
-        return Err(js_error(Code::InvalidArg, "maxBodySize must be a positive number of bytes"));
-    }
-    let ServeHttpOptions { address, path, allowed_origins, max_body_size, shutdown_grace_ms, idle_timeout_ms, .. } = js;
+    let max_body_size = whole("maxBodySize", js.max_body_size.as_ref(), Least::One, "bytes")?;
+    let shutdown_grace_ms = whole("shutdownGraceMs", js.shutdown_grace_ms.as_ref(), Least::Zero, "milliseconds")?;
+    let idle_timeout_ms = whole("idleTimeoutMs", js.idle_timeout_ms.as_ref(), Least::Zero, "milliseconds")?;
+    let max_buffered_bytes = whole("maxBufferedBytes", js.max_buffered_bytes.as_ref(), Least::One, "bytes")?;
+    let max_connections = whole("maxConnections", js.max_connections.as_ref(), Least::One, "connections")?;
+    let keepalive_interval_ms =
+        whole("keepaliveIntervalMs", js.keepalive_interval_ms.as_ref(), Least::One, "milliseconds")?;
+    let tls = js.tls.as_ref().map(tls_files).transpose()?;
+    let ServeHttpOptions { address, path, allowed_origins, .. } = js;
     let ms = |ms: u32| Duration::from_millis(u64::from(ms));
     let configure: Configure = Box::new(move |mut config| {
         if let Some(verifier) = verifier {
@@ -94,9 +128,58 @@ fn configure(js: ServeHttpOptions<'_>) -> Result<(String, Configure)> {
         if let Some(idle) = idle_timeout_ms {
             config = config.idle_timeout(ms(idle));
         }
+        if let Some(bytes) = max_buffered_bytes {
+            config = config.max_buffered_bytes(bytes as usize);
+        }
+        if let Some(connections) = max_connections {
+            config = config.max_connections(connections as usize);
+        }
+        if let Some(interval) = keepalive_interval_ms {
+            config = config.keepalive_interval(ms(interval));
+        }
+        if let Some((cert, key)) = tls {
+            config = config.tls(cert, key);
+        }
         config
     });
     Ok((address, configure))
+}
+
+/// The least value a numeric option takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Least {
+    Zero,
+    One,
+}
+
+/// A numeric option: absent, or a whole number from `least` to `u32::MAX` (a number of `unit`).
+fn whole(name: &str, value: Option<&Unknown<'_>>, least: Least, unit: &str) -> Result<Option<u32>> {
+    let Some(value) = value else { return Ok(None) };
+    let number = match value.get_type().map_err(recode)? {
+        // SAFETY: checked to be a number.
+        ValueType::Number => Some(unsafe { value.cast::<f64>() }.map_err(recode)?),
+        _ => None,
+    };
+    let lowest = if least == Least::One { 1.0 } else { 0.0 };
+    match number {
+        Some(n) if n.fract() == 0.0 && (lowest..=f64::from(u32::MAX)).contains(&n) =>
+        {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a whole number in u32's range"
+            )]
+            Ok(Some(n as u32))
+        }
+        _ => {
+            let got = number.map_or_else(|| "not a number".to_owned(), |n| format!("got {n}"));
+            let kind = if least == Least::One { "a positive" } else { "a" };
+            Err(js_error(
+                Code::InvalidArg,
+                format!("{name} must be {kind} number of {unit}, a whole number up to {} ({got})", u32::MAX),
+            ))
+        }
+    }
 }
 
 /// A path the router takes: absolute, a plain path (no query, fragment, space or route pattern).
@@ -109,6 +192,29 @@ fn check_path(path: &str) -> Result<()> {
     } else {
         Err(js_error(Code::InvalidArg, format!("path must be a plain absolute path such as \"/acp\", got {path:?}")))
     }
+}
+
+/// The `tls` option's certificate chain and key paths: an object with both as non-empty strings.
+fn tls_files(tls: &Unknown<'_>) -> Result<(PathBuf, PathBuf)> {
+    const SHAPE: &str = "tls must be { cert, key }: the paths of a PEM certificate chain and a PEM private key";
+    if tls.get_type().map_err(recode)? != ValueType::Object {
+        return Err(js_error(Code::InvalidArg, SHAPE));
+    }
+    // SAFETY: checked to be an object.
+    let object = unsafe { tls.cast::<Object<'_>>() }.map_err(recode)?;
+    let file = |name: &str| -> Result<PathBuf> {
+        let value: Unknown<'_> = object.get_named_property(name).map_err(recode)?;
+        let path = match value.get_type().map_err(recode)? {
+            // SAFETY: checked to be a string.
+            ValueType::String => unsafe { value.cast::<String>() }.map_err(recode)?,
+            _ => String::new(),
+        };
+        if path.is_empty() {
+            return Err(js_error(Code::InvalidArg, format!("{SHAPE}; tls.{name} is not a non-empty string")));
+        }
+        Ok(PathBuf::from(path))
+    };
+    Ok((file("cert")?, file("key")?))
 }
 
 /// The JS verifier as the core's: called once per request with the token.
@@ -154,8 +260,8 @@ fn principal() -> Convert<Option<String>> {
 }
 
 /// Binds and serves `options` as `js` says; the Promise resolves with the running server once it
-/// listens, or rejects (`ERR_ACP_INVALID_ARG`: an address that does not resolve, or one that is not
-/// loopback without a verifier; `ERR_ACP_IO`: binding failed).
+/// listens, or rejects (`ERR_ACP_INVALID_ARG`: an address that does not resolve, one that is not
+/// loopback without a verifier, TLS files that cannot be used; `ERR_ACP_IO`: binding failed).
 pub fn serve_http<'env>(
     env: &'env Env,
     options: Options,
@@ -272,7 +378,7 @@ pub struct RemoteServer {
 #[napi]
 impl RemoteServer {
     /// The endpoint's URL, e.g. `http://127.0.0.1:40213/acp` (the port the system picked for
-    /// port 0).
+    /// port 0); `https://…` when served with `tls`.
     #[napi(getter)]
     pub fn url(&self) -> String {
         self.shared.url.clone()

@@ -3,7 +3,8 @@
 // WebSocket) drive the Rust demo and the Node demo, each served with `--listen 127.0.0.1:0`:
 // initialize, session/new, a streamed prompt, a call from the agent to the client (`read PATH`:
 // fs/read_text_file, answered on the session's route), and the bearer-token rule; SIGTERM then ends
-// the demo with status 0. A non-loopback `--listen` without `--token` exits 2 with one line.
+// the demo with status 0. A non-loopback `--listen` without `--token` exits 2 with one line, and
+// both demos refuse the same bad remote command lines (`--tls-cert`/`--tls-key` among them) alike.
 
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -225,6 +226,11 @@ test('the Rust and Node demos refuse the same bad remote command lines, with the
     ['--listen', 'nowhere'],
     ['--listen', '127.0.0.1:http'],
     ['--listen', '0.0.0.0:0'],
+    ['--tls-cert'],
+    ['--tls-key'],
+    ['--listen', '127.0.0.1:0', '--tls-cert', 'cert.pem'],
+    ['--listen', '127.0.0.1:0', '--tls-key', 'key.pem'],
+    ['--tls-cert', 'cert.pem', '--tls-key', 'key.pem'],
   ]) {
     const [r, n] = [await run(rust, args), await run(node, args)]
     assert.equal(r.code, 2, args.join(' '))

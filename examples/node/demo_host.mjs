@@ -17,7 +17,8 @@
 //          --listen HOST:PORT (serve ACP remotely, over Streamable HTTP and WebSocket at /acp,
 //          instead of stdio; SIGTERM shuts it down gracefully), --token NAME:SECRET (a bearer
 //          token a remote client must present; repeatable), --allow-origin ORIGIN (a browser
-//          origin allowed to call it; repeatable), --help.
+//          origin allowed to call it; repeatable), --tls-cert FILE --tls-key FILE (serve HTTPS
+//          and WSS with this PEM certificate chain and key; both or neither), --help.
 // The npm package ships this file as its command `acp-facade-demo` (node_modules/.bin/).
 // Nothing but protocol goes to stdout; diagnostics go to stderr.
 
@@ -31,7 +32,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { ClientError, PostgresStore, Runner, SqliteStore, UnsupportedError } from 'acp-facade'
 
 const USAGE = `usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
-                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...]
+                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...
+                        [--tls-cert FILE --tls-key FILE]]
    or: node demo_host.mjs [...]
 
 An Agent Client Protocol agent over stdio, or remotely with --listen (the acp-facade demo on Node; docs/DEMO.md).
@@ -50,6 +52,9 @@ An Agent Client Protocol agent over stdio, or remotely with --listen (the acp-fa
   --allow-origin ORIGIN
                    with --listen: allow browser requests from ORIGIN (e.g. https://app.example);
                    repeatable
+  --tls-cert FILE --tls-key FILE
+                   with --listen: serve HTTPS and WSS with this PEM certificate chain and PEM
+                   private key (both or neither); the URL printed is then https://
   -h, --help       this text`
 
 /** `--help` was asked for: the usage goes to stdout, exit 0. */
@@ -84,6 +89,8 @@ function parseArgs(argv) {
   let listen
   const tokens = []
   const origins = []
+  let tlsCert
+  let tlsKey
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     if (arg === '--store') {
@@ -106,14 +113,24 @@ function parseArgs(argv) {
     } else if (arg === '--allow-origin') {
       if (i + 1 >= argv.length) throw new Error('--allow-origin needs an origin')
       origins.push(argv[++i])
+    } else if (arg === '--tls-cert') {
+      if (i + 1 >= argv.length) throw new Error('--tls-cert needs a file')
+      tlsCert = argv[++i]
+    } else if (arg === '--tls-key') {
+      if (i + 1 >= argv.length) throw new Error('--tls-key needs a file')
+      tlsKey = argv[++i]
     } else if (arg === '--help' || arg === '-h') {
       throw new Help()
     } else {
       throw new Error(`unknown argument ${JSON.stringify(arg)}`)
     }
   }
-  if (listen === undefined && (tokens.length > 0 || origins.length > 0)) throw new Error('--token and --allow-origin need --listen')
-  const remote = listen === undefined ? undefined : { listen, tokens, origins }
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) throw new Error('--tls-cert and --tls-key go together: give both or neither')
+  const tls = tlsCert === undefined ? undefined : { cert: tlsCert, key: tlsKey }
+  if (listen === undefined && (tokens.length > 0 || origins.length > 0 || tls !== undefined)) {
+    throw new Error('--token, --allow-origin and --tls-cert/--tls-key need --listen')
+  }
+  const remote = listen === undefined ? undefined : { listen, tokens, origins, tls }
   return { store: store ?? defaultStore(), pageSize, auth, remote }
 }
 
@@ -148,21 +165,24 @@ async function resolveListen({ listen, tokens }) {
   return isIPv6(address) ? `[${address}]:${Number(port)}` : `${address}:${Number(port)}`
 }
 
-/** Serves `agent` remotely until SIGTERM (or Ctrl-C), then shuts down gracefully. */
-async function serveRemote(agent, { tokens, origins }, address) {
+/** Serves `agent` remotely (over TLS with `tls`) until SIGTERM (or Ctrl-C), then shuts down gracefully. */
+async function serveRemote(agent, { tokens, origins, tls }, address) {
   const secrets = new Map(tokens.map(({ name, secret }) => [secret, name]))
   const server = await agent.serveHttp({
     address,
     tokenVerifier: secrets.size > 0 ? (token) => secrets.get(token) : undefined,
     allowedOrigins: origins,
+    tls,
   })
-  process.stderr.write(`listening on ${server.url}\n`)
   let stop
-  await new Promise((resolve) => {
+  const stopped = new Promise((resolve) => {
     stop = resolve
     process.on('SIGTERM', stop)
     process.on('SIGINT', stop)
   })
+  // Announced once the signals are handled: a SIGTERM right after the line shuts down gracefully.
+  process.stderr.write(`listening on ${server.url}\n`)
+  await stopped
   process.off('SIGTERM', stop)
   process.off('SIGINT', stop)
   await server.shutdown()
