@@ -173,6 +173,9 @@ async function serveRemote(agent, { tokens, origins, tls }, address) {
     tokenVerifier: secrets.size > 0 ? (token) => secrets.get(token) : undefined,
     allowedOrigins: origins,
     tls,
+    // Above the default (1024), so that one process can be measured holding ten thousand idle
+    // connections (scripts/bench remote); the process's limit of open files bounds it too.
+    maxConnections: 16384,
   })
   let stop
   const stopped = new Promise((resolve) => {
