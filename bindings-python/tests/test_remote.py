@@ -2,7 +2,7 @@
 wire by a client (remote_client.py) as an editor would: turns, the host's calls to the client, the
 token verifier (async or plain, and failing), origins, principals' sessions, a graceful
 shutdown with a turn running, TLS (HTTPS and WSS with a certificate made by the test), the
-connection limit and the keepalive comment."""
+connection limit, the keepalive comment and the hang-up of a client that stops reading."""
 
 from __future__ import annotations
 
@@ -416,5 +416,51 @@ def test_bad_limits_and_tls_settings_raise_before_anything_is_bound(tls_files: T
                 # One message larger than the whole buffer is let through when nothing else waits.
                 assert (await conn.prompt(session, "stream 3"))["result"]["stopReason"] == "end_turn"
                 assert said(conn.seen[mark:]) == "t1 t2 t3 "
+
+    run(body)
+
+
+def test_a_client_that_stops_reading_is_hung_up_past_max_buffered_bytes() -> None:
+    async def body() -> None:
+        settings = {"max_buffered_bytes": 4096, "keepalive_interval": 0.2}
+        async with await demo_runner().agent().serve_http(**settings) as server:  # type: ignore[arg-type]
+            host, port = server.local_address
+            async with http_connection(server.url) as (conn, _):
+                # session/new without opening the session's stream (new_session would read it) ...
+                answer = await conn.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+                session = str(answer["result"]["sessionId"])
+                # ... which is opened by a client that never reads it (a small receive
+                # buffer, so that the kernel holds little of what the agent says).
+                raw = socket.socket()
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                raw.setblocking(False)
+                try:
+                    await asyncio.get_running_loop().sock_connect(raw, (host, port))
+                    request = (
+                        f"GET /acp HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n"
+                        f"Acp-Connection-Id: {conn.connection_id}\r\nAcp-Session-Id: {session}\r\n\r\n"
+                    )
+                    await asyncio.get_running_loop().sock_sendall(raw, request.encode())
+                    prompt = {
+                        "jsonrpc": "2.0",
+                        "id": 99,
+                        "method": "session/prompt",
+                        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "stream 40000"}]},
+                    }
+                    list_sessions = {"jsonrpc": "2.0", "id": 100, "method": "session/list", "params": {}}
+                    headers = {"acp-connection-id": conn.connection_id, "acp-session-id": session}
+                    async with httpx.AsyncClient(timeout=30) as client:
+                        sent = await client.post(server.url, json=prompt, headers=headers)
+                        assert sent.status_code == 202
+                        # The connection is hung up: its id is no longer known.
+                        while (
+                            await client.post(
+                                server.url, json=list_sessions, headers={"acp-connection-id": conn.connection_id}
+                            )
+                        ).status_code != 404:
+                            await asyncio.sleep(0.05)
+                    assert server.connections == 0
+                finally:
+                    raw.close()
 
     run(body)
