@@ -4,13 +4,19 @@ other message POSTed and answered ``202``, what the agent says read from the con
 sessions' SSE streams) and WebSocket (websockets: one JSON-RPC message per text frame).
 
 Both give one queue of what the agent sent, whatever stream it came on, and answer the agent's
-requests (``session/request_permission``, ``fs/read_text_file``) with the handlers given."""
+requests (``session/request_permission``, ``fs/read_text_file``) with the handlers given.
+
+Over TLS (an ``https://`` URL) the helpers take an ``ssl.SSLContext`` that trusts the server's
+certificate; :func:`self_signed` makes one with the ``openssl`` command line."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import ssl
+import subprocess
+from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import httpx
@@ -172,16 +178,42 @@ class WebSocketConnection(Connection):
         await self.socket.send(json.dumps(message))
 
 
+def self_signed(directory: Path) -> Tuple[Path, Path]:
+    """A self-signed certificate for ``localhost`` and ``127.0.0.1`` and its key (PEM files in
+    ``directory``), made by the ``openssl`` command line (a missing ``openssl`` fails the test)."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+def trusting(cert: Path) -> ssl.SSLContext:
+    """A client context that trusts ``cert`` (and nothing else)."""
+    return ssl.create_default_context(cafile=str(cert))
+
+
 def bearer(token: Optional[str]) -> Dict[str, str]:
     return {} if token is None else {"authorization": f"Bearer {token}"}
 
 
 @contextlib.asynccontextmanager
 async def http_connection(
-    url: str, token: Optional[str] = None, handlers: Optional[Dict[str, Handler]] = None, fs: bool = False
+    url: str,
+    token: Optional[str] = None,
+    handlers: Optional[Dict[str, Handler]] = None,
+    fs: bool = False,
+    tls: Optional[ssl.SSLContext] = None,
 ) -> AsyncIterator[Tuple[HttpConnection, Dict[str, Any]]]:
     """An initialized Streamable HTTP connection, and the answer to its ``initialize``."""
-    async with httpx.AsyncClient(timeout=30) as client:
+    async with httpx.AsyncClient(timeout=30, verify=tls if tls is not None else True) as client:
         conn = HttpConnection(client, url, bearer(token), handlers)
         try:
             answer = await conn.initialize(initialize_params(fs))
@@ -192,11 +224,16 @@ async def http_connection(
 
 @contextlib.asynccontextmanager
 async def ws_connection(
-    url: str, token: Optional[str] = None, handlers: Optional[Dict[str, Handler]] = None, fs: bool = False
+    url: str,
+    token: Optional[str] = None,
+    handlers: Optional[Dict[str, Handler]] = None,
+    fs: bool = False,
+    tls: Optional[ssl.SSLContext] = None,
 ) -> AsyncIterator[Tuple[WebSocketConnection, Dict[str, Any]]]:
-    """An initialized WebSocket connection, and the answer to its ``initialize``."""
+    """An initialized WebSocket connection (``wss://`` for an ``https://`` URL), and the answer
+    to its ``initialize``."""
     ws_url = "ws" + url.removeprefix("http")
-    async with websockets.asyncio.client.connect(ws_url, additional_headers=bearer(token)) as socket:
+    async with websockets.asyncio.client.connect(ws_url, additional_headers=bearer(token), ssl=tls) as socket:
         conn = WebSocketConnection(socket, handlers)
         try:
             answer = await conn.initialize(initialize_params(fs))

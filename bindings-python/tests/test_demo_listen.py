@@ -1,7 +1,8 @@
-"""The Python demo's ``--listen``, ``--token`` and ``--allow-origin`` (docs/DEMO.md), as the Rust
-demo has them: bad command lines exit 2 with one line on stderr (the Rust demo's message); a
-listening demo prints exactly one ``listening on URL`` line, serves over HTTP and WebSocket under
-its rules, and ends with status 0 on SIGTERM, a turn running included."""
+"""The Python demo's ``--listen``, ``--token``, ``--allow-origin`` and ``--tls-cert``/``--tls-key``
+(docs/DEMO.md), as the Rust demo has them: bad command lines exit 2 with one line on stderr (the
+Rust demo's message); a listening demo prints exactly one ``listening on URL`` line (``https://``
+over TLS), serves over HTTP and WebSocket under its rules, and ends with status 0 on SIGTERM, a
+turn running included; TLS files it cannot use end it with status 1, the file named."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
 from conftest import DEMO, run
-from remote_client import bearer, http_connection, said, ws_connection
+from remote_client import bearer, http_connection, said, self_signed, trusting, ws_connection
 from test_remote import initialize_status
 
 PROG = "acp_facade.demo"
@@ -31,8 +33,14 @@ def demo_command(*args: str) -> List[str]:
         (["--listen"], "--listen needs HOST:PORT"),
         (["--listen", "no-port"], '--listen must be HOST:PORT, got "no-port"'),
         (["--listen", "::1:0"], '--listen must be HOST:PORT, got "::1:0"'),
-        (["--token", "alice:s3cret"], "--token and --allow-origin need --listen"),
-        (["--allow-origin", "https://editor.example"], "--token and --allow-origin need --listen"),
+        (["--token", "alice:s3cret"], "--token, --allow-origin and --tls-cert/--tls-key need --listen"),
+        (["--allow-origin", "https://editor.example"], "--token, --allow-origin and --tls-cert/--tls-key need --listen"),
+        (["--tls-cert", "c.pem", "--tls-key", "k.pem"], "--token, --allow-origin and --tls-cert/--tls-key need --listen"),
+        (["--listen", "127.0.0.1:0", "--tls-cert"], "--tls-cert needs a file"),
+        (["--listen", "127.0.0.1:0", "--tls-key"], "--tls-key needs a file"),
+        (["--listen", "127.0.0.1:0", "--tls-cert", "c.pem"], "--tls-cert and --tls-key go together: give both or neither"),
+        (["--listen", "127.0.0.1:0", "--tls-key", "k.pem"], "--tls-cert and --tls-key go together: give both or neither"),
+        (["--tls-cert", "c.pem"], "--tls-cert and --tls-key go together: give both or neither"),
         (["--listen", "127.0.0.1:0", "--token"], "--token needs NAME:SECRET"),
         (["--listen", "127.0.0.1:0", "--token", "no-colon"], '--token must be NAME:SECRET, got "no-colon"'),
         (["--listen", "127.0.0.1:0", "--token", ":secret"], '--token must be NAME:SECRET, got ":secret"'),
@@ -51,10 +59,13 @@ def test_the_usage_names_the_remote_options_as_the_rust_demo_does() -> None:
     out = subprocess.run([sys.executable, str(DEMO), "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stderr == ""
     for line in (
-        "[--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...]",
+        "[--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...\n"
+        "                        [--tls-cert FILE --tls-key FILE]]",
         "  --listen HOST:PORT",
         "  --token NAME:SECRET",
         "  --allow-origin ORIGIN",
+        "  --tls-cert FILE --tls-key FILE",
+        "private key (both or neither); the URL printed is then https://",
         "stderr when ready; SIGTERM shuts down gracefully",
     ):
         assert line in out.stdout, line
@@ -63,7 +74,7 @@ def test_the_usage_names_the_remote_options_as_the_rust_demo_does() -> None:
 class Listening:
     """A demo started with ``--listen 127.0.0.1:0`` and ``args``, its URL once it said it."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, scheme: str = "http") -> None:
         self.process = subprocess.Popen(
             demo_command("--listen", "127.0.0.1:0", *args),
             stdin=subprocess.DEVNULL,
@@ -73,7 +84,7 @@ class Listening:
         )
         assert self.process.stderr is not None
         line = self.process.stderr.readline()
-        found = re.fullmatch(r"listening on (http://127\.0\.0\.1:(\d+)/acp)\n", line)
+        found = re.fullmatch(rf"listening on ({scheme}://127\.0\.0\.1:(\d+)/acp)\n", line)
         assert found is not None and found.group(2) != "0", line
         self.url = found.group(1)
 
@@ -142,3 +153,39 @@ def test_sigterm_with_a_turn_running_lets_it_end_then_exits_0(listening: Listeni
     status, out, err = listening.process.wait(timeout=60), *listening.process.communicate(timeout=60)
     assert status == 0, err
     assert out == "" and err == ""
+
+
+def test_a_demo_with_tls_listens_on_https_and_serves_https_and_wss(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    demo = Listening("--tls-cert", str(cert), "--tls-key", str(key), scheme="https")
+    try:
+
+        async def body() -> None:
+            async with http_connection(demo.url, tls=trusting(cert)) as (conn, answer):
+                assert answer["result"]["agentInfo"]["name"] == "acp-facade-demo"
+                session = await conn.new_session()
+                mark = len(conn.seen)
+                assert (await conn.prompt(session, "stream 2"))["result"]["stopReason"] == "end_turn"
+                assert said(conn.seen[mark:]) == "t1 t2 "
+            async with ws_connection(demo.url, tls=trusting(cert)) as (_, answer):
+                assert answer["result"]["protocolVersion"] == 1
+
+        run(body)
+        status, out, err = demo.terminate()
+        assert status == 0, err
+        assert out == "" and err == ""
+    finally:
+        if demo.process.poll() is None:
+            demo.process.kill()
+            demo.process.wait()
+
+
+def test_tls_files_the_demo_cannot_use_end_it_with_1_naming_the_file(tmp_path: Path) -> None:
+    cert, _ = self_signed(tmp_path)
+    missing = tmp_path / "no-such-key.pem"
+    args = ("--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(missing))
+    out = subprocess.run(demo_command(*args), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout == ""
+    assert "cannot serve" in out.stderr and str(missing) in out.stderr, out.stderr
+    assert "listening on" not in out.stderr

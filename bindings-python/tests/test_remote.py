@@ -1,23 +1,37 @@
 """``Agent.serve_http``: a Python agent served over Streamable HTTP and WebSocket, driven over the
 wire by a client (remote_client.py) as an editor would: turns, the host's calls to the client, the
-token verifier (async or plain, and failing), origins, principals' sessions, and a graceful
-shutdown with a turn running."""
+token verifier (async or plain, and failing), origins, principals' sessions, a graceful
+shutdown with a turn running, TLS (HTTPS and WSS with a certificate made by the test), the
+connection limit, the keepalive comment and the hang-up of a client that stops reading."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import socket
-from typing import Any, Dict, List, Optional
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
 
 import httpx
 import pytest
+import websockets.asyncio.client
+import websockets.exceptions
 
 from acp_facade import MemoryStore, Options, RemoteServer, Runner, StopReason, Turn, serve_http
 from acp_facade.demo import Script, command_text
 
 from conftest import run
-from remote_client import CONNECTIONS, HttpConnection, bearer, http_connection, initialize_params, said, ws_connection
+from remote_client import (
+    CONNECTIONS,
+    HttpConnection,
+    bearer,
+    http_connection,
+    initialize_params,
+    said,
+    self_signed,
+    trusting,
+    ws_connection,
+)
 
 TRANSPORTS = sorted(CONNECTIONS)
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
@@ -276,5 +290,177 @@ def test_the_server_is_usable_as_an_async_context_manager_with_options() -> None
             assert repr(server).startswith("RemoteServer(url='http://127.0.0.1:")
         assert not server.is_serving()
         return server
+
+    run(body)
+
+
+@pytest.fixture
+def tls_files(tmp_path: Path) -> Tuple[Path, Path]:
+    """A self-signed certificate for localhost and 127.0.0.1, and its key."""
+    return self_signed(tmp_path)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_tls_serves_https_and_wss_with_the_certificate_given(transport: str, tls_files: Tuple[Path, Path]) -> None:
+    cert, key = tls_files
+
+    async def body() -> None:
+        # A str and a PathLike are both taken.
+        async with await demo_runner().agent().serve_http(tls_cert=str(cert), tls_key=key) as server:
+            port = server.local_address[1]
+            assert server.url == f"https://127.0.0.1:{port}/acp"
+            async with CONNECTIONS[transport](server.url, tls=trusting(cert)) as (conn, answer):
+                assert answer["result"]["protocolVersion"] == 1
+                session = await conn.new_session()
+                mark = len(conn.seen)
+                assert (await conn.prompt(session, "stream 2"))["result"]["stopReason"] == "end_turn"
+                assert said(conn.seen[mark:]) == "t1 t2 "
+            # Plain HTTP is not served on a TLS port, and a client that does not trust the
+            # certificate is refused by its own check.
+            async with httpx.AsyncClient(timeout=30) as client:
+                with pytest.raises(httpx.HTTPError):
+                    await client.post(server.url.replace("https://", "http://"), json=INITIALIZE)
+                with pytest.raises(httpx.ConnectError):
+                    await client.post(server.url, json=INITIALIZE)
+
+    run(body)
+
+
+def test_unusable_tls_files_raise_naming_the_file(tls_files: Tuple[Path, Path], tmp_path: Path) -> None:
+    cert, key = tls_files
+    missing = tmp_path / "no-such-cert.pem"
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a PEM file\n")
+
+    async def body() -> None:
+        agent = demo_runner().agent()
+        for bad_cert, bad_key, named in ((missing, key, missing), (cert, garbage, garbage), (garbage, key, garbage)):
+            with pytest.raises(ValueError) as raised:
+                await agent.serve_http(tls_cert=bad_cert, tls_key=bad_key)
+            assert str(named) in str(raised.value), raised.value
+        # The loop is free of the failed attempts: a TLS server still starts.
+        async with await agent.serve_http(tls_cert=cert, tls_key=key) as server:
+            async with http_connection(server.url, tls=trusting(cert)) as (_, answer):
+                assert answer["result"]["protocolVersion"] == 1
+
+    run(body)
+
+
+def test_max_connections_answers_one_more_with_503_and_retry_after() -> None:
+    async def body() -> None:
+        async with await demo_runner().agent().serve_http(max_connections=1) as server:
+            async with http_connection(server.url) as (conn, _):
+                assert server.connections == 1
+                async with httpx.AsyncClient(timeout=30) as client:
+                    refused = await client.post(server.url, json=INITIALIZE)
+                assert refused.status_code == 503
+                assert refused.headers["retry-after"] == "1"
+                ws_url = "ws" + server.url.removeprefix("http")
+                with pytest.raises(websockets.exceptions.InvalidStatus) as upgrade:
+                    async with websockets.asyncio.client.connect(ws_url):
+                        pass
+                assert upgrade.value.response.status_code == 503
+                # The open connection is still served.
+                session = await conn.new_session()
+                assert (await conn.prompt(session, "still here"))["result"]["stopReason"] == "end_turn"
+                await conn.delete()
+            # Its connection gone, the next one is served.
+            while await initialize_status(server.url, {}) == 503:
+                await asyncio.sleep(0.01)
+
+    run(body)
+
+
+def test_a_silent_sse_stream_carries_the_keepalive_comment() -> None:
+    async def body() -> None:
+        async with await demo_runner().agent().serve_http(keepalive_interval=0.05) as server:
+            async with httpx.AsyncClient(timeout=30) as client:
+                answer = await client.post(server.url, json=INITIALIZE)
+                assert answer.status_code == 200
+                headers = {"accept": "text/event-stream", "acp-connection-id": answer.headers["acp-connection-id"]}
+                async with client.stream("GET", server.url, headers=headers) as stream:
+                    assert stream.status_code == 200
+                    async for line in stream.aiter_lines():
+                        if line.startswith(":"):
+                            assert line == ": keepalive"
+                            break
+
+    run(body)
+
+
+def test_bad_limits_and_tls_settings_raise_before_anything_is_bound(tls_files: Tuple[Path, Path]) -> None:
+    cert, key = tls_files
+
+    async def body() -> None:
+        agent = demo_runner().agent()
+        for name in ("max_connections", "max_buffered_bytes"):
+            for value in (0, -1):
+                with pytest.raises(ValueError, match=f"{name} must be at least 1, got {value}"):
+                    await agent.serve_http(**{name: value})  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match=name):
+                await agent.serve_http(**{name: "8"})  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="keepalive_interval must be more than 0 seconds"):
+            await agent.serve_http(keepalive_interval=0)
+        with pytest.raises(ValueError, match="keepalive_interval must be a non-negative number"):
+            await agent.serve_http(keepalive_interval=-1)
+        with pytest.raises(ValueError, match="tls_cert is given without tls_key"):
+            await agent.serve_http(tls_cert=cert)
+        with pytest.raises(ValueError, match="tls_key is given without tls_cert"):
+            await agent.serve_http(tls_key=key)
+        # Good values serve.
+        settings = {"max_connections": 4, "max_buffered_bytes": 1, "keepalive_interval": 30.0}
+        async with await agent.serve_http(**settings) as server:  # type: ignore[arg-type]
+            async with http_connection(server.url) as (conn, _):
+                session = await conn.new_session()
+                mark = len(conn.seen)
+                # One message larger than the whole buffer is let through when nothing else waits.
+                assert (await conn.prompt(session, "stream 3"))["result"]["stopReason"] == "end_turn"
+                assert said(conn.seen[mark:]) == "t1 t2 t3 "
+
+    run(body)
+
+
+def test_a_client_that_stops_reading_is_hung_up_past_max_buffered_bytes() -> None:
+    async def body() -> None:
+        settings = {"max_buffered_bytes": 4096, "keepalive_interval": 0.2}
+        async with await demo_runner().agent().serve_http(**settings) as server:  # type: ignore[arg-type]
+            host, port = server.local_address
+            async with http_connection(server.url) as (conn, _):
+                # session/new without opening the session's stream (new_session would read it) ...
+                answer = await conn.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+                session = str(answer["result"]["sessionId"])
+                # ... which is opened by a client that never reads it (a small receive
+                # buffer, so that the kernel holds little of what the agent says).
+                raw = socket.socket()
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                raw.setblocking(False)
+                try:
+                    await asyncio.get_running_loop().sock_connect(raw, (host, port))
+                    request = (
+                        f"GET /acp HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n"
+                        f"Acp-Connection-Id: {conn.connection_id}\r\nAcp-Session-Id: {session}\r\n\r\n"
+                    )
+                    await asyncio.get_running_loop().sock_sendall(raw, request.encode())
+                    prompt = {
+                        "jsonrpc": "2.0",
+                        "id": 99,
+                        "method": "session/prompt",
+                        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "stream 40000"}]},
+                    }
+                    list_sessions = {"jsonrpc": "2.0", "id": 100, "method": "session/list", "params": {}}
+                    headers = {"acp-connection-id": conn.connection_id, "acp-session-id": session}
+                    async with httpx.AsyncClient(timeout=30) as client:
+                        sent = await client.post(server.url, json=prompt, headers=headers)
+                        assert sent.status_code == 202
+                        # The connection is hung up: its id is no longer known.
+                        while (
+                            await client.post(
+                                server.url, json=list_sessions, headers={"acp-connection-id": conn.connection_id}
+                            )
+                        ).status_code != 404:
+                            await asyncio.sleep(0.05)
+                    assert server.connections == 0
+                finally:
+                    raw.close()
 
     run(body)

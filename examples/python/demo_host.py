@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """acp-facade-demo in Python: the demo agent of acp-facade on the Python turn runner.
 
-An ACP agent over stdio (or, with ``--listen``, over Streamable HTTP and WebSocket) with a scripted
+An ACP agent over stdio (or, with ``--listen``, over Streamable HTTP and WebSocket, HTTPS and WSS with
+``--tls-cert`` and ``--tls-key``) with a scripted
 "model" and a SQLite store (or PostgreSQL, for a
 ``postgres://`` URL), behaving exactly like the Rust demo (``examples/demo-agent``) as
 ``docs/DEMO.md`` describes: ``stream N``, ``think TEXT``, ``tool NAME``, ``sleep MS``,
@@ -17,7 +18,8 @@ subagents, plans with ids, compaction reports) reaches only a client that advert
 get the same in other words (see ``docs/DEMO.md``).
 
 usage: demo_host.py [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
-                    [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...] [--help]
+                    [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...
+                     [--tls-cert FILE --tls-key FILE]] [--help]
 
 The installed package carries this file as ``acp_facade.demo`` (a link in
 ``bindings-python/python/acp_facade/``), so the command ``acp-facade-demo`` (and
@@ -79,7 +81,8 @@ from acp_facade import (
 PROG = "acp_facade.demo"
 
 USAGE = """usage: acp-facade-demo [--store PATH|:memory:|postgres://...] [--page-size N] [--auth]
-                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...]
+                       [--listen HOST:PORT [--token NAME:SECRET]... [--allow-origin ORIGIN]...
+                        [--tls-cert FILE --tls-key FILE]]
    or: python -m acp_facade.demo [...]
    or: python examples/python/demo_host.py [...]
 
@@ -100,6 +103,9 @@ docs/DEMO.md).
   --allow-origin ORIGIN
                    with --listen: allow browser requests from ORIGIN (e.g. https://app.example);
                    repeatable
+  --tls-cert FILE --tls-key FILE
+                   with --listen: serve HTTPS and WSS with this PEM certificate chain and PEM
+                   private key (both or neither); the URL printed is then https://
   -h, --help       this text"""
 
 CONTEXT_SIZE = 200_000
@@ -613,12 +619,19 @@ def parse_token(value: str) -> Tuple[str, str]:
 
 
 class Listen:
-    """``--listen``, ``--token``, ``--allow-origin``: where and under which rules to serve
-    remotely."""
+    """``--listen``, ``--token``, ``--allow-origin``, ``--tls-cert``/``--tls-key``: where and under
+    which rules to serve remotely."""
 
-    def __init__(self, listen: str, tokens: List[Tuple[str, str]], origins: List[str]) -> None:
+    def __init__(
+        self,
+        listen: str,
+        tokens: List[Tuple[str, str]],
+        origins: List[str],
+        tls: Optional[Tuple[str, str]] = None,
+    ) -> None:
         """``HOST:PORT`` resolved (its first address), refused (``ValueError``) when it is not
-        loopback and no token is given: an agent open to the network must know who calls it."""
+        loopback and no token is given: an agent open to the network must know who calls it.
+        ``tls``: the PEM certificate chain and private key to serve HTTPS and WSS with."""
         import ipaddress
         import socket
 
@@ -639,6 +652,7 @@ class Listen:
         self.tokens = {secret: name for name, secret in tokens}
         """Secret to principal name."""
         self.origins = origins
+        self.tls = tls
 
     def serve(self, agent: Agent) -> None:
         """Serves until SIGTERM or Ctrl-C, then shuts down gracefully; says where once ready."""
@@ -652,6 +666,8 @@ class Listen:
             ready=ready,
             token_verifier=self.tokens.get if self.tokens else None,
             allowed_origins=self.origins,
+            tls_cert=self.tls[0] if self.tls else None,
+            tls_key=self.tls[1] if self.tls else None,
         )
 
 
@@ -664,6 +680,8 @@ def parse_args(argv: List[str]) -> Tuple[str, int, bool, Optional[Listen]]:
     listen: Optional[str] = None
     tokens: List[Tuple[str, str]] = []
     origins: List[str] = []
+    tls_cert: Optional[str] = None
+    tls_key: Optional[str] = None
     args = iter(argv)
     for arg in args:
         if arg == "--store":
@@ -693,15 +711,26 @@ def parse_args(argv: List[str]) -> Tuple[str, int, bool, Optional[Listen]]:
             if origin is None:
                 raise ValueError("--allow-origin needs an origin")
             origins.append(origin)
+        elif arg == "--tls-cert":
+            tls_cert = next(args, None)
+            if tls_cert is None:
+                raise ValueError("--tls-cert needs a file")
+        elif arg == "--tls-key":
+            tls_key = next(args, None)
+            if tls_key is None:
+                raise ValueError("--tls-key needs a file")
         elif arg in ("--help", "-h"):
             raise Help()
         else:
             raise ValueError(f"unknown argument {arg!r}")
     store = store if store is not None else default_store()
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("--tls-cert and --tls-key go together: give both or neither")
+    tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
     if listen is not None:
-        return store, page_size, auth, Listen(listen, tokens, origins)
-    if tokens or origins:
-        raise ValueError("--token and --allow-origin need --listen")
+        return store, page_size, auth, Listen(listen, tokens, origins, tls)
+    if tokens or origins or tls:
+        raise ValueError("--token, --allow-origin and --tls-cert/--tls-key need --listen")
     return store, page_size, auth, None
 
 
@@ -758,7 +787,7 @@ def main() -> int:
         else:
             # Serves at once; the host's coroutines run on an asyncio loop started meanwhile.
             agent.run_stdio()
-    except OSError as e:
+    except (OSError, ValueError) as e:  # ValueError: TLS files the server cannot use (named)
         log().error("cannot serve: %s", e)
         return 1
     except KeyboardInterrupt:

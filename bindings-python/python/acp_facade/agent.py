@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .host import Authenticator, SessionHost
     from .remote import RemoteServer, TokenVerifier
     import asyncio
+    import os
 
 __all__ = ["Agent", "Options", "run_http", "run_stdio", "serve", "serve_http", "serve_stdio"]
 
@@ -303,8 +304,14 @@ class Agent:
         max_body_size: Optional[int] = None,
         shutdown_grace: float = 10.0,
         idle_timeout: float = 300.0,
+        max_buffered_bytes: Optional[int] = None,
+        max_connections: Optional[int] = None,
+        keepalive_interval: Optional[float] = None,
+        tls_cert: Union[str, os.PathLike[str], None] = None,
+        tls_key: Union[str, os.PathLike[str], None] = None,
     ) -> RemoteServer:
-        """Serves remotely: ACP over Streamable HTTP and WebSocket at ``http://ADDRESS{path}``,
+        """Serves remotely: ACP over Streamable HTTP and WebSocket at ``http://ADDRESS{path}``
+        (HTTPS and WSS at ``https://ADDRESS{path}`` with ``tls_cert`` and ``tls_key``),
         each connection its own agent made from this agent's options (one host, one store, shared
         sessions). Returns once bound; the server runs in this event loop until
         :meth:`RemoteServer.shutdown` (or the end of ``async with``). See :mod:`acp_facade.remote`.
@@ -326,9 +333,24 @@ class Agent:
             before it hangs up, in seconds.
         :param idle_timeout: how long an HTTP connection may have no stream open and make no
             request before it is hung up, in seconds (more than 0).
+        :param max_buffered_bytes: the most bytes of the agent's messages that may wait for one
+            connection's client (at least 1; default 16 MiB): beyond it the agent waits for the
+            client to read (nothing is dropped); a client that takes none of them for two
+            ``keepalive_interval`` s is hung up.
+        :param max_connections: the most ACP connections (HTTP and WebSocket) open at once (at
+            least 1; default 1024); one more is answered ``503`` with ``Retry-After``.
+        :param keepalive_interval: how long a stream may stay silent before the server shows it
+            is alive, in seconds (more than 0; default 15): an SSE stream gets the comment
+            ``: keepalive``, a WebSocket a Ping.
+        :param tls_cert: a PEM certificate chain (the server's certificate first): serve HTTPS
+            and WSS. Given with ``tls_key``, or neither.
+        :param tls_key: the PEM private key of ``tls_cert`` (PKCS#8, PKCS#1 or SEC1).
 
-        ``ValueError``: a bad address or setting, or a non-loopback address without a
-        ``token_verifier``; ``OSError``: the address cannot be bound or resolved.
+        ``ValueError``: a bad address or setting (``tls_cert`` without ``tls_key`` or the other
+        way round), a non-loopback address without a ``token_verifier``, or TLS files that
+        cannot be used (unreadable, not PEM, a key that is not the certificate's: the message
+        names the file); ``TypeError``: a setting of the wrong type; ``OSError``: the address
+        cannot be bound or resolved.
         """
         return await _remote.serve_http(
             self._native,
@@ -339,6 +361,11 @@ class Agent:
             max_body_size=max_body_size,
             shutdown_grace=shutdown_grace,
             idle_timeout=idle_timeout,
+            max_buffered_bytes=max_buffered_bytes,
+            max_connections=max_connections,
+            keepalive_interval=keepalive_interval,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
         )
 
     def run_http(

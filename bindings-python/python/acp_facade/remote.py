@@ -11,11 +11,18 @@ The rules, checked before any ACP is read: a request without a valid bearer toke
 ``401`` when there is a ``token_verifier`` (required off loopback); a request carrying an
 ``Origin`` not in ``allowed_origins`` is answered ``403``; an agent bound to a loopback address
 answers only requests whose ``Host`` is ``localhost``, ``127.0.0.1`` or ``[::1]``; a body larger
-than ``max_body_size`` is answered ``413``. A connection is its principal's (the name its token
+than ``max_body_size`` is answered ``413``; a connection beyond ``max_connections`` (an
+``initialize`` POST or a WebSocket upgrade) is answered ``503`` with ``Retry-After``. A connection is its principal's (the name its token
 was verified as): with a :class:`acp_facade.Runner`, a session belongs to the principal that created
 it, and to another it does not exist (``session/list`` leaves it out, every session method answers
 as for an unknown id). A :class:`acp_facade.SessionHost` of one's own is not told the principal
 (yet): all of its connections see the same sessions.
+
+With ``tls_cert`` and ``tls_key`` (PEM files) the server speaks HTTPS and WSS, and its
+:attr:`RemoteServer.url` is ``https://``. A client that reads slowly slows its agent down once
+``max_buffered_bytes`` of the agent's messages wait for it; one that takes none of them for two
+``keepalive_interval`` s is hung up. A stream silent for ``keepalive_interval`` gets a
+``: keepalive`` comment (SSE) or a Ping (WebSocket).
 
 Invariants: the server's host calls (and the token verifier) run on the event loop that called
 ``serve_http``, which the server holds until its shutdown has ended; a token verifier that raises,
@@ -94,6 +101,11 @@ class _Settings:
         "max_body_size",
         "shutdown_grace",
         "idle_timeout",
+        "max_buffered_bytes",
+        "max_connections",
+        "keepalive_interval",
+        "tls_cert",
+        "tls_key",
     )
 
     address: Tuple[str, int]
@@ -103,6 +115,11 @@ class _Settings:
     max_body_size: Optional[int]
     shutdown_grace: Optional[float]
     idle_timeout: Optional[float]
+    max_buffered_bytes: Optional[int]
+    max_connections: Optional[int]
+    keepalive_interval: Optional[float]
+    tls_cert: Optional[str]
+    tls_key: Optional[str]
 
     def __init__(self, address: Tuple[str, int], **settings: Any) -> None:
         self.address = address
@@ -117,6 +134,20 @@ class _Settings:
         if isinstance(origins, str):
             raise TypeError("allowed_origins must be an iterable of origins, not one str")
         self.allowed_origins = [] if origins is None else list(origins)
+        for name in ("max_buffered_bytes", "max_connections"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        for name in ("tls_cert", "tls_key"):
+            path: Any = getattr(self, name)
+            if path is not None:
+                import os
+
+                setattr(self, name, os.fsdecode(os.fspath(path)))
 
 
 def split_address(address: Union[str, Tuple[str, int]]) -> Tuple[str, int]:
@@ -166,8 +197,8 @@ class RemoteServer:
 
     @property
     def url(self) -> str:
-        """The URL of the endpoint, e.g. ``http://127.0.0.1:8080/acp`` (the port resolved when 0
-        was asked for)."""
+        """The URL of the endpoint, e.g. ``http://127.0.0.1:8080/acp`` (``https://`` with TLS; the
+        port resolved when 0 was asked for)."""
         return self._native.url
 
     @property

@@ -10,9 +10,12 @@
 //! Python side makes any failure of it a refusal: it only ever answers a non-empty `str` or
 //! `None`), and a bridge call that fails (the loop went away) refuses the token too; a
 //! configuration the core would refuse or panic on (a path that is not one plain route, a
-//! non-loopback address without a verifier) is a `ValueError` before anything is bound.
+//! non-loopback address without a verifier, a TLS certificate without its key) is a `ValueError`
+//! before anything is bound; TLS files the core cannot use are a `ValueError` naming the file, when
+//! the server starts.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -39,6 +42,16 @@ pub(crate) struct RemoteSettings {
     shutdown_grace: Option<f64>,
     /// Seconds.
     idle_timeout: Option<f64>,
+    /// At least 1 (`acp_facade.remote` checks it).
+    max_buffered_bytes: Option<usize>,
+    /// At least 1 (`acp_facade.remote` checks it).
+    max_connections: Option<usize>,
+    /// Seconds.
+    keepalive_interval: Option<f64>,
+    /// The PEM certificate chain; with `tls_key`, or neither.
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key; with `tls_cert`, or neither.
+    tls_key: Option<PathBuf>,
 }
 
 impl RemoteSettings {
@@ -65,6 +78,26 @@ impl RemoteSettings {
         }
         if let Some(idle) = self.idle_timeout {
             config = config.idle_timeout(nonzero(duration(idle, "idle_timeout")?, "idle_timeout")?);
+        }
+        if let Some(bytes) = self.max_buffered_bytes {
+            config = config.max_buffered_bytes(bytes);
+        }
+        if let Some(connections) = self.max_connections {
+            config = config.max_connections(connections);
+        }
+        if let Some(interval) = self.keepalive_interval {
+            config =
+                config.keepalive_interval(nonzero(duration(interval, "keepalive_interval")?, "keepalive_interval")?);
+        }
+        match (self.tls_cert, self.tls_key) {
+            (Some(cert), Some(key)) => config = config.tls(cert, key),
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(PyValueError::new_err("tls_cert is given without tls_key: give both or neither"));
+            }
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err("tls_key is given without tls_cert: give both or neither"));
+            }
         }
         Ok(config)
     }
@@ -111,7 +144,8 @@ fn verifier_of(target: Arc<Py<PyAny>>) -> TokenVerifier {
 }
 
 /// Binds and serves; completes `future` with the server's handle, or with `ValueError` (a
-/// non-loopback address without a token verifier) or `OSError` (binding failed). A bad setting
+/// non-loopback address without a token verifier, TLS files that cannot be used: the core's
+/// message names the file) or `OSError` (binding failed). A bad setting
 /// raises `ValueError` at the call.
 pub(crate) fn start(options: Options, settings: RemoteSettings, future: u64) -> PyResult<()> {
     let config = settings.config()?;
@@ -146,7 +180,7 @@ impl PyRemoteServer {
 
 #[pymethods]
 impl PyRemoteServer {
-    /// The URL of the endpoint, e.g. `http://127.0.0.1:8080/acp`.
+    /// The URL of the endpoint, e.g. `http://127.0.0.1:8080/acp` (`https://` when serving TLS).
     #[getter]
     fn url(&self) -> String {
         self.url.clone()
