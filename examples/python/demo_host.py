@@ -668,6 +668,9 @@ class Listen:
             allowed_origins=self.origins,
             tls_cert=self.tls[0] if self.tls else None,
             tls_key=self.tls[1] if self.tls else None,
+            # Above the default (1024), so that one process can be measured holding ten thousand
+            # idle connections (scripts/bench remote); the process's limit of open files bounds it.
+            max_connections=16384,
         )
 
 

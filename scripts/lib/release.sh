@@ -74,13 +74,12 @@ release_build_node() {
 }
 
 # The Rust demo agent as dist/acp-facade-demo: the `dist` profile (stripped), linked by zig
-# against glibc 2.17 like the addon, in the build directory $1. Without its `tls` feature: rustls
-# and ring took the stripped binary to 10.3 MB, over the 8 MB limit of a native artifact (the
-# tests build the demo with it; a shipped demo is put behind a TLS-terminating proxy).
+# against glibc 2.17 like the addon, in the build directory $1, with its default features (TLS
+# included: `--tls-cert`/`--tls-key` work in the shipped demo as in the tests).
 release_build_demo() {
     local dir="$1"
     release_phase "demo: acp-facade-demo (cargo-zigbuild, link-time optimisation)"
-    PATH="$RELEASE_TOOLS/bin:$PATH" cargo-zigbuild build --locked --profile dist -p acp-facade-demo --no-default-features \
+    PATH="$RELEASE_TOOLS/bin:$PATH" cargo-zigbuild build --locked --profile dist -p acp-facade-demo \
         --target "$RELEASE_TRIPLE.$RELEASE_GLIBC" --target-dir "$dir"
     cp "$dir/$RELEASE_TRIPLE/dist/acp-facade-demo" "$DIST/acp-facade-demo"
 }
