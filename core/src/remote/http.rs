@@ -181,7 +181,14 @@ impl HttpConnection {
                 }
                 routes.pending.remove(&key).flatten()
             } else {
-                let route = message.shape.session.clone();
+                // The agent abandoning a request of its own (`$/cancel_request`, which names no
+                // session) goes where that request went: on one stream it cannot overtake what the
+                // agent wrote before it there (the request's session's updates, the prompt's answer).
+                let abandoned = message.shape.cancels.as_ref().and_then(|request| routes.client.get(request));
+                let route = match abandoned {
+                    Some(route) => route.clone(),
+                    None => message.shape.session.clone(),
+                };
                 if let Some(key) = key {
                     routes.client.insert(key, route.clone());
                 }
@@ -581,5 +588,31 @@ mod tests {
         assert!(lock(&connection.streams).contains_key(&session), "a message waits in it");
         let mut again = open(&connection, &session);
         assert_eq!(again.0.receiver.as_mut().unwrap().recv().await.unwrap().text, "{}");
+    }
+
+    /// The agent's `$/cancel_request` names no session, yet goes on the stream its request went
+    /// on: over two streams it could overtake the session's later lines (the request's
+    /// `terminal/kill`, the prompt's answer), which over stdio it precedes.
+    #[tokio::test]
+    async fn an_abandoned_request_is_cancelled_on_the_stream_the_request_went_on() {
+        let connection = connection();
+        let session = Some("s".to_owned());
+        let budget = crate::remote::budget::Budget::new(1 << 16);
+        for line in [
+            r#"{"jsonrpc":"2.0","id":4,"method":"terminal/wait_for_exit","params":{"sessionId":"s","terminalId":"t"}}"#,
+            r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}"#,
+            r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":99}}"#,
+        ] {
+            let credit = budget.reserve(line.len(), Duration::from_secs(1)).await.unwrap();
+            let shape = crate::remote::shape::of(line).unwrap();
+            connection.route(Outgoing { text: line.to_owned(), shape, _credit: credit });
+        }
+        let (mut on_session, _receiving) = open(&connection, &session);
+        let receiver = on_session.receiver.as_mut().unwrap();
+        assert!(receiver.recv().await.unwrap().text.contains("terminal/wait_for_exit"));
+        assert!(receiver.recv().await.unwrap().text.contains(r#""requestId":4"#));
+        assert!(receiver.is_empty(), "the cancellation of a request never sent goes to the connection's stream");
+        let (mut on_connection, _receiving) = open(&connection, &None);
+        assert!(on_connection.receiver.as_mut().unwrap().recv().await.unwrap().text.contains(r#""requestId":99"#));
     }
 }

@@ -32,6 +32,9 @@ pub(crate) struct Shape {
     pub(crate) id: Option<String>,
     /// The session `params.sessionId` names.
     pub(crate) session: Option<String>,
+    /// For a `$/cancel_request` of the agent's: the id key of the request of its own it abandons
+    /// (`params.requestId`), so the cancellation travels the way that request did.
+    pub(crate) cancels: Option<String>,
 }
 
 /// The start of every `session/update` line the agent writes.
@@ -55,7 +58,7 @@ fn fast(line: &[u8]) -> Option<Shape> {
             return None;
         }
         let session = std::str::from_utf8(&rest[..end]).ok()?.to_owned();
-        return Some(Shape { kind: Kind::Notification, id: None, session: Some(session) });
+        return Some(Shape { kind: Kind::Notification, id: None, session: Some(session), cancels: None });
     }
     let rest = line.strip_prefix(WITH_ID_HEAD)?;
     let id_len = plain_id_len(rest)?;
@@ -63,7 +66,7 @@ fn fast(line: &[u8]) -> Option<Shape> {
     // A request's params are in no fixed order: those (rare) lines are parsed.
     if after.starts_with(br#","result":"#) || after.starts_with(br#","error":"#) {
         let id = std::str::from_utf8(id).ok()?.to_owned();
-        return Some(Shape { kind: Kind::Response, id: Some(id), session: None });
+        return Some(Shape { kind: Kind::Response, id: Some(id), session: None, cancels: None });
     }
     None
 }
@@ -101,8 +104,12 @@ pub(crate) fn of_value(message: &Value) -> Shape {
         (false, Some(_)) => Kind::Response,
         _ => Kind::Notification,
     };
-    let session = message.get("params").and_then(|p| p.get("sessionId")).and_then(Value::as_str).map(str::to_owned);
-    Shape { kind, id, session }
+    let params = message.get("params");
+    let session = params.and_then(|p| p.get("sessionId")).and_then(Value::as_str).map(str::to_owned);
+    let cancels = (message.get("method").and_then(Value::as_str) == Some("$/cancel_request"))
+        .then(|| params.and_then(|p| p.get("requestId")).map(Value::to_string))
+        .flatten();
+    Shape { kind, id, session, cancels }
 }
 
 #[cfg(test)]
