@@ -138,12 +138,19 @@ struct HttpConnection {
     _slot: Option<Slot>,
 }
 
+/// The most elicitations of one connection whose stream is remembered (see `Routes`).
+const MAX_ELICITATIONS: usize = 1024;
+
 #[derive(Default)]
 struct Routes {
     /// The client's requests in flight: id key → where their answer goes.
     pending: HashMap<String, Route>,
     /// The agent's requests in flight: id key → the route the client's answer must name.
     client: HashMap<String, Route>,
+    /// Elicitations the agent opened on a session's stream: elicitation id → that stream, for the
+    /// `elicitation/complete` that names no session (forgotten when it comes; at most
+    /// `MAX_ELICITATIONS` kept, for elicitations never completed).
+    elicitations: HashMap<String, Route>,
     /// The `initialize` being answered: its id key and who waits for the answer's text.
     initial: Option<(String, oneshot::Sender<String>)>,
 }
@@ -184,10 +191,19 @@ impl HttpConnection {
                 // The agent abandoning a request of its own (`$/cancel_request`, which names no
                 // session) goes where that request went: on one stream it cannot overtake what the
                 // agent wrote before it there (the request's session's updates, the prompt's answer).
-                let abandoned = message.shape.cancels.as_ref().and_then(|request| routes.client.get(request));
-                let route = match abandoned {
-                    Some(route) => route.clone(),
-                    None => message.shape.session.clone(),
+                // Likewise an `elicitation/complete`: where its `elicitation/create` went.
+                let abandoned = message.shape.cancels.as_ref().and_then(|request| routes.client.get(request)).cloned();
+                let route = match (abandoned, &message.shape.elicitation, &message.shape.session) {
+                    (Some(route), _, _) => route,
+                    (None, Some(elicitation), None) => routes.elicitations.remove(elicitation).flatten(),
+                    (None, Some(elicitation), Some(_)) => {
+                        if routes.elicitations.len() >= MAX_ELICITATIONS {
+                            routes.elicitations.clear();
+                        }
+                        routes.elicitations.insert(elicitation.clone(), message.shape.session.clone());
+                        message.shape.session.clone()
+                    }
+                    (None, None, _) => message.shape.session.clone(),
                 };
                 if let Some(key) = key {
                     routes.client.insert(key, route.clone());
@@ -614,5 +630,31 @@ mod tests {
         assert!(receiver.is_empty(), "the cancellation of a request never sent goes to the connection's stream");
         let (mut on_connection, _receiving) = open(&connection, &None);
         assert!(on_connection.receiver.as_mut().unwrap().recv().await.unwrap().text.contains(r#""requestId":99"#));
+    }
+
+    /// `elicitation/complete` names no session, yet follows its `elicitation/create` onto the
+    /// session's stream, behind the turn's later lines as over stdio.
+    #[tokio::test]
+    async fn an_elicitation_completes_on_the_stream_it_was_created_on() {
+        let connection = connection();
+        let session = Some("s".to_owned());
+        let budget = crate::remote::budget::Budget::new(1 << 16);
+        for line in [
+            r#"{"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{"elicitationId":"e-1","mode":"url","sessionId":"s","url":"https://x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"elicitation/complete","params":{"elicitationId":"e-1"}}"#,
+            r#"{"jsonrpc":"2.0","method":"elicitation/complete","params":{"elicitationId":"e-unknown"}}"#,
+        ] {
+            let credit = budget.reserve(line.len(), Duration::from_secs(1)).await.unwrap();
+            let shape = crate::remote::shape::of(line).unwrap();
+            connection.route(Outgoing { text: line.to_owned(), shape, _credit: credit });
+        }
+        let (mut on_session, _receiving) = open(&connection, &session);
+        let receiver = on_session.receiver.as_mut().unwrap();
+        assert!(receiver.recv().await.unwrap().text.contains("elicitation/create"));
+        assert!(receiver.recv().await.unwrap().text.contains(r#""elicitationId":"e-1""#));
+        assert!(receiver.is_empty());
+        let (mut on_connection, _receiving) = open(&connection, &None);
+        assert!(on_connection.receiver.as_mut().unwrap().recv().await.unwrap().text.contains("e-unknown"));
+        assert!(lock(&connection.routes).elicitations.is_empty(), "a completed elicitation is forgotten");
     }
 }

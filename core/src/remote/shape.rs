@@ -35,6 +35,9 @@ pub(crate) struct Shape {
     /// For a `$/cancel_request` of the agent's: the id key of the request of its own it abandons
     /// (`params.requestId`), so the cancellation travels the way that request did.
     pub(crate) cancels: Option<String>,
+    /// The elicitation `params.elicitationId` names: its `elicitation/complete` names no session,
+    /// and travels the way its `elicitation/create` did.
+    pub(crate) elicitation: Option<String>,
 }
 
 /// The start of every `session/update` line the agent writes.
@@ -58,7 +61,13 @@ fn fast(line: &[u8]) -> Option<Shape> {
             return None;
         }
         let session = std::str::from_utf8(&rest[..end]).ok()?.to_owned();
-        return Some(Shape { kind: Kind::Notification, id: None, session: Some(session), cancels: None });
+        return Some(Shape {
+            kind: Kind::Notification,
+            id: None,
+            session: Some(session),
+            cancels: None,
+            elicitation: None,
+        });
     }
     let rest = line.strip_prefix(WITH_ID_HEAD)?;
     let id_len = plain_id_len(rest)?;
@@ -66,7 +75,7 @@ fn fast(line: &[u8]) -> Option<Shape> {
     // A request's params are in no fixed order: those (rare) lines are parsed.
     if after.starts_with(br#","result":"#) || after.starts_with(br#","error":"#) {
         let id = std::str::from_utf8(id).ok()?.to_owned();
-        return Some(Shape { kind: Kind::Response, id: Some(id), session: None, cancels: None });
+        return Some(Shape { kind: Kind::Response, id: Some(id), session: None, cancels: None, elicitation: None });
     }
     None
 }
@@ -109,7 +118,8 @@ pub(crate) fn of_value(message: &Value) -> Shape {
     let cancels = (message.get("method").and_then(Value::as_str) == Some("$/cancel_request"))
         .then(|| params.and_then(|p| p.get("requestId")).map(Value::to_string))
         .flatten();
-    Shape { kind, id, session, cancels }
+    let elicitation = params.and_then(|p| p.get("elicitationId")).and_then(Value::as_str).map(str::to_owned);
+    Shape { kind, id, session, cancels, elicitation }
 }
 
 #[cfg(test)]
