@@ -203,7 +203,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorCode;
 
-    fn meta(value: Value) -> Meta {
+    fn meta(value: &Value) -> Meta {
         json!({ META_KEY: value, "traceparent": "t" }).as_object().cloned().unwrap()
     }
 
@@ -211,11 +211,11 @@ mod tests {
     fn a_v1_key_is_a_string_of_1_to_256_bytes_and_anything_else_is_refused_naming_it() {
         assert_eq!(v1_key(None).unwrap(), None);
         assert_eq!(v1_key(Some(&Meta::new())).unwrap(), None);
-        assert_eq!(v1_key(Some(&meta(json!("k1")))).unwrap().as_deref(), Some("k1"));
+        assert_eq!(v1_key(Some(&meta(&json!("k1")))).unwrap().as_deref(), Some("k1"));
         let longest = "é".repeat(MAX_KEY_BYTES / 2);
-        assert_eq!(v1_key(Some(&meta(json!(longest)))).unwrap(), Some(longest.clone()));
+        assert_eq!(v1_key(Some(&meta(&json!(longest)))).unwrap(), Some(longest.clone()));
         for bad in [json!(format!("{longest}x")), json!(""), json!(7), json!(null), json!({"k": 1}), json!(["k"])] {
-            let error = v1_key(Some(&meta(bad.clone()))).expect_err("refused");
+            let error = v1_key(Some(&meta(&bad))).expect_err("refused");
             assert_eq!(error.code, ErrorCode::InvalidParams, "{bad}");
             assert!(error.message.contains(META_KEY), "{bad}: {}", error.message);
         }

@@ -38,7 +38,7 @@ pub(crate) struct DecodedPrompt {
 /// `idempotencyKey` is read too (v1's request has no such field: without it, it is ignored).
 pub(crate) fn decode_prompt(params: Params, v2_key: bool) -> Result<DecodedPrompt, Error> {
     if let Some(TextPrompt(request, key)) = params.decode_checked() {
-        return Ok(DecodedPrompt { request, v2_key: if v2_key { key.flatten() } else { None } });
+        return Ok(DecodedPrompt { request, v2_key: if v2_key { key } else { None } });
     }
     if !v2_key {
         return Ok(DecodedPrompt { request: decode_params(params)?, v2_key: None });
@@ -65,8 +65,8 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
 }
 
 /// `session/prompt` params made of a session id and text blocks only; and the `idempotencyKey`
-/// if present (`Some(None)`: `null`).
-struct TextPrompt(PromptRequest, Option<Option<Value>>);
+/// (`None`: absent or `null`).
+struct TextPrompt(PromptRequest, Option<Value>);
 
 fn refuse<E: de::Error>() -> E {
     E::custom(format_args!("not the everyday shape of `{}` params", method::SESSION_PROMPT))
@@ -88,13 +88,17 @@ impl<'de> Visitor<'de> for TextPromptVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextPrompt, A::Error> {
-        let (mut session_id, mut prompt, mut meta, mut idempotency_key) = (None, None, None, None);
+        let (mut session_id, mut prompt, mut meta) = (None, None, None);
+        let (mut keyed, mut idempotency_key) = (false, None);
         while let Some(key) = map.next_key_seed(Text)? {
             match &*key {
                 "sessionId" if session_id.is_none() => session_id = Some(map.next_value_seed(Text)?),
                 "prompt" if prompt.is_none() => prompt = Some(map.next_value_seed(TextBlocks)?),
                 "_meta" if meta.is_none() => meta = Some(map.next_value::<Option<Meta>>()?),
-                V2_FIELD if idempotency_key.is_none() => idempotency_key = Some(map.next_value::<Option<Value>>()?),
+                V2_FIELD if !keyed => {
+                    keyed = true;
+                    idempotency_key = map.next_value::<Option<Value>>()?;
+                }
                 _ => return Err(refuse()),
             }
         }
