@@ -10,8 +10,9 @@
 //! first's response (its stop reason and `_meta`, or its error), when its turn ends — also for a
 //! repeat that arrives while the turn runs. On v2 it is the first's acknowledgement (the same
 //! `messageId`), which exists as soon as the first was accepted; the turn's end reaches the
-//! client as the idle `state_update`. A `$/cancel_request` for a repeat whose turn still runs
-//! cancels that turn (the key names it), and the repeat answers as the first then does.
+//! client as the idle `state_update`. A `$/cancel_request` for a repeat still waiting (on v1,
+//! while the turn runs) cancels that turn (the key names it), and the repeat answers as the first
+//! then does.
 //!
 //! Invariants:
 //! - A key is remembered once its prompt is accepted (it holds the session's prompt slot); a
