@@ -100,6 +100,25 @@ def test_transcript_rules_are_caught() -> None:
     assert any("not sorted" in p for p in invariants.check(unsorted))
 
 
+def test_a_repeat_of_an_answered_idempotency_key_runs_no_turn_and_needs_no_usage() -> None:
+    def keyed(request_id: int, key: str):
+        message = prompt(request_id, "s", "hi")
+        message["params"]["_meta"] = {"acp/idempotencyKey": key}
+        return message
+
+    first = [
+        entry("in", keyed(1, "k")),
+        entry("out", update("s", "usage_update", used=4, size=10)),
+        entry("out", {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}),
+    ]
+    repeat = [entry("in", keyed(2, "k")), entry("out", {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}})]
+    assert invariants.check(first + repeat) == []
+    # Another key, or the same key on no earlier answer, runs a turn: its usage is still required.
+    other = [entry("in", keyed(2, "other")), repeat[1]]
+    assert any("usage_update" in p for p in invariants.check(first + other))
+    assert any("usage_update" in p for p in invariants.check(repeat))
+
+
 def test_normalisation_hides_ids_and_times_only() -> None:
     def run(session: str, tool: str, cursor: str, time: str, text: str):
         return [

@@ -5,7 +5,8 @@
 - every client request gets exactly one response, and no response names an id never asked;
 - every ``session/prompt`` answered ``end_turn`` was preceded by a ``usage_update`` of its turn
   (except ``/compact``: it runs no turn of the script, so no step reports usage — docs/DEMO.md's "every
-  finished step also reports context usage");
+  finished step also reports context usage"; and a repeat of an idempotency key whose first prompt
+  was already answered: it runs no turn, the first's was checked);
 - a ``session/update`` for a session is only written while a request naming that session is in
   flight: never after a turn's ``session/prompt`` response, never unprompted;
 - a ``session/list`` page is sorted by session id bytes, each session once;
@@ -52,6 +53,14 @@ def _prompt_text(m: Dict[str, Any]) -> Optional[str]:
         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
             return block["text"].strip()
     return None
+
+
+def _idempotency_key(m: Dict[str, Any]) -> Optional[str]:
+    """A v1 prompt's idempotency key (``_meta["acp/idempotencyKey"]``), if it has a string one."""
+    params = m.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    key = meta.get("acp/idempotencyKey") if isinstance(meta, dict) else None
+    return key if isinstance(key, str) else None
 
 
 def check(entries: List[Entry], killed: Optional[set] = None) -> List[str]:
@@ -125,6 +134,8 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
     # In-flight client requests: id -> (method, session id, index of the request).
     in_flight: Dict[str, Any] = {}
     prompt_usage: Dict[str, bool] = {}
+    # Idempotency keys of prompts answered with a result, by session: a repeat runs no turn.
+    answered_keys: set = set()
     mentioned: set = set()
     # ACP v2 (the agent answered `initialize` with protocolVersion 2): a prompt's response only
     # acknowledges it; its turn lasts until the session's idle `state_update`.
@@ -155,7 +166,8 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
             asked[key] = asked.get(key, 0) + 1
             if key not in in_flight:
                 in_flight[key] = (m["method"], _session_of(m), index)
-                if m["method"] == "session/prompt" and _prompt_text(m) != "/compact":
+                idempotency = (_session_of(m), _idempotency_key(m))
+                if m["method"] == "session/prompt" and _prompt_text(m) != "/compact" and idempotency not in answered_keys:
                     prompt_usage[key] = False
         elif e.dir == "out" and _is_response(m):
             key = json.dumps(m["id"])
@@ -182,6 +194,9 @@ def _check_process(entries: List[Entry], complete: bool) -> List[str]:
                 in_flight.pop(key)
             if request is not None and request[0] == "session/prompt":
                 result = m.get("result")
+                keyed = _idempotency_key(entries[request[2]].msg)
+                if keyed is not None and isinstance(result, dict):
+                    answered_keys.add((request[1], keyed))
                 if isinstance(result, dict) and result.get("stopReason") == "end_turn" and prompt_usage.get(key) is False:
                     problems.append(f"a prompt answered end_turn with no usage_update of its turn before: {e.line[:300]}")
         elif e.dir == "out" and isinstance(m, dict) and m.get("method") == "session/update":

@@ -230,7 +230,47 @@ async def plan_operations(run: Run) -> None:
 
 @scenario()
 async def drip(run: Run) -> None:
-    """`drip N MS`: chunks `d1 ` … `dN `, then `end_turn`."""
+    """`drip N MS`: chunks `d1 ` … `dN `, one every MS milliseconds, then `end_turn`."""
+    import time
+
     p = await _start(run, {})
     sid = await p.new_session()
-    await _turn(run, p, sid, "drip 3 5", ["d1 ", "d2 ", "d3 "])
+    started = time.monotonic()
+    await _turn(run, p, sid, "drip 3 100", ["d1 ", "d2 ", "d3 "])
+    assert time.monotonic() - started >= 0.3, "three chunks, one every 100 ms"
+    await _turn(run, p, sid, "  drip 2 5 \n", ["d1 ", "d2 "])
+
+
+@scenario()
+async def drip_cancel(run: Run) -> None:
+    """`session/cancel` mid-drip ends the turn `cancelled` at once: the chunks sent so far, no
+    more, no usage; the session goes on."""
+    p = await _start(run, {})
+    sid = await p.new_session()
+    assert (await p.prompt(sid, "hello")).stop_reason == "end_turn"
+    mark = run.mark()
+    # A chunk every half second: the cancel comes long before a third.
+    prompt = p.start_prompt(sid, "drip 1000 500", timeout=10)
+    await p.wait_for(lambda m: m["params"]["update"]["content"]["text"] == "d2 ", since=mark)
+    await p.cancel(sid)
+    reply = await prompt
+    assert reply.stop_reason == "cancelled", reply.raw
+    assert _kinds(run, mark, sid) == ["agent_message_chunk", "agent_message_chunk"], run.updates(mark, sid)
+    assert run.texts("agent_message_chunk", mark, sid) == ["d1 ", "d2 "]
+    await p.expect_silence(0.7)
+    await _turn(run, p, sid, "drip 1 1", ["d1 "])
+
+
+@scenario()
+async def drip_numbers(run: Run) -> None:
+    """`drip`'s numbers are read as `stream`'s and `sleep`'s: an unsigned 64-bit number, anything
+    else 0 (a missing MS is 0). No chunks for N 0; an MS of 0 (2^64, `x`) does not wait."""
+    p = await _start(run, {})
+    sid = await p.new_session()
+    for text in ("drip", "drip 0 5", "drip -1 5", "drip x 5", "drip 1.5 5", "drip 18446744073709551616 5"):
+        mark = run.mark()
+        reply = await p.prompt(sid, text, timeout=5)
+        assert reply.stop_reason == "end_turn", (text, reply.raw)
+        assert run.texts("agent_message_chunk", mark, sid) == [], text
+    for text in ("drip 2", "drip 2 x", "drip 2 18446744073709551616", "drip 2 0 ignored"):
+        await _turn(run, p, sid, text, ["d1 ", "d2 "])

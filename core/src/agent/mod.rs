@@ -6,8 +6,8 @@
 //!   `translate` (event → `session/update`), `extensions` (extension methods), `options`,
 //!   `capabilities` (what is advertised, and refusing what was not), `control_queue` (the host's
 //!   own changes, in order with the prompt in flight), `prompt_params` (the fast decoder of
-//!   everyday prompts), `replay` (a session's history for `session/load`, in the
-//!   [`ReplayOrder`] asked for);
+//!   everyday prompts), `idempotency` (prompts repeated with an idempotency key), `replay` (a
+//!   session's history for `session/load`, in the [`ReplayOrder`] asked for);
 //! - state: `session_state` (what is kept per live session, its slot), `registry` (the live
 //!   sessions), `state` (what one connection's agent holds, `resolve_session`, `send_update`);
 //! - operations several requests share: `session_set_config_option` (`session/set_config_option`
@@ -44,6 +44,7 @@ mod elicitation;
 mod establish;
 mod extensions;
 mod gates;
+mod idempotency;
 mod initialize;
 mod method;
 mod options;

@@ -5,7 +5,7 @@
 //! more than the bytes themselves. [`TextPrompt`] reads the common shape directly: an object
 //! with `sessionId` and `prompt`, whose blocks are objects with exactly `type: "text"` and `text`,
 //! and optionally the request's `_meta` (an object or `null`: clients that trace send it on every
-//! prompt).
+//! prompt) and ACP v2's `idempotencyKey` (kept as given, beside the request: see `idempotency`).
 //!
 //! Invariant: what [`TextPrompt`] accepts, it decodes exactly as [`PromptRequest`]'s own
 //! `Deserialize` would (a test holds it to that). Anything else — another block type,
@@ -16,24 +16,57 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
+use super::idempotency::V2_FIELD;
 use super::method;
-use super::wire::decode_params;
+use super::wire::{decode, decode_params};
 use crate::acp::{ContentBlock, Meta, PromptRequest, SessionId, TextContent};
 use crate::error::Error;
 use crate::rpc::Params;
 
-/// Decodes `session/prompt` params: directly when they have the everyday shape and the connection
-/// checked their text, otherwise through [`decode_params`].
-pub(crate) fn decode_prompt(params: Params) -> Result<PromptRequest, Error> {
-    if let Some(TextPrompt(request)) = params.decode_checked() {
-        return Ok(request);
-    }
-    decode_params(params)
+/// Decoded `session/prompt` params.
+pub(crate) struct DecodedPrompt {
+    /// The request, in v1's terms.
+    pub(crate) request: PromptRequest,
+    /// ACP v2's `idempotencyKey` as given (`None`: absent or `null`), when it was asked for.
+    pub(crate) v2_key: Option<Value>,
 }
 
-/// `session/prompt` params made of a session id and text blocks only.
-struct TextPrompt(PromptRequest);
+/// Decodes `session/prompt` params: directly when they have the everyday shape and the connection
+/// checked their text, otherwise through [`decode_params`]. With `v2_key`, ACP v2's
+/// `idempotencyKey` is read too (v1's request has no such field: without it, it is ignored).
+pub(crate) fn decode_prompt(params: Params, v2_key: bool) -> Result<DecodedPrompt, Error> {
+    if let Some(TextPrompt(request, key)) = params.decode_checked() {
+        return Ok(DecodedPrompt { request, v2_key: if v2_key { key } else { None } });
+    }
+    if !v2_key {
+        return Ok(DecodedPrompt { request: decode_params(params)?, v2_key: None });
+    }
+    // Rare: a v2 prompt with other blocks than plain text.
+    if let Some(KeyField { key }) = params.decode_checked() {
+        return Ok(DecodedPrompt { request: decode_params(params)?, v2_key: key.filter(|key| !key.is_null()) });
+    }
+    let mut value = params.into_value();
+    let key = value.as_object_mut().and_then(|params| params.remove(V2_FIELD));
+    Ok(DecodedPrompt { request: decode(value)?, v2_key: key.filter(|key| !key.is_null()) })
+}
+
+/// The `idempotencyKey` of v2 params, whatever else they hold.
+#[derive(serde::Deserialize)]
+struct KeyField {
+    #[serde(rename = "idempotencyKey", default, deserialize_with = "present")]
+    key: Option<Value>,
+}
+
+/// A field that is present, `null` included (`Some(Value::Null)`).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// `session/prompt` params made of a session id and text blocks only; and the `idempotencyKey`
+/// (`None`: absent or `null`).
+struct TextPrompt(PromptRequest, Option<Value>);
 
 fn refuse<E: de::Error>() -> E {
     E::custom(format_args!("not the everyday shape of `{}` params", method::SESSION_PROMPT))
@@ -56,18 +89,24 @@ impl<'de> Visitor<'de> for TextPromptVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextPrompt, A::Error> {
         let (mut session_id, mut prompt, mut meta) = (None, None, None);
+        let (mut keyed, mut idempotency_key) = (false, None);
         while let Some(key) = map.next_key_seed(Text)? {
             match &*key {
                 "sessionId" if session_id.is_none() => session_id = Some(map.next_value_seed(Text)?),
                 "prompt" if prompt.is_none() => prompt = Some(map.next_value_seed(TextBlocks)?),
                 "_meta" if meta.is_none() => meta = Some(map.next_value::<Option<Meta>>()?),
+                V2_FIELD if !keyed => {
+                    keyed = true;
+                    idempotency_key = map.next_value::<Option<Value>>()?;
+                }
                 _ => return Err(refuse()),
             }
         }
         match (session_id, prompt) {
-            (Some(id), Some(prompt)) => {
-                Ok(TextPrompt(PromptRequest::new(SessionId::new(Arc::<str>::from(id)), prompt).meta(meta.flatten())))
-            }
+            (Some(id), Some(prompt)) => Ok(TextPrompt(
+                PromptRequest::new(SessionId::new(Arc::<str>::from(id)), prompt).meta(meta.flatten()),
+                idempotency_key,
+            )),
             _ => Err(refuse()),
         }
     }
@@ -181,6 +220,43 @@ mod tests {
 
     fn fast(params: &Value) -> Option<PromptRequest> {
         serde_json::from_str::<TextPrompt>(&params.to_string()).ok().map(|p| p.0)
+    }
+
+    /// What [`decode_prompt`] makes of `params` as a connection checked them, v2's key asked for.
+    fn decoded_v2(params: &Value) -> (PromptRequest, Option<Value>) {
+        let text = params.to_string();
+        let checked = match crate::rpc::message::classify(
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{text}}}"#).as_bytes(),
+        ) {
+            Ok(crate::rpc::message::Incoming::Request(request)) => request.params,
+            _ => panic!("not a request"),
+        };
+        let parsed = decode_prompt(Params::from(params.clone()), true).unwrap();
+        let checked = decode_prompt(checked, true).unwrap();
+        assert_eq!((&checked.request, &checked.v2_key), (&parsed.request, &parsed.v2_key), "{params}");
+        (checked.request, checked.v2_key)
+    }
+
+    #[test]
+    fn v2s_idempotency_key_is_read_beside_the_request_in_every_shape() {
+        let text = json!([{"type": "text", "text": "hi"}]);
+        let image = json!([{"type": "image", "data": "", "mimeType": "image/png"}]);
+        for prompt in [text, image] {
+            let plain = json!({"sessionId": "s", "prompt": prompt});
+            let (request, key) = decoded_v2(&plain);
+            assert_eq!((Ok(request), key), (generic(&plain), None));
+            for key in [json!("k"), json!(5), json!(null)] {
+                let mut params = plain.clone();
+                params["idempotencyKey"] = key.clone();
+                let (request, read) = decoded_v2(&params);
+                assert_eq!(Ok(request), generic(&plain), "{params}");
+                // `null` is as absent.
+                assert_eq!(read, Some(key).filter(|k| !k.is_null()), "{params}");
+            }
+            let params = json!({"sessionId": "s", "prompt": plain["prompt"], "idempotencyKey": "k"});
+            let v1 = decode_prompt(Params::from(params), false).unwrap();
+            assert_eq!(v1.v2_key, None);
+        }
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //! within the cancel grace period the prompt answers `cancelled` anyway and stops forwarding.
 //!
 //! Every update of the turn is queued on the connection's ordered writer before the function
-//! returns, so none can follow the response. One prompt may be in flight per session.
+//! returns, so none can follow the response. One prompt may be in flight per session; a repeat
+//! of an idempotency key the session accepted takes no slot and runs nothing: it is answered as
+//! the prompt that first carried the key (see `idempotency`).
 //!
 //! Besides its events, the engine applies the host's own changes of the session made while the
 //! prompt is in flight (see `control_queue`), each when it has forwarded every event queued
@@ -37,35 +39,37 @@ use super::cancellation::{Attention, Cancellation};
 use super::capabilities::check_prompt;
 use super::control_queue::Draining;
 use super::elicitation::OpenUrls;
+use super::idempotency::{self, Keyed, Recorder};
+use super::prompt_params::DecodedPrompt;
 use super::session_state::{PromptGuard, SessionEntry};
 use super::state::AgentInner;
 use super::v2::message_ids::{ChunkKind, MessageIds};
 use super::wire::{Reply, decode_params, encode_error};
 use super::{commands, compact, gates, translate};
-use crate::acp::{CancelNotification, Meta, PromptResponse, SessionUpdate, StopReason, ToolCall};
+use crate::acp::{CancelNotification, ContentBlock, Meta, PromptResponse, SessionUpdate, StopReason, ToolCall};
 use crate::error::{Error, ErrorExt};
 use crate::harness::{EventKind, LoopId, Prompt, ToolCallId, TurnId};
 use crate::host::EventStream;
 use crate::rpc::{Answer, Params, RequestContext};
 
 /// Accepts a prompt on the reader: validates it and marks it in flight before anything else is
-/// read, so a `session/cancel` right behind it always finds it.
+/// read, so a `session/cancel` right behind it always finds it. A repeat of a prompt the session
+/// accepted with the same idempotency key is answered as that one (see `idempotency`).
 pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: RequestContext) -> Reply {
-    let accepted = (|| {
-        let request = super::prompt_params::decode_prompt(params)?;
-        let entry = agent.resolve_session(&request.session_id)?;
-        check_prompt(&agent.options.prompt_capabilities, &request.prompt)?;
-        let guard = entry.begin_prompt()?;
-        Ok::<_, Error>((request.prompt, request.meta, entry, guard))
-    })();
+    let accepted = match accept(agent, params) {
+        Ok(Accepted::Repeat(first)) => return Box::pin(idempotency::answer_repeat(first, cx.cancelled)),
+        Ok(Accepted::Turn(turn)) => Ok(turn),
+        Err(e) => Err(e),
+    };
     let agent = agent.clone();
     Box::pin(async move {
-        let (prompt, meta, entry, guard) = accepted?;
+        let (prompt, meta, entry, guard, mut recorder) = accepted?;
         let v2 = agent.dialect.is_v2();
         let (message_id, message_ids) = if v2 {
             // ACP v2: acknowledged now, with the user message's id; the turn's end is an idle
             // `state_update`. The drain writes the turn's chunks with the ids of its messages.
-            let (id, ids) = super::v2::lifecycle::accepted(&agent, &cx, &entry, &prompt).await;
+            // A repeat of its key is answered with the same acknowledgement.
+            let (id, ids) = super::v2::lifecycle::accepted(&agent, &cx, &entry, &prompt, recorder.take()).await;
             (Some(id), Some(ids))
         } else {
             (None, None)
@@ -86,10 +90,47 @@ pub(crate) fn accept_prompt(agent: &Arc<AgentInner>, params: Params, cx: Request
         // The next prompt may start now; a close waiting for this one waits until its response
         // is queued, so it can never answer first.
         cx.keep_until_answered(guard.release());
-        let Answered { stop, meta } = outcome?;
-        // Serialised straight to text: a plain struct, the same bytes as through a value.
-        Answer::serialize(&PromptResponse::new(stop).meta(meta)).map_err(|e| encode_error(&e))
+        let answer = outcome.and_then(|Answered { stop, meta }| {
+            // Serialised straight to text: a plain struct, the same bytes as through a value.
+            Answer::serialize(&PromptResponse::new(stop).meta(meta)).map_err(|e| encode_error(&e))
+        });
+        // Every update of the turn is queued: its repeats are answered once this response is.
+        if let Some(recorder) = recorder {
+            cx.keep_until_answered(recorder.record(&answer));
+        }
+        answer
     })
+}
+
+/// A prompt as the reader accepted it: its content, its `_meta`, its session, its hold on the
+/// session's slot, and the recorder of its idempotency key, if it has one.
+type Turn = (Vec<ContentBlock>, Option<Meta>, Arc<SessionEntry>, PromptGuard, Option<Recorder>);
+
+/// What [`accept`] made of a prompt.
+enum Accepted {
+    /// A prompt to run.
+    Turn(Turn),
+    /// A repeat of the prompt that first carried its idempotency key.
+    Repeat(Arc<Keyed>),
+}
+
+/// The synchronous part of accepting a prompt: its params decoded, its session resolved, then
+/// either a repeat of a remembered key, or the prompt checked and holding the session's slot
+/// (its key, if any, remembered from then on).
+fn accept(agent: &AgentInner, params: Params) -> Result<Accepted, Error> {
+    let v2 = agent.dialect.is_v2();
+    let DecodedPrompt { request, v2_key } = super::prompt_params::decode_prompt(params, v2)?;
+    let key = if v2 { idempotency::v2_key(v2_key)? } else { idempotency::v1_key(request.meta.as_ref())? };
+    let entry = agent.resolve_session(&request.session_id)?;
+    // A key names the operation: its repeat is one whatever its content.
+    if let Some(first) = key.as_deref().and_then(|key| entry.keys.find(key)) {
+        tracing::debug!(session = %entry.id, "a repeat of an idempotency key: answered as its first prompt");
+        return Ok(Accepted::Repeat(first));
+    }
+    check_prompt(&agent.options.prompt_capabilities, &request.prompt)?;
+    let guard = entry.begin_prompt()?;
+    let recorder = key.map(|key| entry.keys.remember(key, guard.cancel.clone()));
+    Ok(Accepted::Turn((request.prompt, request.meta, entry, guard, recorder)))
 }
 
 /// How a prompt is answered.

@@ -6,6 +6,8 @@
 //!   history. Another prompt or re-attach meanwhile is refused (`-32600`).
 //! - A closing session takes no new work (`-32600`), and its close waits until the work holding
 //!   the slot has returned and its response is queued.
+//! - A repeat of a prompt the session accepted with an idempotency key (see `idempotency`) takes
+//!   no slot: it is answered from the session's remembered keys, which live as long as the entry.
 //! - A session id is well formed (non-empty, at most [`MAX_SESSION_ID_LEN`] bytes, no control
 //!   characters) before it is looked up or handed to a host.
 
@@ -16,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancellation::Cancellation;
 use super::control_queue::ControlQueue;
+use super::idempotency::Keys;
 use super::translate::UpdateHead;
 use crate::acp::{AvailableCommand, SessionId, SessionInfoUpdate};
 use crate::error::{Error, ErrorExt};
@@ -78,6 +81,8 @@ pub(crate) struct SessionEntry {
     pub(crate) update_head: UpdateHead,
     /// The host's own changes of the session, in order with the prompt in flight.
     pub(crate) control: ControlQueue,
+    /// The idempotency keys of the prompts the session accepted, the newest.
+    pub(crate) keys: Keys,
 }
 
 /// A session's slash commands as the facade advertises them (`available_commands_update`).
@@ -157,6 +162,7 @@ impl SessionEntry {
             commands: CommandState::default(),
             last_info: Mutex::default(),
             control: ControlQueue::default(),
+            keys: Keys::default(),
         })
     }
 

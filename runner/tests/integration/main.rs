@@ -26,6 +26,7 @@ mod fleet;
 mod fuzz_properties;
 mod gate_elicitation;
 mod history;
+mod idempotency;
 mod initialize;
 mod load_replay;
 mod mcp_servers;

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
+use super::super::idempotency::Recorder;
 use super::super::method::SESSION_UPDATE;
 use super::super::session_state::SessionEntry;
 use super::super::state::AgentInner;
@@ -29,7 +30,8 @@ static USER_MESSAGE_INFIX: std::sync::LazyLock<String> = std::sync::LazyLock::ne
 
 /// The prompt was accepted: answers it with its user message's id, then reports the message and
 /// the running state. Returns the id (the host keeps it with the message, for replays) and the
-/// ids of the turn's messages, under it (for the drain, which writes the turn's chunks).
+/// ids of the turn's messages, under it (for the drain, which writes the turn's chunks). A
+/// prompt with an idempotency key records the acknowledgement as the answer of its repeats.
 ///
 /// These lines, and the turn's end, are written directly (as the translator writes chunks): one
 /// of each is sent every turn. The id is escaped once: it is the session's id, already escaped
@@ -39,13 +41,20 @@ pub(in super::super) async fn accepted(
     cx: &RequestContext,
     entry: &SessionEntry,
     prompt: &[ContentBlock],
+    recorder: Option<Recorder>,
 ) -> (String, MessageIds) {
     let n = USER_MESSAGES.fetch_add(1, Ordering::Relaxed) + 1;
     // Unique in the session across processes: the process's start time and id, and a count.
     let head = &entry.update_head;
     let (message_id, escaped) = user_message_id(&entry.id.0, head.escaped_session_id(), n);
     // The client waits for the acknowledgement; the two lines behind it are flushed with it.
-    cx.answer_now(agent.peer(), acknowledgement(&escaped)).await;
+    let answer = acknowledgement(&escaped);
+    let repeated = recorder.map(|recorder| (recorder, answer.clone()));
+    cx.answer_now(agent.peer(), answer).await;
+    if let Some((recorder, answer)) = repeated {
+        // Queued: its repeats may be answered (when the announcement drops, here).
+        drop(recorder.record(&Ok(answer)));
+    }
     let _ = agent.peer().send_line(user_message_line(head, &escaped, prompt)).await;
     let _ = agent.peer().send_awaited_line(state_line(head, RUNNING)).await;
     (message_id, MessageIds::turn_escaped(escaped.as_bytes()))
