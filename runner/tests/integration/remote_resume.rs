@@ -5,8 +5,10 @@
 
 use std::collections::HashSet;
 
+use futures::StreamExt as _;
 use hyper::StatusCode;
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
 
 use super::remote::{
     Events, body_text, initialize_request, loopback, post, prompt, said, serve, streamed, ws_send, ws_session,
@@ -72,6 +74,32 @@ async fn every_update_carries_its_cursor_in_meta_and_as_its_sse_event_id() {
     let updates: Vec<&Value> = seen.iter().filter(|m| is_update(m)).collect();
     assert_eq!(updates.len(), 3);
     assert!(updates.iter().all(|m| cursor(m).is_some_and(|c| c.parse::<u64>().is_ok())), "{updates:?}");
+
+    // ACP v2: the lines rewritten into v2's forms (tool calls) keep their cursors.
+    let mut socket = super::remote::websocket(&server, None).await.expect("the upgrade");
+    let ask = json!({"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {}});
+    ws_send(&mut socket, &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": ask})).await;
+    assert_eq!(ws_until_answer(&mut socket, 0).await.pop().unwrap()["result"]["protocolVersion"], 2);
+    ws_send(&mut socket, &json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp"}})).await;
+    let session = ws_until_answer(&mut socket, 1).await.pop().unwrap()["result"]["sessionId"].clone();
+    ws_send(&mut socket, &prompt(2, &session, "tool")).await;
+    // v2 acknowledges the prompt at once; its turn ends with an idle state update.
+    let mut seen = ws_until_answer(&mut socket, 2).await;
+    while !seen.last().is_some_and(|m| m["params"]["update"]["state"] == "idle") {
+        let message = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next()).await.expect("in time");
+        if let Some(Ok(Message::Text(text))) = message {
+            seen.push(serde_json::from_str(text.as_str()).unwrap());
+        }
+    }
+    let kinds = |m: &Value| m["params"]["update"]["sessionUpdate"].as_str().unwrap_or_default().to_owned();
+    let turn: Vec<&Value> = seen
+        .iter()
+        .filter(|m| {
+            is_update(m) && ["tool_call", "tool_call_update", "agent_message_chunk"].contains(&kinds(m).as_str())
+        })
+        .collect();
+    assert!(turn.len() >= 3, "{seen:?}");
+    assert!(turn.iter().all(|m| cursor(m).is_some()), "v2 lines keep their cursors: {turn:?}");
     server.shutdown().await.unwrap();
 }
 
