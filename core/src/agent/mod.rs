@@ -62,6 +62,7 @@ mod session_set_config_option;
 mod session_state;
 mod state;
 mod translate;
+pub(crate) mod update_cursor;
 mod v2;
 mod wire;
 

@@ -107,6 +107,12 @@ pub struct Options {
     /// principal. Handed to the host on every session method that decides whether a session
     /// exists (see the host module's "Principals").
     pub principal: Option<Principal>,
+    /// Whether each `session/update` made from a session event carries its position in the
+    /// session's stream, as `params._meta["acp/cursor"]` (a string of decimal digits; clients
+    /// should treat it as opaque). Off by default (stdio); the remote transports turn it on, and
+    /// make it the SSE event's `id`, so a client reopening a stream with `Last-Event-ID` misses
+    /// nothing and gets nothing twice.
+    pub stream_cursors: bool,
 }
 
 impl Options {
@@ -135,6 +141,7 @@ impl Options {
             max_message_size: crate::rpc::DEFAULT_MAX_MESSAGE_SIZE,
             cursor_key: None,
             principal: None,
+            stream_cursors: false,
         }
     }
 
@@ -279,6 +286,13 @@ impl Options {
         self
     }
 
+    /// Turns stream cursors on or off (see [`Options::stream_cursors`](Self#structfield.stream_cursors)).
+    #[must_use]
+    pub fn stream_cursors(mut self, on: bool) -> Self {
+        self.stream_cursors = on;
+        self
+    }
+
     /// Sets the connection's authenticated principal (see [`Options::principal`](Self#structfield.principal)):
     /// sessions it creates belong to it, and it sees no other principal's sessions.
     #[must_use]
@@ -301,6 +315,7 @@ impl std::fmt::Debug for Options {
             .field("system_prompt", &self.system_prompt)
             .field("protocol_v2", &self.protocol_v2)
             .field("principal", &self.principal)
+            .field("stream_cursors", &self.stream_cursors)
             .field("replay_order", &self.replay_order)
             .field("close", &self.close)
             .field("prompt_capabilities", &self.prompt_capabilities)

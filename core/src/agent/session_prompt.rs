@@ -45,7 +45,7 @@ use super::session_state::{PromptGuard, SessionEntry};
 use super::state::AgentInner;
 use super::v2::message_ids::{ChunkKind, MessageIds};
 use super::wire::{Reply, decode_params, encode_error};
-use super::{commands, compact, gates, translate};
+use super::{commands, compact, gates, translate, update_cursor};
 use crate::acp::{CancelNotification, ContentBlock, Meta, PromptResponse, SessionUpdate, StopReason, ToolCall};
 use crate::error::{Error, ErrorExt};
 use crate::harness::{EventKind, LoopId, Prompt, ToolCallId, TurnId};
@@ -293,6 +293,10 @@ impl Drain<'_> {
                 }
                 Step::Finish(stop) => return Ok(stop),
                 Step::Fail(error) => return Err(*error),
+            };
+            let line = match self.received {
+                Some(seq) if self.agent.options.stream_cursors => update_cursor::stamp(line, seq),
+                _ => line,
             };
             self.agent.peer().send_line(line).await?;
         }

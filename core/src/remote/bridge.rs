@@ -98,6 +98,8 @@ pub(crate) fn start(shared: &Shared, principal: Option<&str>, id: &str) -> Opene
     let stalled = CancellationToken::new();
     let max = options.max_message_size;
     tracing::debug!(principal, connection = id, "remote ACP connection");
+    // Each update carries its stream position: the SSE event id, and what a client resumes from.
+    let options = options.stream_cursors(true);
     let options = match principal {
         Some(name) => options.principal(Principal::new(name)),
         None => options,

@@ -10,6 +10,13 @@
 //! - `GET` with `Accept: text/event-stream` and `Acp-Connection-Id`: the connection's stream; with
 //!   `Acp-Session-Id` too, that session's stream. One receiver per stream (`409` for a second);
 //!   messages wait in the stream until a receiver comes.
+//! - Every SSE event has an id: a `session/update`'s is its stream cursor
+//!   (`params._meta["acp/cursor"]`), another message's names its place after the last cursor (see
+//!   `replay`). A `GET` with `Last-Event-ID` reopens the stream where the client lost it: what the
+//!   stream delivered after that event comes first, then the rest — nothing lost, nothing twice.
+//!   It takes the stream over from a response still open on it (the client's cut is often seen
+//!   by the client first). An id the stream no longer holds (or never sent): `409`, and the stream
+//!   is left as it was.
 //! - `DELETE` with `Acp-Connection-Id`: the client hangs up (`202`). A connection with no stream
 //!   open and no request for [`RemoteConfig::idle_timeout`](super::RemoteConfig::idle_timeout)
 //!   is hung up as if it had been deleted.
@@ -50,12 +57,14 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::bridge::{self, CONNECTION_ID, Outgoing, Pipe, new_connection_id};
 use super::decode;
 use super::guard::{Principal, refuse};
 use super::limit::{self, Slot};
+use super::replay::Window;
 use super::shape::Kind;
 
 /// The header naming the session a request or stream is about.
@@ -126,6 +135,11 @@ struct HttpConnection {
     pipe: Mutex<Option<Pipe>>,
     routes: Mutex<Routes>,
     streams: Mutex<HashMap<Route, Mailbox>>,
+    /// The bytes the streams' replay windows hold together (see `replay`).
+    replay_bytes: Arc<AtomicUsize>,
+    /// Streams no response holds and nothing waits in, kept for their replay window (a client
+    /// may reopen them with `Last-Event-ID`), oldest first: at most [`KEPT_STREAMS`].
+    kept: Mutex<std::collections::VecDeque<Route>>,
     /// Whether the agent has ended (no stream may be opened any more).
     ended: std::sync::atomic::AtomicBool,
     /// How many SSE responses of this connection are open.
@@ -212,7 +226,7 @@ impl HttpConnection {
             }
         };
         let mut streams = lock(&self.streams);
-        streams.entry(route).or_insert_with(Mailbox::new).push(message);
+        streams.entry(route).or_insert_with(|| Mailbox::new(&self.replay_bytes)).push(message);
     }
 
     /// The agent ended: every stream ends after what it holds.
@@ -224,16 +238,25 @@ impl HttpConnection {
 }
 
 /// A stream's messages, kept until its one receiver takes them. Unbounded in count, bounded in
-/// bytes: each message holds its share of the connection's buffer (see `budget`).
+/// bytes: each message holds its share of the connection's buffer (see `budget`). What the stream
+/// delivered lately is kept in its replay window.
 struct Mailbox {
     sender: mpsc::UnboundedSender<Outgoing>,
     receiver: Arc<Mutex<Option<mpsc::UnboundedReceiver<Outgoing>>>>,
+    window: Window,
+    /// Ends the response holding the receiver, for a client that reopens the stream.
+    holder: Mutex<CancellationToken>,
 }
 
 impl Mailbox {
-    fn new() -> Self {
+    fn new(replay_bytes: &Arc<AtomicUsize>) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
-        Self { sender, receiver: Arc::new(Mutex::new(Some(receiver))) }
+        Self {
+            sender,
+            receiver: Arc::new(Mutex::new(Some(receiver))),
+            window: Window::new(replay_bytes.clone()),
+            holder: Mutex::new(CancellationToken::new()),
+        }
     }
 
     fn push(&self, message: Outgoing) {
@@ -245,10 +268,17 @@ impl Mailbox {
         lock(&self.receiver).as_ref().is_some_and(mpsc::UnboundedReceiver::is_empty)
     }
 
-    /// The receiving end, unless a receiver holds it.
-    fn lease(&self) -> Option<Lease> {
+    /// The receiving end, unless a receiver holds it; with the token that ends its response.
+    fn lease(&self) -> Option<(Lease, CancellationToken)> {
         let receiver = lock(&self.receiver).take()?;
-        Some(Lease { receiver: Some(receiver), slot: self.receiver.clone() })
+        let holder = CancellationToken::new();
+        *lock(&self.holder) = holder.clone();
+        Some((Lease { receiver: Some(receiver), slot: self.receiver.clone() }, holder))
+    }
+
+    /// Asks the response holding the receiver to end.
+    fn take_over(&self) {
+        lock(&self.holder).cancel();
     }
 }
 
@@ -264,9 +294,15 @@ impl Drop for Lease {
     }
 }
 
+/// How many streams a connection keeps, for their replay windows, once no response holds them
+/// and nothing waits in them.
+const KEPT_STREAMS: usize = 16;
+
 /// One open SSE response of a connection, on `route`: the connection is not idle while it is
-/// open. When it ends, its stream is forgotten if nothing waits in it (as the SDK's server does),
-/// so streams a client opened and left do not pile up; a later message makes it anew.
+/// open. When it ends, its stream is forgotten if nothing waits in it and it has nothing to
+/// replay (as the SDK's server forgets it), so streams a client opened and left do not pile up;
+/// one with a replay window is kept among the connection's last [`KEPT_STREAMS`]. A later message
+/// makes a forgotten stream anew.
 struct Receiving(Arc<HttpConnection>, Route);
 
 impl Receiving {
@@ -281,8 +317,22 @@ impl Drop for Receiving {
         self.0.touch();
         self.0.receivers.fetch_sub(1, Ordering::SeqCst);
         let mut streams = lock(&self.0.streams);
-        if streams.get(&self.1).is_some_and(Mailbox::is_drained) {
+        let Some(mailbox) = streams.get(&self.1) else { return };
+        if !mailbox.is_drained() {
+            return;
+        }
+        if mailbox.window.is_empty() {
             streams.remove(&self.1);
+            return;
+        }
+        let mut kept = lock(&self.0.kept);
+        kept.retain(|route| *route != self.1);
+        kept.push_back(self.1.clone());
+        while kept.len() > KEPT_STREAMS {
+            let Some(oldest) = kept.pop_front() else { break };
+            if streams.get(&oldest).is_some_and(Mailbox::is_drained) {
+                streams.remove(&oldest);
+            }
         }
     }
 }
@@ -389,6 +439,8 @@ async fn initialize(shared: &Arc<Shared>, principal: Principal, message: &Value)
         pipe: Mutex::new(Some(pipe.clone())),
         routes: Mutex::new(Routes::default()),
         streams: Mutex::new(HashMap::new()),
+        replay_bytes: Arc::default(),
+        kept: Mutex::default(),
         ended: std::sync::atomic::AtomicBool::new(false),
         receivers: AtomicUsize::new(0),
         last_seen: Mutex::new(tokio::time::Instant::now()),
@@ -464,7 +516,7 @@ async fn route_outgoing(
 
 /// `GET` that is not a WebSocket upgrade: the SSE stream of a connection (or of one of its
 /// sessions).
-pub(crate) fn events(shared: &Shared, principal: &Principal, headers: &HeaderMap) -> Response {
+pub(crate) async fn events(shared: &Shared, principal: &Principal, headers: &HeaderMap) -> Response {
     let accepts_events = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -478,35 +530,95 @@ pub(crate) fn events(shared: &Shared, principal: &Principal, headers: &HeaderMap
         Err(refused) => return refused,
     };
     let route: Route = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let lease = {
-        let mut streams = lock(&connection.streams);
-        if connection.ended.load(Ordering::SeqCst) {
-            return refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id");
+    let last_event_id = headers.get(LAST_EVENT_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(id) = &last_event_id {
+        // Checked before a response holding the stream is ended for this one.
+        let known = lock(&connection.streams).get(&route).is_some_and(|mailbox| mailbox.window.holds(id));
+        if !known {
+            return unknown_event(&connection, id);
         }
-        streams.entry(route.clone()).or_insert_with(Mailbox::new).lease()
+    }
+    let (lease, holder, window) = match lease_stream(&connection, &route, last_event_id.is_some()).await {
+        Ok(leased) => leased,
+        Err(refused) => return refused,
     };
-    let Some(lease) = lease else {
-        return refuse(StatusCode::CONFLICT, "Outbound stream already has an active receiver");
+    // What the client lost: the window's messages after the last one it saw.
+    let missed = match &last_event_id {
+        None => Vec::new(),
+        Some(id) => match window.after(id) {
+            Some(missed) => missed,
+            None => return unknown_event(&connection, id),
+        },
     };
     let stalled = connection.stalled.clone();
     let receiving = Receiving::new(connection, route);
     // The lease is dropped first (the tuple's order), so the stream is whole again when
     // `Receiving` looks at it.
     // A message's share of the buffer is given back once its event is made (the body has it).
-    // A client hung up for not reading: the stream ends at once, what it held dropped.
-    let events = futures::stream::unfold((lease, receiving), move |(mut lease, receiving)| {
+    // A client hung up for not reading, or a client that reopened the stream: this response ends
+    // at once (what it took is in the window).
+    let replayed = futures::stream::iter(
+        missed.into_iter().map(|(id, text)| Ok::<_, Infallible>(Event::default().data(text).id(id))),
+    );
+    let live = futures::stream::unfold((lease, receiving), move |(mut lease, receiving)| {
         let stalled = stalled.clone();
+        let holder = holder.clone();
+        let window = window.clone();
         async move {
             let message = tokio::select! {
                 biased;
                 () = stalled.cancelled() => None,
+                () = holder.cancelled() => None,
                 message = lease.receiver.as_mut()?.recv() => message,
             }?;
-            Some((Ok::<_, Infallible>(Event::default().data(message.text)), (lease, receiving)))
+            let event = Event::default().data(&message.text);
+            let id = window.delivered(message.shape.cursor.as_deref(), message.text);
+            Some((Ok::<_, Infallible>(event.id(id)), (lease, receiving)))
         }
     });
     let keepalive = KeepAlive::new().interval(shared.config.keepalive()).text("keepalive");
-    Sse::new(events).keep_alive(keepalive).into_response()
+    Sse::new(futures::StreamExt::chain(replayed, live)).keep_alive(keepalive).into_response()
+}
+
+/// `409` for a stream reopened after an event it does not hold (never sent, or no longer kept).
+fn unknown_event(connection: &HttpConnection, id: &str) -> Response {
+    tracing::info!(connection = connection.id, last_event_id = id, "a stream reopened after an unknown event");
+    let body = format!("Unknown Last-Event-ID: {id}");
+    (StatusCode::CONFLICT, [(header::CONTENT_TYPE, "text/plain")], body).into_response()
+}
+
+/// The header a reopened SSE stream names the last event its client saw with.
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// How long a reopened stream waits for the response still holding it to end.
+const TAKE_OVER: Duration = Duration::from_secs(5);
+
+/// The receiving end of `route`'s stream, its response's end signal and its replay window. A
+/// stream held by another response is `409`, unless the client reopens it (`take_over`): that
+/// response is ended, and its end awaited for up to [`TAKE_OVER`].
+async fn lease_stream(
+    connection: &HttpConnection,
+    route: &Route,
+    take_over: bool,
+) -> Result<(Lease, CancellationToken, Window), Response> {
+    let deadline = tokio::time::Instant::now() + TAKE_OVER;
+    loop {
+        {
+            let mut streams = lock(&connection.streams);
+            if connection.ended.load(Ordering::SeqCst) {
+                return Err(refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id"));
+            }
+            let mailbox = streams.entry(route.clone()).or_insert_with(|| Mailbox::new(&connection.replay_bytes));
+            if let Some((lease, holder)) = mailbox.lease() {
+                return Ok((lease, holder, mailbox.window.clone()));
+            }
+            if !take_over || tokio::time::Instant::now() >= deadline {
+                return Err(refuse(StatusCode::CONFLICT, "Outbound stream already has an active receiver"));
+            }
+            mailbox.take_over();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// `DELETE`: the client hangs a connection up.
@@ -570,6 +682,8 @@ mod tests {
             pipe: Mutex::new(None),
             routes: Mutex::new(Routes::default()),
             streams: Mutex::new(HashMap::new()),
+            replay_bytes: Arc::default(),
+            kept: Mutex::default(),
             ended: std::sync::atomic::AtomicBool::new(false),
             receivers: AtomicUsize::new(0),
             last_seen: Mutex::new(tokio::time::Instant::now()),
@@ -580,7 +694,11 @@ mod tests {
 
     /// Opens `route`'s stream as an SSE response does; the returned pair is that response.
     fn open(connection: &Arc<HttpConnection>, route: &Route) -> (Lease, Receiving) {
-        let lease = lock(&connection.streams).entry(route.clone()).or_insert_with(Mailbox::new).lease().unwrap();
+        let (lease, _holder) = lock(&connection.streams)
+            .entry(route.clone())
+            .or_insert_with(|| Mailbox::new(&connection.replay_bytes))
+            .lease()
+            .unwrap();
         (lease, Receiving::new(connection.clone(), route.clone()))
     }
 
@@ -604,6 +722,23 @@ mod tests {
         assert!(lock(&connection.streams).contains_key(&session), "a message waits in it");
         let mut again = open(&connection, &session);
         assert_eq!(again.0.receiver.as_mut().unwrap().recv().await.unwrap().text, "{}");
+    }
+
+    /// A stream that delivered something keeps its replay window after its response ended, for
+    /// a client that reopens it; only the last [`KEPT_STREAMS`] such streams are kept.
+    #[tokio::test]
+    async fn streams_with_a_replay_window_are_kept_up_to_a_bound() {
+        let connection = connection();
+        for n in 0..=KEPT_STREAMS {
+            let route = Some(format!("s{n}"));
+            let response = open(&connection, &route);
+            lock(&connection.streams)[&route].window.delivered(Some("1"), "{}".to_owned());
+            drop(response);
+        }
+        let streams = lock(&connection.streams);
+        assert_eq!(streams.len(), KEPT_STREAMS);
+        assert!(!streams.contains_key(&Some("s0".to_owned())), "the oldest kept stream is forgotten");
+        assert!(streams[&Some(format!("s{KEPT_STREAMS}"))].window.holds("1"));
     }
 
     /// The agent's `$/cancel_request` names no session, yet goes on the stream its request went

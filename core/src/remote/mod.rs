@@ -17,6 +17,8 @@
 //! - `shape`: what a message of the agent is (request, response, notification; its id and
 //!   session), read from its leading bytes;
 //! - `limit`: how many ACP connections are open at once;
+//! - `replay`: what an SSE stream delivered lately, for a client that reopens it with
+//!   `Last-Event-ID`;
 //! - `socket`: the accepted sockets, whose writes may not stall for ever;
 //! - `tls` (feature `remote-tls`): HTTPS and WSS with rustls;
 //! - `http`: Streamable HTTP (connection ids, session streams, status codes);
@@ -50,6 +52,7 @@ pub(crate) mod decode;
 mod guard;
 mod http;
 mod limit;
+mod replay;
 mod shape;
 mod socket;
 #[cfg(feature = "remote-tls")]
@@ -196,7 +199,7 @@ async fn get_endpoint(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
     if !wants_websocket {
-        return http::events(&shared, &principal, &headers);
+        return http::events(&shared, &principal, &headers).await;
     }
     if shared.draining.is_cancelled() {
         return guard::refuse(axum::http::StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");

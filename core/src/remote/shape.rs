@@ -13,6 +13,8 @@
 
 use serde_json::Value;
 
+use crate::agent::update_cursor::{cursor_of_line, cursor_of_params};
+
 /// What kind of JSON-RPC message a line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -38,6 +40,9 @@ pub(crate) struct Shape {
     /// The elicitation `params.elicitationId` names: its `elicitation/complete` names no session,
     /// and travels the way its `elicitation/create` did.
     pub(crate) elicitation: Option<String>,
+    /// A `session/update`'s stream cursor (`params._meta["acp/cursor"]`, see
+    /// `agent::update_cursor`): the SSE event id it goes out with.
+    pub(crate) cursor: Option<String>,
 }
 
 /// The start of every `session/update` line the agent writes.
@@ -61,12 +66,19 @@ fn fast(line: &[u8]) -> Option<Shape> {
             return None;
         }
         let session = std::str::from_utf8(&rest[..end]).ok()?.to_owned();
+        let cursor = match cursor_of_line(line) {
+            Some(cursor) => Some(cursor.to_owned()),
+            // A `_meta` elsewhere (a line something rewrote) is found by the parse.
+            None if memchr::memmem::find(line, b"\"_meta\"").is_some() => return None,
+            None => None,
+        };
         return Some(Shape {
             kind: Kind::Notification,
             id: None,
             session: Some(session),
             cancels: None,
             elicitation: None,
+            cursor,
         });
     }
     let rest = line.strip_prefix(WITH_ID_HEAD)?;
@@ -75,7 +87,14 @@ fn fast(line: &[u8]) -> Option<Shape> {
     // A request's params are in no fixed order: those (rare) lines are parsed.
     if after.starts_with(br#","result":"#) || after.starts_with(br#","error":"#) {
         let id = std::str::from_utf8(id).ok()?.to_owned();
-        return Some(Shape { kind: Kind::Response, id: Some(id), session: None, cancels: None, elicitation: None });
+        return Some(Shape {
+            kind: Kind::Response,
+            id: Some(id),
+            session: None,
+            cancels: None,
+            elicitation: None,
+            cursor: None,
+        });
     }
     None
 }
@@ -119,7 +138,8 @@ pub(crate) fn of_value(message: &Value) -> Shape {
         .then(|| params.and_then(|p| p.get("requestId")).map(Value::to_string))
         .flatten();
     let elicitation = params.and_then(|p| p.get("elicitationId")).and_then(Value::as_str).map(str::to_owned);
-    Shape { kind, id, session, cancels, elicitation }
+    let cursor = (kind == Kind::Notification).then(|| cursor_of_params(params).map(str::to_owned)).flatten();
+    Shape { kind, id, session, cancels, elicitation, cursor }
 }
 
 #[cfg(test)]
@@ -132,6 +152,9 @@ mod tests {
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"t1 "}}}}"#,
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\"1","update":{}}}"#,
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"é","update":{}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"t1 "}},"_meta":{"acp/cursor":"42"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"x":1,"_meta":{"acp/cursor":"5"}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","_meta":{"acp/cursor":"7"},"update":{}}}"#,
         r#"{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}"#,
         r#"{"jsonrpc":"2.0","id":0,"result":null}"#,
         r#"{"jsonrpc":"2.0","id":"abc","error":{"code":-32603,"message":"x"}}"#,
@@ -155,16 +178,20 @@ mod tests {
             }
             assert_eq!(of(line), parsed(line), "{line}");
         }
-        assert_eq!(fast_ones, 5, "the agent's own shapes take the fast path");
+        assert_eq!(fast_ones, 6, "the agent's own shapes take the fast path");
     }
 
     #[test]
     fn kinds_ids_and_sessions() {
         let update = of(LINES[0]).unwrap();
         assert_eq!((update.kind, update.id, update.session.as_deref()), (Kind::Notification, None, Some("s-1")));
-        let answer = of(LINES[5]).unwrap();
+        let stamped = of(LINES[3]).unwrap();
+        assert_eq!((stamped.session.as_deref(), stamped.cursor.as_deref()), (Some("s"), Some("42")));
+        assert_eq!(of(LINES[4]).unwrap().cursor, None, "a host's own `_meta` in the update is no cursor");
+        assert_eq!(of(LINES[5]).unwrap().cursor.as_deref(), Some("7"));
+        let answer = of(LINES[8]).unwrap();
         assert_eq!((answer.kind, answer.id.as_deref()), (Kind::Response, Some(r#""abc""#)));
-        let request = of(LINES[10]).unwrap();
+        let request = of(LINES[13]).unwrap();
         assert_eq!(
             (request.kind, request.id.as_deref(), request.session.as_deref()),
             (Kind::Request, Some("3"), Some("s"))

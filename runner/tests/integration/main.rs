@@ -40,6 +40,7 @@ mod prompt_content;
 mod protocol_v2;
 mod reattach;
 mod remote;
+mod remote_resume;
 mod replay_order;
 mod resume;
 mod runner;

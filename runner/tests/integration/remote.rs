@@ -21,12 +21,12 @@ use crate::common::runner::{TurnsSpec, journal_kinds, runner};
 const LOOPBACK: &str = "127.0.0.1:0";
 
 /// A runner-backed agent served remotely with `config`.
-async fn serve(config: RemoteConfig) -> RemoteServer {
+pub(super) async fn serve(config: RemoteConfig) -> RemoteServer {
     serve_on(Arc::new(MemoryStore::new()), config).await
 }
 
 /// A runner-backed agent on `store` served remotely with `config`.
-async fn serve_on(store: Arc<dyn Store>, config: RemoteConfig) -> RemoteServer {
+pub(super) async fn serve_on(store: Arc<dyn Store>, config: RemoteConfig) -> RemoteServer {
     let (runner, _probe) = runner(store, TurnsSpec::default());
     serve_http(runner.options().protocol_v2(true), config).await.expect("serve_http")
 }
@@ -40,7 +40,7 @@ async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
     }
 }
 
-fn loopback() -> RemoteConfig {
+pub(super) fn loopback() -> RemoteConfig {
     RemoteConfig::new(LOOPBACK.parse().unwrap())
 }
 
@@ -57,7 +57,7 @@ fn verifier() -> TokenVerifier {
 }
 
 /// Sends one request on a fresh HTTP/1.1 connection.
-async fn send(addr: SocketAddr, request: Request<Full<Bytes>>) -> Response<Incoming> {
+pub(super) async fn send(addr: SocketAddr, request: Request<Full<Bytes>>) -> Response<Incoming> {
     let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.expect("handshake");
@@ -66,7 +66,12 @@ async fn send(addr: SocketAddr, request: Request<Full<Bytes>>) -> Response<Incom
 }
 
 /// A request to the server's endpoint with `headers` (a `Host` naming the server unless given).
-fn request(server: &RemoteServer, method: &str, headers: &[(&str, &str)], body: &str) -> Request<Full<Bytes>> {
+pub(super) fn request(
+    server: &RemoteServer,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Request<Full<Bytes>> {
     let mut builder = Request::builder().method(method).uri("/acp");
     if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
         builder = builder.header("host", server.local_addr().to_string());
@@ -78,40 +83,58 @@ fn request(server: &RemoteServer, method: &str, headers: &[(&str, &str)], body: 
 }
 
 /// A JSON POST with `headers`.
-async fn post(server: &RemoteServer, headers: &[(&str, &str)], message: &Value) -> Response<Incoming> {
+pub(super) async fn post(server: &RemoteServer, headers: &[(&str, &str)], message: &Value) -> Response<Incoming> {
     let mut all = vec![("content-type", "application/json")];
     all.extend_from_slice(headers);
     send(server.local_addr(), request(server, "POST", &all, &message.to_string())).await
 }
 
-async fn body_text(response: Response<Incoming>) -> String {
+pub(super) async fn body_text(response: Response<Incoming>) -> String {
     String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
 }
 
-fn initialize_request() -> Value {
+pub(super) fn initialize_request() -> Value {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
 }
 
 /// The messages of one SSE response, one event at a time.
-struct Events {
+pub(super) struct Events {
     body: Incoming,
     buffer: String,
+    /// The id of the last event returned.
+    pub(super) last_id: Option<String>,
 }
 
 impl Events {
-    async fn open(server: &RemoteServer, connection: &str, session: Option<&str>) -> Self {
+    pub(super) async fn open(server: &RemoteServer, connection: &str, session: Option<&str>) -> Self {
+        Self::reopen(server, connection, session, None).await.expect("the stream opens")
+    }
+
+    /// Opens the stream, after the event `last_event_id` when given (`Last-Event-ID`); the
+    /// refusal's status and body when it is refused.
+    pub(super) async fn reopen(
+        server: &RemoteServer,
+        connection: &str,
+        session: Option<&str>,
+        last_event_id: Option<&str>,
+    ) -> Result<Self, (StatusCode, String)> {
         let mut headers = vec![("accept", "text/event-stream"), ("acp-connection-id", connection)];
         if let Some(session) = session {
             headers.push(("acp-session-id", session));
         }
+        if let Some(id) = last_event_id {
+            headers.push(("last-event-id", id));
+        }
         let response = send(server.local_addr(), request(server, "GET", &headers, "")).await;
-        assert_eq!(response.status(), StatusCode::OK);
+        if response.status() != StatusCode::OK {
+            return Err((response.status(), body_text(response).await));
+        }
         assert_eq!(response.headers()["content-type"], "text/event-stream");
-        Self { body: response.into_body(), buffer: String::new() }
+        Ok(Self { body: response.into_body(), buffer: String::new(), last_id: None })
     }
 
     /// The next event's JSON (keep-alive comments skipped); `None` when the stream ended.
-    async fn next(&mut self) -> Option<Value> {
+    pub(super) async fn next(&mut self) -> Option<Value> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let event: String = self.buffer.drain(..end + 2).collect();
@@ -120,6 +143,8 @@ impl Events {
                 if data.is_empty() {
                     continue;
                 }
+                self.last_id =
+                    event.lines().find_map(|line| line.strip_prefix("id:")).map(|id| id.trim_start().to_owned());
                 return Some(serde_json::from_str(&data).expect("an event's data is JSON"));
             }
             let frame =
@@ -136,7 +161,7 @@ impl Events {
     }
 
     /// Events up to and including the answer to `id`.
-    async fn until_answer(&mut self, id: u64) -> Vec<Value> {
+    pub(super) async fn until_answer(&mut self, id: u64) -> Vec<Value> {
         let mut seen = Vec::new();
         while let Some(event) = self.next().await {
             let done = event["id"] == json!(id) && event.get("method").is_none();
@@ -150,7 +175,7 @@ impl Events {
 }
 
 /// The text of the `agent_message_chunk`s among `messages`.
-fn said(messages: &[Value]) -> String {
+pub(super) fn said(messages: &[Value]) -> String {
     messages
         .iter()
         .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
@@ -238,7 +263,7 @@ async fn streamable_http_refuses_what_is_not_acp() {
 }
 
 /// A WebSocket client on `server`, with `Authorization: Bearer token` when given.
-async fn websocket(
+pub(super) async fn websocket(
     server: &RemoteServer,
     token: Option<&str>,
 ) -> Result<
@@ -255,14 +280,14 @@ async fn websocket(
     })
 }
 
-type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub(super) type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn ws_send(socket: &mut Socket, message: &Value) {
+pub(super) async fn ws_send(socket: &mut Socket, message: &Value) {
     socket.send(Message::text(message.to_string())).await.unwrap();
 }
 
 /// Messages up to and including the answer to `id`.
-async fn ws_until_answer(socket: &mut Socket, id: u64) -> Vec<Value> {
+pub(super) async fn ws_until_answer(socket: &mut Socket, id: u64) -> Vec<Value> {
     let mut seen = Vec::new();
     loop {
         let message = tokio::time::timeout(Duration::from_secs(10), socket.next()).await.expect("a message in time");
@@ -283,7 +308,7 @@ async fn ws_until_answer(socket: &mut Socket, id: u64) -> Vec<Value> {
 
 /// A WebSocket on `server` that has been initialized (request id 0) and has made a session
 /// (request id 1): the socket and the session id.
-async fn ws_session(server: &RemoteServer) -> (Socket, Value) {
+pub(super) async fn ws_session(server: &RemoteServer) -> (Socket, Value) {
     let mut socket = websocket(server, None).await.expect("the upgrade");
     ws_send(&mut socket, &initialize_request()).await;
     assert_eq!(ws_until_answer(&mut socket, 0).await.pop().unwrap()["result"]["protocolVersion"], 1);
@@ -297,7 +322,7 @@ async fn ws_session(server: &RemoteServer) -> (Socket, Value) {
 }
 
 /// A `session/prompt` of `text` with request id `id`.
-fn prompt(id: u64, session: &Value, text: &str) -> Value {
+pub(super) fn prompt(id: u64, session: &Value, text: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
 }
@@ -507,7 +532,8 @@ async fn streamable_http_is_served_over_http2_too() {
         .header("acp-connection-id", &connection_id)
         .body(Full::new(Bytes::new()))
         .unwrap();
-    let mut events = Events { body: sender.send_request(events).await.unwrap().into_body(), buffer: String::new() };
+    let mut events =
+        Events { body: sender.send_request(events).await.unwrap().into_body(), buffer: String::new(), last_id: None };
     let list = Request::post(&uri)
         .header("content-type", "application/json")
         .header("acp-connection-id", &connection_id)
@@ -603,7 +629,7 @@ async fn during_the_grace_period_http_clients_are_served_and_new_connections_ref
 const MANY: usize = 200_000;
 
 /// `t0 t1 … t{n-1} `: what `stream n` says.
-fn streamed(n: usize) -> String {
+pub(super) fn streamed(n: usize) -> String {
     (0..n).map(|i| ["t", &i.to_string(), " "].concat()).collect()
 }
 
