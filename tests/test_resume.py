@@ -219,3 +219,45 @@ def test_a_stream_cut_anywhere_and_reopened_after_its_last_event_misses_nothing(
         assert code == 0 and not problems, (code, problems)
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("agent", AGENTS, ids=lambda a: a.name)
+def test_a_permission_request_lost_in_a_cut_comes_again_and_its_answer_ends_the_turn(agent: Agent, tmp_path: Path) -> None:
+    """The stream is cut right after the tool call's announcement, with the permission request on
+    its way: the reopened stream brings the request, and the client's answer ends the turn."""
+    usable(agent)
+
+    async def run() -> None:
+        served = await serve(agent, tmp_path)
+        problems: List[str] = []
+        try:
+            connection = Connection(served.url)
+            await connection.start()
+            stream = await Stream.open(served.url, connection.id, connection.session)
+            assert isinstance(stream, Stream)
+            await connection.prompt(2, "tool grep")
+            while True:
+                _, message = await stream.next()
+                update = message.get("params", {}).get("update", {})
+                if update.get("sessionUpdate") == "tool_call":
+                    break
+            last_seen = stream.last_id
+            await stream.cut()
+            reopened = await Stream.open(served.url, connection.id, connection.session, last_seen)
+            assert isinstance(reopened, Stream), reopened
+            stream = reopened
+            _, asked = await stream.next()
+            assert asked.get("method") == "session/request_permission", asked
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}
+            await connection.post(answer, connection.session)
+            rest = await stream.until_answer(2)
+            assert rest[-1][1]["result"]["stopReason"] == "end_turn", rest[-1]
+            assert "grep: done" in chunks(rest), rest
+            check_ids(rest, agent.name)
+            await stream.cut()
+            await connection.close()
+        finally:
+            code = await served.stop(problems, 0)
+        assert code == 0 and not problems, (code, problems)
+
+    asyncio.run(run())
