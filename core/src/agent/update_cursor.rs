@@ -20,6 +20,7 @@
 use std::io::Write as _;
 
 /// The `_meta` key of a stream cursor.
+#[cfg(any(feature = "remote", test))]
 pub(crate) const CURSOR_KEY: &str = "acp/cursor";
 
 /// The start of every `session/update` line (see `translate::UpdateHead`).
@@ -30,6 +31,7 @@ const STAMP_START: &[u8] = br#","_meta":{"acp/cursor":""#;
 /// braces, and the line's end, follow).
 const STAMP_END: &[u8] = br#""}"#;
 /// The end of a stamped line: the params' and the envelope's braces (a line break may follow).
+#[cfg(any(feature = "remote", test))]
 const LINE_END: &[u8] = b"}}";
 
 /// `line` (one complete `session/update` line, as the agent writes it, ending `}}\n`) with
@@ -54,6 +56,7 @@ pub(crate) fn stamp(mut line: Vec<u8>, seq: u64) -> Vec<u8> {
 /// The cursor [`stamp`] put on `line` (without its line break), read from its last bytes; `None`
 /// when the line does not end in a stamp (it may still carry one elsewhere, if something
 /// rewrote it: see [`cursor_of_params`]).
+#[cfg(any(feature = "remote", test))]
 pub(crate) fn cursor_of_line(line: &[u8]) -> Option<&str> {
     let rest = line.strip_suffix(LINE_END)?.strip_suffix(STAMP_END)?;
     let digits = rest.iter().rev().take_while(|b| b.is_ascii_digit()).count();
@@ -68,6 +71,7 @@ pub(crate) fn cursor_of_line(line: &[u8]) -> Option<&str> {
 }
 
 /// The cursor in a parsed notification's params, if it has one.
+#[cfg(any(feature = "remote", test))]
 pub(crate) fn cursor_of_params(params: Option<&serde_json::Value>) -> Option<&str> {
     params?.get("_meta")?.get(CURSOR_KEY)?.as_str()
 }
