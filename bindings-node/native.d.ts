@@ -1148,11 +1148,11 @@ export declare class MemoryStore {
 export declare class PostgresStore {
   /**
    * Connects to the database at `url` (`postgres://user:password@host:port/dbname`, or
-   * `postgres://user@/dbname?host=/run/postgresql` for a Unix socket; no TLS) and prepares it
-   * (schema, cursor key, this process's lease), blocking until done: a constructor cannot
-   * wait for a promise, and an agent has nothing to serve before its store is open. Throws
-   * `ERR_ACP_STORE` when the database cannot be reached or used (the message names the
-   * server, never the password).
+   * `postgres://user@/dbname?host=/run/postgresql` for a Unix socket; TLS as its `sslmode` and
+   * `sslrootcert` ask, with libpq's meanings: see the README) and prepares it (schema, cursor
+   * key, this process's lease), blocking until done: a constructor cannot wait for a promise,
+   * and an agent has nothing to serve before its store is open. Throws `ERR_ACP_STORE` when the
+   * database cannot be reached or used (the message names the server, never the password).
    */
   constructor(url: string)
   /**

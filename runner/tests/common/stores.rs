@@ -49,9 +49,36 @@ pub fn postgres_base_url() -> Option<String> {
 /// it shares that schema's sessions.
 pub async fn postgres_url() -> Option<String> {
     let base = postgres_base_url()?;
+    let schema = new_schema(&base).await;
+    Some(with_search_path(&base, &schema))
+}
+
+/// The test server over TCP, where it serves TLS: its URL (`postgres://acp@localhost:PORT/postgres`,
+/// no `sslmode`) with a new, empty schema in `search_path`, and the PEM file of the root that
+/// signed its certificate (for `localhost` and `127.0.0.1` only). `None` without a test server;
+/// a server started without them fails (scripts/lib/postgres.sh sets both).
+pub async fn postgres_tls() -> Option<(String, String)> {
+    let base = postgres_base_url()?;
+    let var = |name: &str| match std::env::var(name) {
+        Ok(value) if !value.is_empty() => value,
+        _ => panic!("{URL_VAR} is set but {name} is not: start the server with scripts/lib/postgres.sh"),
+    };
+    let (tcp, root_cert) = (var(TCP_URL_VAR), var(ROOT_CERT_VAR));
+    let schema = new_schema(&base).await;
+    Some((with_search_path(&tcp, &schema), root_cert))
+}
+
+/// The variable naming the test server over TCP.
+pub const TCP_URL_VAR: &str = "ACP_FACADE_TEST_POSTGRES_TCP_URL";
+/// The variable naming the PEM file of the root of the test server's certificate.
+pub const ROOT_CERT_VAR: &str = "ACP_FACADE_TEST_POSTGRES_ROOT_CERT";
+
+/// Creates a new, empty schema on the server at `base` (dropping those earlier runs left there);
+/// returns its name.
+async fn new_schema(base: &str) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
     let schema = unique_schema_name();
-    let (client, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+    let (client, connection) = tokio_postgres::connect(base, tokio_postgres::NoTls)
         .await
         .unwrap_or_else(|e| panic!("cannot connect to the test PostgreSQL at {base}: {e}"));
     let connection = tokio::spawn(connection);
@@ -70,7 +97,7 @@ pub async fn postgres_url() -> Option<String> {
     client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("create a test schema");
     drop(client);
     let _ = connection.await;
-    Some(with_search_path(&base, &schema))
+    schema
 }
 
 /// A schema name no other test uses, `acp_test_SECONDS_PID_N` (a schema of that form is dropped

@@ -35,6 +35,7 @@ mod pagination;
 mod permission_gate;
 mod plans;
 mod postgres;
+mod postgres_tls;
 mod principals;
 mod prompt_content;
 mod protocol_v2;

@@ -1,6 +1,7 @@
 //! The connection pool, and how a database call fails: every call is bounded by a timeout, a
 //! connection that broke or timed out is thrown away (never handed out again), and a failure is a
-//! [`StoreError`] of the right kind, naming the server without its password.
+//! [`StoreError`] of the right kind, naming the server (and the TLS asked of it) without its
+//! password.
 
 use std::error::Error as _;
 use std::fmt::Write as _;
@@ -12,6 +13,8 @@ use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls};
 
+use super::ssl_params::take_ssl_params;
+use super::tls::{Connector, Tls};
 use crate::store::StoreError;
 
 /// A pool of connections to one database.
@@ -33,23 +36,32 @@ pub(crate) type Call<'c, T> = BoxFuture<'c, Result<T, tokio_postgres::Error>>;
 
 impl Db {
     /// A pool of at most `size` connections to the database at `url` (a `postgres://` URL or a
-    /// `key=value` connection string; without TLS). Connects lazily: the first call opens the
-    /// first connection.
+    /// `key=value` connection string; TLS as its `sslmode` and `sslrootcert` ask, see `tls`).
+    /// Connects lazily: the first call opens the first connection; the roots' file is read here.
     pub(crate) fn new(url: &str, size: usize, timeout: Duration) -> Result<Self, StoreError> {
+        let invalid = |e: String| StoreError::new(format!("invalid PostgreSQL URL: {e}"));
+        let (url, params) = take_ssl_params(url).map_err(invalid)?;
+        let tls = Tls::from_params(params).map_err(invalid)?;
         let mut config: Config = url
             .parse()
             .map_err(|e: tokio_postgres::Error| StoreError::new(format!("invalid PostgreSQL URL: {}", chain(&e))))?;
         if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
             default_host(&mut config);
         }
+        tls.configure(&mut config);
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(timeout);
         }
         if config.get_application_name().is_none() {
             config.application_name("acp-facade");
         }
-        let target = describe(&config);
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let target = format!("{} {tls}", describe(&config));
+        let connector = tls.connector().map_err(|e| StoreError::new(format!("PostgreSQL TLS for {target}: {e}")))?;
+        let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
+        let manager = match connector {
+            Connector::Plain => Manager::from_config(config, NoTls, manager_config),
+            Connector::Rustls(connector) => Manager::from_config(config, connector, manager_config),
+        };
         let pool = Pool::builder(manager)
             .max_size(size.max(1))
             .runtime(Runtime::Tokio1)
@@ -232,8 +244,16 @@ mod tests {
         let config: Config = "postgres://acp@/postgres?host=/tmp/sock".parse().expect("socket url");
         assert_eq!(describe(&config), "host=/tmp/sock dbname=postgres user=acp");
         let db = Db::new("postgres:///sessions", 1, Duration::from_secs(1)).expect("no host: a default one");
-        assert!(db.target().starts_with("host=") && db.target().ends_with("dbname=sessions"), "{}", db.target());
+        assert!(db.target().starts_with("host=") && db.target().contains(" dbname=sessions"), "{}", db.target());
+        let db = Db::new("postgres://alice:s3cret@db.example/x?sslmode=verify-full", 1, Duration::from_secs(1))
+            .expect("verify-full");
+        assert_eq!(db.target(), "host=db.example port=5432 dbname=x user=alice sslmode=verify-full");
         let err = Db::new("mysql://nope", 1, Duration::from_secs(1)).expect_err("not postgres");
         assert!(err.message().starts_with("invalid PostgreSQL URL"), "{err}");
+        let err = Db::new("postgres://db.example/x?sslmode=verify", 1, Duration::from_secs(1)).expect_err("bad mode");
+        assert!(err.message().starts_with("invalid PostgreSQL URL: sslmode \"verify\" is not one of"), "{err}");
+        let err = Db::new("host=db.example sslmode=verify-ca sslrootcert=/nonexistent.pem", 1, Duration::from_secs(1))
+            .expect_err("no roots file");
+        assert!(err.message().contains("sslrootcert /nonexistent.pem: not a readable PEM file"), "{err}");
     }
 }

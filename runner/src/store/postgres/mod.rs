@@ -2,9 +2,8 @@
 //! shared by any number of agent processes on any number of machines.
 //!
 //! The client is `tokio-postgres` (the native async `PostgreSQL` client) behind a
-//! `deadpool-postgres` pool, without TLS: reach the server over a Unix socket or a trusted
-//! network (or through a local TLS-terminating proxy). A URL asking for TLS (`sslmode=require`)
-//! fails to connect.
+//! `deadpool-postgres` pool, over TLS (rustls) as the URL's `sslmode` and `sslrootcert` ask, with
+//! libpq's meanings (see [`PostgresStore::connect`]; `tls` holds the rules).
 //!
 //! # Invariants
 //!
@@ -36,6 +35,8 @@
 mod db;
 mod lease;
 mod schema;
+mod ssl_params;
+mod tls;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -120,9 +121,21 @@ impl PostgresStore {
     /// `postgres://user@/dbname?host=/run/postgresql` for a Unix socket; any libpq-style
     /// connection string) with the default [`PostgresOptions`].
     ///
+    /// TLS is what the URL's `sslmode` asks, as in libpq: `disable`; `prefer`, the default (TLS
+    /// when the server offers it, its certificate not checked); `require` (TLS, the certificate
+    /// not checked); `verify-ca` (the certificate's chain checked up to a root); `verify-full`
+    /// (the chain, and that the certificate names the URL's host). The roots are the PEM file
+    /// `sslrootcert=FILE` names — given with `prefer` or `require`, it makes them check the chain
+    /// too, as libpq does — or, without it or with `sslrootcert=system`, the Mozilla roots built in
+    /// (`webpki-roots`; no system store is read). For example
+    /// `postgres://app:secret@db.example/sessions?sslmode=verify-full&sslrootcert=/etc/ssl/db-ca.pem`.
+    /// Over a Unix socket no TLS is used, whatever the mode. Another `sslmode` (`allow` too) or an
+    /// `sslrootcert` that cannot be read fails at once with an error naming the parameter.
+    ///
     /// Fails when the database cannot be reached (within the timeout) or used: the schema is
     /// created or migrated, the cursor key read, and this process's lease registered, before this
-    /// returns. Must be called within a Tokio runtime, which then runs the lease's heartbeat.
+    /// returns. A certificate that fails its check fails the connection, saying why. Must be
+    /// called within a Tokio runtime, which then runs the lease's heartbeat.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         Self::connect_with(url, PostgresOptions::default()).await
     }
