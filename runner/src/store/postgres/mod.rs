@@ -35,6 +35,7 @@
 
 mod db;
 mod lease;
+mod local_socket;
 mod schema;
 
 use std::path::PathBuf;
