@@ -3,7 +3,7 @@
 //! Invariant: a [`StdinPipe`] or [`StdoutPipe`] exists only where the stream is a pipe registered
 //! with the runtime's reactor, so reading and writing it need no thread handoff per message. Such
 //! a pipe takes a write of at most `PIPE_BUF` bytes whole or not at all (POSIX), which is what
-//! lets a producer write one line directly ([`WholeLineWrite`], `rpc/outlet.rs`).
+//! lets a producer write one line directly ([`WholeLineWrite`](super::outlet::WholeLineWrite), `rpc/outlet.rs`).
 //!
 //! Unix: stdin and stdout are taken as pipes when they are pipes (the normal case: an editor
 //! starts the agent with piped stdio). Fallback: when a stream is not a pipe (a terminal, a file),
