@@ -42,7 +42,9 @@ fn runtime(batch: bool) -> io::Result<Runtime> {
 fn batch_policy() {
     #[cfg(target_os = "linux")]
     {
-        let param = libc::sched_param { sched_priority: 0 };
+        // Priority 0, the only one of `SCHED_BATCH` (musl's `sched_param` has more fields, all 0).
+        // SAFETY: `sched_param` is plain integers, for which all zeros is a valid value.
+        let param: libc::sched_param = unsafe { std::mem::zeroed() };
         // SAFETY: `sched_setscheduler` on the calling thread (0) with a valid parameter.
         let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &raw const param) };
     }

@@ -648,7 +648,7 @@ mod tests {
         // The reactor learns that the new pipe is writable (as it has long known of stdout's once
         // the agent has answered `initialize`).
         sender.writable().await.expect("writable");
-        let pipe = Arc::new(super::super::stdio::StdoutPipe::new(sender));
+        let pipe = Arc::new(super::super::stdio_pipe::StdoutPipe::new(sender));
         let (tx, rx) = mpsc::channel(OUTGOING_QUEUE);
         let awaited = Arc::new(AtomicBool::new(false));
         let direct: Arc<dyn WholeLineWrite> = pipe.clone();
@@ -666,7 +666,7 @@ mod tests {
     }
 
     /// The writer's end of [`pipe_connection`]'s pipe, as `StdioWriter::Pipe` holds it.
-    struct PipeWriter(Arc<super::super::stdio::StdoutPipe>);
+    struct PipeWriter(Arc<super::super::stdio_pipe::StdoutPipe>);
 
     impl AsyncWrite for PipeWriter {
         fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {

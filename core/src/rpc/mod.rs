@@ -11,6 +11,8 @@ pub(crate) mod message;
 pub(crate) mod outlet;
 pub(crate) mod peer;
 pub(crate) mod stdio;
+pub(crate) mod stdio_pipe;
+mod stdout_guard;
 mod strict;
 pub(crate) mod trace;
 

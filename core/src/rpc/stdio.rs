@@ -5,20 +5,22 @@
 //! for a pipe, to the connection's outlet (`rpc/outlet.rs`), through which a whole line may be
 //! written under the writer's lock when nothing of the writer's is pending.
 //!
-//! **Stdout guard.** [`transport`] keeps the real stdout for the protocol on a duplicate file
-//! descriptor and points the process's standard output (fd 1) at stderr. A stray `println!`,
-//! Python `print()` or `console.log` in host code therefore lands on stderr and can never corrupt
-//! the protocol stream.
+//! **Stdout guard.** [`transport`] keeps the real stdout for the protocol and points the process's
+//! standard output at stderr (`rpc/stdout_guard.rs`, per platform). A stray `println!`, Python
+//! `print()` or `console.log` in host code therefore lands on stderr and can never corrupt the
+//! protocol stream.
 //!
-//! Pipes (the normal case: an editor starts the agent with piped stdio) are registered with the
-//! runtime's reactor and need no thread; a pipe also takes a line of at most `PIPE_BUF` bytes
-//! whole or not at all, so a producer may write one directly (the connection's outlet,
-//! `rpc/outlet.rs`). Otherwise, why threads: tokio's own `Stdin` and `Stdout`
-//! perform every read and write on the blocking pool, a thread handoff per operation. [`ThreadStdin`] is one thread reading stdin in large chunks into
-//! a bounded channel. [`ThreadStdout`] queues the writer's (already batched) buffers on a bounded channel
-//! to one thread that owns stdout; a flush returns once its bytes are queued, and shutdown waits
-//! until the thread has written and flushed everything. The channel is bounded, so a client that
-//! stops reading stalls the writer task (and, through it, the producers) instead of growing memory.
+//! Pipes (the normal case on Unix: an editor starts the agent with piped stdio) are registered
+//! with the runtime's reactor and need no thread (`rpc/stdio_pipe.rs`); a pipe also takes a line
+//! of at most `PIPE_BUF` bytes whole or not at all, so a producer may write one directly (the
+//! connection's outlet, `rpc/outlet.rs`). Otherwise (a terminal, a file; on Windows always),
+//! why threads: tokio's own `Stdin` and `Stdout` perform every read and write on the blocking
+//! pool, a thread handoff per operation. [`ThreadStdin`] is one thread reading stdin in large
+//! chunks into a bounded channel. [`ThreadStdout`] queues the writer's (already batched) buffers on
+//! a bounded channel to one thread that owns stdout; a flush returns once its bytes are queued, and
+//! shutdown waits until the thread has written and flushed everything. The channel is bounded, so
+//! a client that stops reading stalls the writer task (and, through it, the producers) instead of
+//! growing memory.
 
 use std::io::{Read, Write};
 use std::pin::Pin;
@@ -30,27 +32,27 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
 use super::outlet::WholeLineWrite;
+use super::stdio_pipe::{self, StdinPipe, StdoutPipe};
+use super::stdout_guard::guard_stdout;
 
 /// Buffers in flight between the writer task and the stdout thread.
 const STDOUT_QUEUE: usize = 16;
 
 /// The process's stdin and stdout as a transport pair.
 ///
-/// Installs the stdout guard: from now on fd 1 is a copy of stderr, and only the returned writer
-/// writes to the real stdout. When stdin and stdout are pipes (as when an editor starts the agent)
-/// both are driven by the runtime's reactor directly — no thread handoff per message; otherwise
-/// (a terminal, a file) a dedicated thread serves each. Must be called inside a tokio runtime.
+/// Installs the stdout guard: from now on the process's standard output is stderr, and only the
+/// returned writer writes to the real stdout. When stdin and stdout are pipes (as when an editor
+/// starts the agent on Unix) both are driven by the runtime's reactor directly — no thread handoff
+/// per message; otherwise (a terminal, a file; Windows) a dedicated thread serves each. Must be called inside a tokio runtime.
 pub(crate) fn transport() -> std::io::Result<(StdioReader, StdioWriter)> {
-    use std::os::fd::AsFd;
     let protocol = guard_stdout()?;
-    let writer = match tokio::net::unix::pipe::Sender::from_file(protocol.try_clone()?) {
-        Ok(pipe) => StdioWriter::Pipe(Arc::new(StdoutPipe::new(pipe))),
-        Err(_) => StdioWriter::Thread(ThreadStdout::spawn(protocol)?),
+    let writer = match stdio_pipe::stdout(&protocol)? {
+        Some(pipe) => StdioWriter::Pipe(Arc::new(pipe)),
+        None => StdioWriter::Thread(ThreadStdout::spawn(protocol)?),
     };
-    let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
-    let reader = match tokio::net::unix::pipe::Receiver::from_file(stdin) {
-        Ok(pipe) => StdioReader::Pipe(pipe),
-        Err(_) => StdioReader::Thread(ThreadStdin::spawn()?),
+    let reader = match stdio_pipe::stdin()? {
+        Some(pipe) => StdioReader::Pipe(pipe),
+        None => StdioReader::Thread(ThreadStdin::spawn()?),
     };
     Ok((reader, writer))
 }
@@ -59,7 +61,7 @@ pub(crate) fn transport() -> std::io::Result<(StdioReader, StdioWriter)> {
 #[derive(Debug)]
 pub(crate) enum StdioReader {
     /// Stdin is a pipe, read through the reactor.
-    Pipe(tokio::net::unix::pipe::Receiver),
+    Pipe(StdinPipe),
     /// Stdin is something else, read by a thread.
     Thread(ThreadStdin),
 }
@@ -80,55 +82,6 @@ impl StdioWriter {
             Self::Pipe(pipe) => Some(pipe.clone()),
             Self::Thread(_) => None,
         }
-    }
-}
-
-/// Stdout as a pipe registered with the reactor, written by the connection's writer and, a
-/// whole line at a time, by a producer writing directly (see `rpc/outlet.rs`).
-#[derive(Debug)]
-pub struct StdoutPipe(tokio::net::unix::pipe::Sender);
-
-impl StdoutPipe {
-    /// Stdout's pipe, registered with the runtime's reactor.
-    pub(crate) fn new(pipe: tokio::net::unix::pipe::Sender) -> Self {
-        Self(pipe)
-    }
-}
-
-impl WholeLineWrite for StdoutPipe {
-    fn write_whole(&self, line: &[u8]) -> std::io::Result<bool> {
-        // POSIX: a write of at most PIPE_BUF bytes to a non-blocking pipe writes all of them, or
-        // none (EAGAIN); a longer one may be cut anywhere.
-        if line.len() > libc::PIPE_BUF {
-            return Ok(false);
-        }
-        match self.0.try_write(line) {
-            Ok(n) if n == line.len() => Ok(true),
-            Ok(n) => Err(std::io::Error::other(format!("a pipe took {n} of {} bytes of an atomic write", line.len()))),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-impl AsyncWrite for &StdoutPipe {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        loop {
-            std::task::ready!(self.0.poll_write_ready(cx))?;
-            match self.0.try_write(buf) {
-                // Readiness was cleared: the next poll waits for the pipe to drain.
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                written => return Poll::Ready(written),
-            }
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
     }
 }
 
@@ -162,25 +115,6 @@ impl AsyncWrite for StdioWriter {
             Self::Thread(thread) => Pin::new(thread).poll_shutdown(cx),
         }
     }
-}
-
-/// Moves the real stdout to a new descriptor and points fd 1 at stderr; returns the real stdout.
-fn guard_stdout() -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsFd;
-    // Anything buffered for fd 1 so far belongs to the protocol stream's prefix.
-    std::io::stdout().flush()?;
-    let real = std::io::stdout().as_fd().try_clone_to_owned()?;
-    redirect_stdout_to_stderr()?;
-    Ok(std::fs::File::from(real))
-}
-
-#[allow(unsafe_code, reason = "dup2 has no safe wrapper in std; both descriptors are valid and owned by the process")]
-fn redirect_stdout_to_stderr() -> std::io::Result<()> {
-    // SAFETY: dup2 on the process's own standard descriptors, which stay open for its lifetime.
-    if unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// An [`AsyncRead`] fed by a dedicated thread reading the process's stdin.

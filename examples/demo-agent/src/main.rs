@@ -20,6 +20,7 @@ mod auth;
 mod client;
 mod remote;
 mod script;
+mod shutdown;
 
 use std::io::Write as _;
 use std::path::PathBuf;

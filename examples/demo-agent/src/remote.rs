@@ -1,6 +1,7 @@
 //! `--listen`: the demo served remotely (Streamable HTTP and WebSocket at `/acp`), with its
 //! `--token` and `--allow-origin` rules, over TLS with `--tls-cert` and `--tls-key` (feature
-//! `tls`), until SIGTERM (or Ctrl-C) shuts it down gracefully.
+//! `tls`), until SIGTERM (or Ctrl-C; on Windows, Ctrl-C or closing the console) shuts it down
+//! gracefully.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -10,6 +11,8 @@ use std::sync::Arc;
 
 use acp_facade::Options;
 use acp_facade::remote::{RemoteConfig, TokenVerifier, serve_http};
+
+use crate::shutdown::Shutdown;
 
 /// Where and under which rules to serve.
 pub(crate) struct Listen {
@@ -61,7 +64,7 @@ impl Listen {
 /// limit of open files bounds it too.
 const MAX_CONNECTIONS: usize = 16_384;
 
-/// Serves until SIGTERM or Ctrl-C, then shuts down gracefully.
+/// Serves until asked to stop (SIGTERM or Ctrl-C; see `shutdown.rs`), then shuts down gracefully.
 pub(crate) async fn serve(options: Options, listen: Listen) -> std::io::Result<()> {
     let mut config = RemoteConfig::new(listen.addr).max_connections(MAX_CONNECTIONS);
     if !listen.tokens.is_empty() {
@@ -81,11 +84,7 @@ pub(crate) async fn serve(options: Options, listen: Listen) -> std::io::Result<(
     }
     let server = serve_http(options, config).await?;
     let _ = writeln!(std::io::stderr().lock(), "listening on {}", server.url());
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
+    Shutdown::install()?.requested().await;
     tracing::info!("shutting down");
     server.shutdown().await
 }

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
 use futures::future::BoxFuture;
-use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls};
 
+use super::local_socket;
 use super::ssl_params::take_ssl_params;
 use super::tls::{Connector, Tls};
 use crate::store::StoreError;
@@ -196,24 +196,18 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// The server of a URL that names none (`postgres:///dbname`), as libpq finds it: `$PGHOST`, else
 /// the local socket directory of Debian's packages when it exists, else `localhost`.
 fn default_host(config: &mut Config) {
-    const SOCKET_DIR: &str = "/var/run/postgresql";
-    match std::env::var("PGHOST") {
-        Ok(host) if !host.is_empty() => config.host(&host),
-        _ if std::path::Path::new(SOCKET_DIR).is_dir() => config.host_path(SOCKET_DIR),
-        _ => config.host("localhost"),
-    };
+    if let Ok(host) = std::env::var("PGHOST")
+        && !host.is_empty()
+    {
+        config.host(&host);
+    } else if !local_socket::local_socket(config) {
+        config.host("localhost");
+    }
 }
 
 /// `host=… port=… dbname=… user=…`, as the URL gave them (never the password).
 fn describe(config: &Config) -> String {
-    let hosts: Vec<String> = config
-        .get_hosts()
-        .iter()
-        .map(|host| match host {
-            Host::Tcp(name) => name.clone(),
-            Host::Unix(path) => path.display().to_string(),
-        })
-        .collect();
+    let hosts: Vec<String> = config.get_hosts().iter().map(local_socket::host_name).collect();
     let mut text = String::new();
     let _ = write!(text, "host={}", if hosts.is_empty() { "localhost".to_owned() } else { hosts.join(",") });
     if !config.get_ports().is_empty() {

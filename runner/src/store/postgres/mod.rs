@@ -34,6 +34,7 @@
 
 mod db;
 mod lease;
+mod local_socket;
 mod schema;
 mod ssl_params;
 mod tls;
