@@ -146,6 +146,17 @@ def test_normalisation_hides_ids_and_times_only() -> None:
     assert "nope-1" in "".join(normalise(unknown))
 
 
+def test_normalisation_leaves_out_stream_cursors_only() -> None:
+    plain = update("s", "agent_message_chunk", content={"type": "text", "text": "a"})
+    stamped = json.loads(json.dumps(plain))
+    stamped["params"]["_meta"] = {"acp/cursor": "17"}
+    assert normalise([entry("out", stamped)]) == normalise([entry("out", plain)])
+    kept = json.loads(json.dumps(plain))
+    kept["params"]["_meta"] = {"acp/cursor": "17", "other": 1}
+    assert '"other": 1' in normalise([entry("out", kept)])[0]
+    assert "acp/cursor" not in normalise([entry("out", kept)])[0]
+
+
 def test_multiset_ignores_order_only() -> None:
     a, b = ["x", "y", "y"], ["y", "x", "y"]
     assert difference("rust", a, "python", b, multiset=True) == ""

@@ -8,7 +8,10 @@ numbered in order of first appearance, so that equal behaviour gives equal text:
   its process) and the ids of the agent's own requests (and the client's answers to them);
 - list cursors (``cursor`` / ``nextCursor``: HMAC-authenticated with a per-process random key,
   including cursors the client derived from them);
-- times: ``updatedAt`` and any RFC 3339 timestamp inside a string.
+- times: ``updatedAt`` and any RFC 3339 timestamp inside a string;
+- stream cursors: a ``session/update``'s ``params._meta["acp/cursor"]``, which only the remote
+  transports carry (left out, with a ``_meta`` it leaves empty; ``tests/test_resume.py`` checks
+  them).
 
 Those values are also replaced wherever they appear inside other strings (an error message naming a
 session). Values the client invented (a malformed or unknown session id) are the same for every
@@ -106,6 +109,21 @@ def _rewrite(value: Any, names: _Names, patterns: List[str], key: str = "") -> A
     return value
 
 
+def _without_cursor(message: Any) -> Any:
+    """``message`` without a ``session/update``'s stream cursor (a copy when it had one)."""
+    if not isinstance(message, dict) or message.get("method") != "session/update":
+        return message
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict) or "acp/cursor" not in meta:
+        return message
+    meta = {k: v for k, v in meta.items() if k != "acp/cursor"}
+    params = {k: v for k, v in params.items() if k != "_meta"}
+    if meta:
+        params["_meta"] = meta
+    return {**message, "params": params}
+
+
 def normalise(entries: List[Entry], erase_ids: bool = False) -> List[str]:
     """The transcript as comparable lines: ``→`` client to agent, ``←`` agent to client, ``#`` a
     harness event (process start, EOF, exit code)."""
@@ -127,7 +145,7 @@ def normalise(entries: List[Entry], erase_ids: bool = False) -> List[str]:
         if not e.is_json:
             lines.append(f"{arrow} p{e.proc} RAW {json.dumps(_TIME.sub('<time>', e.line))}")
             continue
-        msg = _rewrite(e.msg, names, patterns)
+        msg = _rewrite(_without_cursor(e.msg), names, patterns)
         if isinstance(msg, dict) and "id" in msg:
             key = json.dumps(e.msg["id"])
             from_agent_request = e.dir == "out" and "method" in e.msg
